@@ -1,0 +1,151 @@
+"""Human output for the CLI (rich): topology tables, the NUMA map, the plan table.
+
+Front-end code: the core never imports this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from slicectl.cpulist import format_cpulist
+from slicectl.placement import Layout
+from slicectl.plan import Plan
+from slicectl.topology import Topology
+from slicectl.values import format_size
+
+# Colours for tenants in the NUMA map, in tenant order; housekeeping and free fixed.
+PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan",
+           "bright_magenta", "bright_green", "bright_yellow", "bright_blue", "red")
+HOUSEKEEPING_STYLE = "bold white on grey23"
+FREE_STYLE = "dim"
+
+
+def _mem(n: int) -> str:
+    return format_size(n) if n else "-"
+
+
+def topology_table(topo: Topology) -> Table:
+    """One row per node: CPUs, cores, memory, distances."""
+    t = Table(title=f"NUMA topology ({topo.source})", title_justify="left")
+    t.add_column("node", justify="right")
+    t.add_column("CPUs")
+    t.add_column("count", justify="right")
+    t.add_column("cores", justify="right")
+    t.add_column("memory", justify="right")
+    t.add_column("distances")
+    for n in topo.nodes:
+        cores = topo.cores(n.cpus)
+        dist = " ".join(str(topo.distance(n.id, m)) for m in topo.node_ids())
+        t.add_row(str(n.id), format_cpulist(n.cpus) or "-", str(len(n.cpus)),
+                  str(len(cores)), _mem(n.memory_bytes), dist)
+    return t
+
+
+def topology_summary(topo: Topology) -> Text:
+    online = topo.online_cpus
+    smt = max((len(c.siblings) for c in topo.cpus if c.online), default=1)
+    parts = [f"{len(topo.nodes)} node(s)", f"{len(online)} online CPUs",
+             f"SMT {'on (' + str(smt) + ' threads/core)' if smt > 1 else 'off'}",
+             f"memory {_mem(topo.total_memory)}"]
+    if topo.offline_cpus:
+        parts.append(f"offline CPUs: {format_cpulist(topo.offline_cpus)}")
+    no_mem = [str(n.id) for n in topo.nodes if not n.has_memory]
+    no_cpu = [str(n.id) for n in topo.nodes if not n.cpus]
+    if no_mem:
+        parts.append(f"node(s) without memory: {', '.join(no_mem)}")
+    if no_cpu:
+        parts.append(f"node(s) without CPUs: {', '.join(no_cpu)}")
+    return Text(", ".join(parts))
+
+
+def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterable[str] = ()
+             ) -> RenderableType:
+    """Nodes × CPUs; with a layout, each CPU coloured and labelled by its owner."""
+    owners: dict[int, str] = {}
+    styles: dict[str, str] = {}
+    if layout is not None:
+        for c in layout.housekeeping:
+            owners[c] = "housekeeping"
+        names = list(tenant_order) or [p.tenant for p in layout.tenants]
+        for i, name in enumerate(names):
+            styles[name] = PALETTE[i % len(PALETTE)]
+        for p in layout.tenants:
+            if p.exclusive:
+                for c in p.cpus:
+                    owners[c] = p.tenant
+    styles["housekeeping"] = HOUSEKEEPING_STYLE
+    width = max((len(str(c.id)) for c in topo.cpus), default=1)
+    t = Table(title="NUMA map (node × CPU)", title_justify="left", show_header=True)
+    t.add_column("node", justify="right")
+    t.add_column("CPUs")
+    t.add_column("memory", justify="right")
+    for n in topo.nodes:
+        cells = Text()
+        for c in sorted(n.cpus):
+            owner = owners.get(c)
+            cells.append(str(c).rjust(width), style=styles.get(owner or "", FREE_STYLE))
+            cells.append(" ")
+        t.add_row(f"node{n.id}", cells if n.cpus else Text("(no CPUs)", style="dim"),
+                  _mem(n.memory_bytes))
+    if layout is None:
+        return t
+    legend = Text("legend: ")
+    for name, style in styles.items():
+        legend.append(f" {name} ", style=style)
+        legend.append(" ")
+    legend.append(" shared/free ", style=FREE_STYLE)
+    return Group(t, legend)
+
+
+def plan_table(plan: Plan) -> Table:
+    """One row per tenant: CPUs, nodes, memory binding and the properties it gets."""
+    t = Table(title=f"Plan for {plan.source}"
+              + (f" (profile {plan.profile})" if plan.profile else ""), title_justify="left")
+    t.add_column("tenant")
+    t.add_column("slice")
+    t.add_column("CPUs")
+    t.add_column("n", justify="right")
+    t.add_column("nodes")
+    t.add_column("memory")
+    t.add_column("properties")
+    for p in plan.layout.tenants:
+        unit = next(u for u in plan.units if u.tenant == p.tenant and u.kind == "unit")
+        props = " ".join(f"{k}={v}" for k, v in unit.formatted()
+                         if k not in ("AllowedCPUs", "AllowedMemoryNodes"))
+        cpus = format_cpulist(p.cpus) + (" (shared pool)" if p.pool else "")
+        if not p.exclusive and not p.pool:
+            cpus += " (shared)"
+        mem = ("node " + ",".join(map(str, p.memory_nodes))
+               if p.memory_nodes is not None else "unbound")
+        t.add_row(p.tenant, unit.unit, cpus, str(len(p.cpus)),
+                  ",".join(map(str, p.cpu_nodes)), mem, props or "-")
+    return t
+
+
+def plan_files_table(plan: Plan) -> Table:
+    """The other generated files (parent slice, housekeeping and member drop-ins)."""
+    t = Table(title="Files", title_justify="left")
+    t.add_column("file")
+    t.add_column("settings")
+    for u in plan.units:
+        if u.tenant is not None and u.kind == "unit":
+            continue
+        settings = [f"{k}={v}" for k, v in u.formatted()]
+        if u.slice:
+            settings.append(f"Slice={u.slice}")
+        t.add_row(u.path, " ".join(settings) or "-")
+    return t
+
+
+def console(stderr: bool = False) -> Console:
+    """A console that does not wrap tables into unreadable columns when piped."""
+    import os
+    import sys
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else int(os.environ.get("COLUMNS", "160"))
+    return Console(file=stream, width=width, soft_wrap=False)

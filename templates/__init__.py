@@ -1,0 +1,1 @@
+"""Unit-file templates shipped with slicectl (package data; override with --templates DIR)."""
