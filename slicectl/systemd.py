@@ -1,0 +1,415 @@
+"""The D-Bus client for org.freedesktop.systemd1: the only module that talks to systemd.
+
+Every call is an explicit `Message` with its signature spelled out: dbus-fast's proxy objects
+mangle names such as AllowedCPUs (testbed-notes.md), and the wire types matter to systemd.
+See docs/dbus.md for the calls, the property table and the error mapping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import TracebackType
+from typing import Any, Final, Self
+
+from dbus_fast import BusType, Message, MessageType, Variant
+from dbus_fast.aio import MessageBus
+from dbus_fast.errors import AuthError, DBusFastError
+
+from slicectl.cpulist import from_bitmask, to_bitmask
+from slicectl.errors import SystemdError
+
+BUS_NAME: Final = "org.freedesktop.systemd1"
+MANAGER_PATH: Final = "/org/freedesktop/systemd1"
+MANAGER_IFACE: Final = "org.freedesktop.systemd1.Manager"
+UNIT_IFACE: Final = "org.freedesktop.systemd1.Unit"
+PROPERTIES_IFACE: Final = "org.freedesktop.DBus.Properties"
+DBUS_NAME: Final = "org.freedesktop.DBus"
+DBUS_PATH: Final = "/org/freedesktop/DBus"
+UINT64_MAX: Final = 2**64 - 1
+CALL_TIMEOUT: Final = 25.0  # libdbus' default method call timeout
+JOB_TIMEOUT: Final = 90.0  # systemd's DefaultTimeoutStartSec
+# Cgroup settings live on the unit type's own interface (systemd.resource-control(5)).
+CGROUP_IFACES: Final = {
+    suffix: f"org.freedesktop.systemd1.{suffix.capitalize()}"
+    for suffix in ("slice", "service", "scope", "socket", "mount", "swap")
+}
+JOB_REMOVED_MATCH: Final = (
+    f"type='signal',sender='{BUS_NAME}',path='{MANAGER_PATH}',"
+    f"interface='{MANAGER_IFACE}',member='JobRemoved'"
+)
+
+PropValue = frozenset[int] | int | str | tuple[str, ...] | None
+
+
+class Kind(StrEnum):
+    """How a property's D-Bus value maps to a Python value."""
+
+    MASK = "mask"  # ay bitmask <-> frozenset[int]; empty mask = unset
+    LIMIT = "limit"  # t; UINT64_MAX = unset/infinity/default <-> None
+    NUMBER = "number"  # t; 0 = unset, kept as 0
+    STR = "str"
+    STRLIST = "strlist"
+
+
+@dataclass(frozen=True)
+class PropSpec:
+    """One systemd unit property slicectl sets or reads."""
+
+    name: str
+    signature: str
+    kind: Kind
+    settable: bool
+    attr: str  # the UnitState field
+    on_unit: bool = False  # on org.freedesktop.systemd1.Unit, not the cgroup interface
+
+
+PROPERTIES: Final[dict[str, PropSpec]] = {
+    spec.name: spec
+    for spec in (
+        PropSpec("AllowedCPUs", "ay", Kind.MASK, True, "allowed_cpus"),
+        PropSpec("AllowedMemoryNodes", "ay", Kind.MASK, True, "allowed_memory_nodes"),
+        PropSpec("CPUWeight", "t", Kind.LIMIT, True, "cpu_weight"),
+        PropSpec("CPUQuotaPerSecUSec", "t", Kind.LIMIT, True, "cpu_quota_per_sec_usec"),
+        PropSpec("CPUQuotaPeriodUSec", "t", Kind.LIMIT, True, "cpu_quota_period_usec"),
+        PropSpec("MemoryMax", "t", Kind.LIMIT, True, "memory_max"),
+        PropSpec("MemoryHigh", "t", Kind.LIMIT, True, "memory_high"),
+        PropSpec("MemorySwapMax", "t", Kind.LIMIT, True, "memory_swap_max"),
+        PropSpec("MemoryLow", "t", Kind.NUMBER, True, "memory_low"),
+        PropSpec("MemoryMin", "t", Kind.NUMBER, True, "memory_min"),
+        PropSpec("EffectiveCPUs", "ay", Kind.MASK, False, "effective_cpus"),
+        PropSpec("EffectiveMemoryNodes", "ay", Kind.MASK, False, "effective_memory_nodes"),
+        PropSpec("ControlGroup", "s", Kind.STR, False, "control_group"),
+        PropSpec("Slice", "s", Kind.STR, False, "slice"),
+        PropSpec("ActiveState", "s", Kind.STR, False, "active_state", on_unit=True),
+        PropSpec("LoadState", "s", Kind.STR, False, "load_state", on_unit=True),
+        PropSpec("SubState", "s", Kind.STR, False, "sub_state", on_unit=True),
+        PropSpec("FragmentPath", "s", Kind.STR, False, "fragment_path", on_unit=True),
+        PropSpec("DropInPaths", "as", Kind.STRLIST, False, "drop_in_paths", on_unit=True),
+    )
+}
+# What systemd reports when a property is unset (and for units without a cgroup interface).
+_UNSET_RAW: Final[dict[Kind, Any]] = {
+    Kind.MASK: b"", Kind.LIMIT: UINT64_MAX, Kind.NUMBER: 0, Kind.STR: "", Kind.STRLIST: [],
+}
+
+
+def encode(name: str, value: PropValue) -> Variant:
+    """Encode a settable property's Python value as the Variant systemd expects."""
+    spec = PROPERTIES.get(name)
+    if spec is None or not spec.settable:
+        settable = ", ".join(n for n, s in PROPERTIES.items() if s.settable)
+        raise SystemdError(f"slicectl cannot set property {name!r}", f"settable: {settable}",
+                           prop=name)
+    if spec.kind is Kind.MASK and (value is None or isinstance(value, frozenset | set)):
+        return Variant("ay", to_bitmask(value or ()))  # an empty mask resets the setting
+    if spec.kind is Kind.LIMIT and value is None:
+        return Variant("t", UINT64_MAX)
+    if spec.kind is Kind.NUMBER and value is None:
+        return Variant("t", 0)  # 0 is systemd's "no protection"
+    if spec.kind in (Kind.LIMIT, Kind.NUMBER) and isinstance(value, int) and not (
+        isinstance(value, bool) or value < 0 or value > UINT64_MAX
+    ):
+        return Variant("t", value)
+    raise SystemdError(f"invalid value {value!r} for {name}",
+                       "expected a set of ints" if spec.kind is Kind.MASK
+                       else "expected a non-negative int or None", prop=name)
+
+
+def decode(name: str, raw: Any) -> PropValue:
+    """Decode a property's D-Bus value (as dbus-fast returns it) to its Python value."""
+    kind = PROPERTIES[name].kind
+    if kind is Kind.MASK:
+        return from_bitmask(raw)  # systemd pads the masks it returns to 8 bytes
+    if kind is Kind.LIMIT:
+        return None if raw == UINT64_MAX else int(raw)
+    if kind is Kind.NUMBER:
+        return int(raw)
+    if kind is Kind.STRLIST:
+        return tuple(str(s) for s in raw)
+    return str(raw)
+
+
+@dataclass(frozen=True)
+class UnitState:
+    """The live state of one unit, as systemd reports it."""
+
+    unit: str
+    load_state: str
+    active_state: str
+    sub_state: str
+    fragment_path: str
+    drop_in_paths: tuple[str, ...]
+    slice: str
+    control_group: str  # "" while the unit has no cgroup (inactive)
+    allowed_cpus: frozenset[int]
+    allowed_memory_nodes: frozenset[int]
+    effective_cpus: frozenset[int]
+    effective_memory_nodes: frozenset[int]
+    cpu_weight: int | None
+    cpu_quota_per_sec_usec: int | None
+    cpu_quota_period_usec: int | None
+    memory_max: int | None
+    memory_high: int | None
+    memory_swap_max: int | None
+    memory_low: int
+    memory_min: int
+
+    @property
+    def props(self) -> dict[str, PropValue]:
+        """The settable properties by systemd name, for diffing desired against live."""
+        return {s.name: getattr(self, s.attr) for s in PROPERTIES.values() if s.settable}
+
+
+@dataclass(frozen=True)
+class ListedUnit:
+    """One row of Manager.ListUnitsByPatterns."""
+
+    name: str
+    load_state: str
+    active_state: str
+    sub_state: str
+    path: str
+
+
+_RUN_AS_ROOT = "run as root (sudo slicectl ...): changing system units needs privileges"
+_NO_SYSTEMD = "is systemd running as PID 1? slicectl apply needs a real systemd"
+_NO_ANSWER = ("no reply from systemd", "systemd may be busy or hung; see `systemctl status`, retry")
+# D-Bus error name -> (what went wrong, hint); "{unit}" is filled in.
+ERRORS: Final[dict[str, tuple[str, str]]] = {
+    "org.freedesktop.systemd1.NoSuchUnit": (
+        "no such unit", "check the name with `systemctl list-units --all {unit}`"),
+    "org.freedesktop.systemd1.UnitMasked": (
+        "the unit is masked", "unmask it first: systemctl unmask {unit}"),
+    "org.freedesktop.systemd1.LoadFailed": (
+        "the unit failed to load", "see `systemctl status {unit}`"),
+    "org.freedesktop.DBus.Error.AccessDenied": ("permission denied", _RUN_AS_ROOT),
+    "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired": (
+        "permission denied", _RUN_AS_ROOT),
+    "org.freedesktop.DBus.Error.InvalidArgs": (
+        "systemd rejected the value", "check the value against systemd.resource-control(5)"),
+    "org.freedesktop.DBus.Error.PropertyReadOnly": (
+        "systemd cannot set this property",
+        "this systemd may be too old for it (see systemd.resource-control(5))"),
+    "org.freedesktop.DBus.Error.ServiceUnknown": ("systemd is not on the bus", _NO_SYSTEMD),
+    "org.freedesktop.DBus.Error.NameHasNoOwner": ("systemd is not on the bus", _NO_SYSTEMD),
+    "org.freedesktop.DBus.Error.UnknownObject": ("systemd does not know the object",
+                                                 _NO_SYSTEMD),
+    "org.freedesktop.DBus.Error.UnknownMethod": ("systemd does not know the call",
+                                                 _NO_SYSTEMD),
+    "org.freedesktop.DBus.Error.NoReply": _NO_ANSWER,
+    "org.freedesktop.DBus.Error.Timeout": _NO_ANSWER,
+    "org.freedesktop.DBus.Error.TimedOut": _NO_ANSWER,
+    "org.freedesktop.DBus.Error.Disconnected": (
+        "lost the connection to the bus", "is the system bus still running? retry"),
+}
+_NO_REPLY = "org.freedesktop.DBus.Error.NoReply"
+_DISCONNECTED = "org.freedesktop.DBus.Error.Disconnected"
+
+
+def error_for(name: str, text: str, action: str, *, unit: str = "", prop: str = "",
+              ) -> SystemdError:
+    """Map a D-Bus error reply to a SystemdError saying what failed and what to do."""
+    what, hint = ERRORS.get(name, (f"systemd answered {name}",
+                                   "see `journalctl -b _PID=1` for systemd's side"))
+    detail = f" ({text})" if text and text != what else ""
+    return SystemdError(f"{action} failed: {what}{detail}", hint.format(unit=unit or "UNIT"),
+                        unit=unit, prop=prop, name=name)
+
+
+def _props_named(props: Iterable[str], text: str) -> str:
+    """The property an error is about: the only one set, or those its text names."""
+    names = list(props)
+    if len(names) == 1:
+        return names[0]
+    named = [n for n in names if n in text]
+    return ", ".join(named or names)
+
+
+class Systemd:
+    """A connection to systemd's Manager on the system bus (or a given bus, for tests)."""
+
+    def __init__(self, bus: MessageBus, timeout: float, job_timeout: float) -> None:
+        self._bus = bus
+        self._timeout = timeout
+        self._job_timeout = job_timeout
+        self._subscribed = False
+        self._waiters: dict[str, asyncio.Future[str]] = {}
+        # JobRemoved may overtake the StartUnit reply; keep results while someone waits.
+        self._finished: dict[str, str] = {}
+        self._watching = 0
+        bus.add_message_handler(self._on_message)
+
+    @classmethod
+    async def connect(cls, address: str | None = None, *, timeout: float = CALL_TIMEOUT,
+                      job_timeout: float = JOB_TIMEOUT) -> Systemd:
+        """Connect to the system bus, or to the bus at `address`."""
+        where = address or os.environ.get("DBUS_SYSTEM_BUS_ADDRESS",
+                                          "unix:path=/var/run/dbus/system_bus_socket")
+        try:
+            bus = MessageBus(bus_address=address, bus_type=BusType.SYSTEM)
+            await asyncio.wait_for(bus.connect(), timeout)
+        except (OSError, DBusFastError, EOFError, TimeoutError) as exc:
+            denied = isinstance(exc, PermissionError | AuthError)
+            raise SystemdError(
+                f"cannot connect to the system bus at {where}: {str(exc) or type(exc).__name__}",
+                _RUN_AS_ROOT if denied else f"is D-Bus running? {_NO_SYSTEMD}",
+                name=_DISCONNECTED,
+            ) from None
+        return cls(bus, timeout, job_timeout)
+
+    async def close(self) -> None:
+        """Disconnect from the bus."""
+        for fut in self._waiters.values():
+            fut.cancel()
+        self._bus.disconnect()
+        with contextlib.suppress(Exception):
+            await self._bus.wait_for_disconnect()  # type: ignore[no-untyped-call]
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def _call(self, member: str, signature: str = "", body: Iterable[Any] = (), *,
+                    action: str, unit: str = "", prop: str = "", path: str = MANAGER_PATH,
+                    interface: str = MANAGER_IFACE, destination: str = BUS_NAME,
+                    timeout: float | None = None) -> list[Any]:
+        """Send one method call and return the reply's body, mapping every failure."""
+        timeout = self._timeout if timeout is None else timeout
+        try:
+            msg = Message(destination=destination, path=path, interface=interface,
+                          member=member, signature=signature, body=list(body))
+            reply = await asyncio.wait_for(self._bus.call(msg), timeout)
+        except TimeoutError:
+            raise error_for(_NO_REPLY, f"none within {timeout:g} s", action, unit=unit,
+                            prop=prop) from None
+        except (DBusFastError, OSError, EOFError) as exc:
+            raise error_for(_DISCONNECTED, str(exc), action, unit=unit, prop=prop) from None
+        if reply.message_type is MessageType.ERROR:
+            text = str(reply.body[0]) if reply.signature.startswith("s") else ""
+            name = reply.error_name or ""
+            if prop:
+                prop = _props_named(prop.split(", "), text)
+            raise error_for(name, text, action, unit=unit, prop=prop)
+        return list(reply.body)
+
+    async def reload(self) -> None:
+        """Manager.Reload: re-read all unit files; systemd answers once the reload is done."""
+        # A reload of a big system can take longer than an ordinary call.
+        await self._call("Reload", action="reloading systemd", timeout=self._job_timeout)
+
+    async def set_unit_properties(self, unit: str, props: Mapping[str, PropValue],
+                                  runtime: bool) -> None:
+        """Manager.SetUnitProperties: change properties of a unit, live."""
+        body = [[name, encode(name, value)] for name, value in props.items()]
+        names = ", ".join(props)
+        await self._call("SetUnitProperties", "sba(sv)", [unit, runtime, body],
+                         action=f"setting {names} on {unit}", unit=unit, prop=names)
+
+    async def start_unit(self, unit: str, mode: str = "replace", wait: bool = True) -> str:
+        """Manager.StartUnit; returns the job path, after the job finished if `wait`."""
+        return await self._job("StartUnit", unit, mode, wait, f"starting {unit}")
+
+    async def stop_unit(self, unit: str, mode: str = "replace", wait: bool = True) -> str:
+        """Manager.StopUnit; returns the job path, after the job finished if `wait`."""
+        return await self._job("StopUnit", unit, mode, wait, f"stopping {unit}")
+
+    async def _job(self, member: str, unit: str, mode: str, wait: bool, action: str) -> str:
+        if not wait:
+            return str((await self._call(member, "ss", [unit, mode], action=action,
+                                         unit=unit))[0])
+        await self._subscribe()
+        self._watching += 1
+        try:
+            job = str((await self._call(member, "ss", [unit, mode], action=action,
+                                        unit=unit))[0])
+            result = self._finished.pop(job, None)
+            if result is None:
+                fut = self._waiters[job] = asyncio.get_running_loop().create_future()
+                try:
+                    result = await asyncio.wait_for(fut, self._job_timeout)
+                except TimeoutError:
+                    raise SystemdError(
+                        f"{action} failed: job {job} did not finish within "
+                        f"{self._job_timeout:g} s", f"see `systemctl list-jobs` and "
+                        f"`systemctl status {unit}`", unit=unit, name=_NO_REPLY) from None
+                finally:
+                    self._waiters.pop(job, None)
+        finally:
+            self._watching -= 1
+            if not self._watching:
+                self._finished.clear()
+        if result != "done":
+            raise SystemdError(f"{action} failed: the job's result is {result!r}",
+                               f"see `systemctl status {unit}` and `journalctl -u {unit}`",
+                               unit=unit)
+        return job
+
+    async def _subscribe(self) -> None:
+        """Ask systemd for job signals and the bus to route JobRemoved to us, once."""
+        if self._subscribed:
+            return
+        await self._call("AddMatch", "s", [JOB_REMOVED_MATCH], action="watching systemd jobs",
+                         path=DBUS_PATH, interface=DBUS_NAME, destination=DBUS_NAME)
+        try:
+            await self._call("Subscribe", action="subscribing to systemd jobs")
+        except SystemdError as exc:
+            if exc.dbus_error != "org.freedesktop.systemd1.AlreadySubscribed":
+                raise
+        self._subscribed = True
+
+    def _on_message(self, msg: Message) -> None:
+        if (msg.message_type is not MessageType.SIGNAL or msg.member != "JobRemoved"
+                or msg.interface != MANAGER_IFACE or msg.signature != "uoss"):
+            return
+        _id, job, _unit, result = msg.body
+        fut = self._waiters.get(job)
+        if fut is not None and not fut.done():
+            fut.set_result(result)
+        elif self._watching:
+            self._finished[job] = result
+
+    async def get_unit(self, unit: str) -> str | None:
+        """Manager.GetUnit: the unit's object path, or None when it is not loaded."""
+        try:
+            return str((await self._call("GetUnit", "s", [unit], action=f"looking up {unit}",
+                                         unit=unit))[0])
+        except SystemdError as exc:
+            if exc.dbus_error == "org.freedesktop.systemd1.NoSuchUnit":
+                return None
+            raise
+
+    async def load_unit(self, unit: str) -> str:
+        """Manager.LoadUnit: the unit's object path, loading it if needed."""
+        return str((await self._call("LoadUnit", "s", [unit], action=f"loading {unit}",
+                                     unit=unit))[0])
+
+    async def get_unit_properties(self, unit: str) -> UnitState:
+        """Read the unit's state and every property in PROPERTIES (loading it if needed)."""
+        path = await self.load_unit(unit)
+        raw: dict[str, Any] = {}
+        interfaces = [UNIT_IFACE]
+        if (cgroup_iface := CGROUP_IFACES.get(unit.rpartition(".")[2])) is not None:
+            interfaces.append(cgroup_iface)
+        for interface in interfaces:
+            (values,) = await self._call("GetAll", "s", [interface], path=path,
+                                         interface=PROPERTIES_IFACE, unit=unit,
+                                         action=f"reading properties of {unit}")
+            raw.update({k: v.value for k, v in values.items() if k in PROPERTIES})
+        fields: dict[str, Any] = {spec.attr: decode(name, raw.get(name, _UNSET_RAW[spec.kind]))
+                  for name, spec in PROPERTIES.items()}
+        return UnitState(unit=unit, **fields)
+
+    async def list_units_by_patterns(self, states: Iterable[str],
+                                     patterns: Iterable[str]) -> list[ListedUnit]:
+        """Manager.ListUnitsByPatterns: loaded units matching states and glob patterns."""
+        (rows,) = await self._call("ListUnitsByPatterns", "asas", [list(states), list(patterns)],
+                                   action="listing units")
+        return [ListedUnit(r[0], r[2], r[3], r[4], r[6]) for r in rows]

@@ -1,0 +1,347 @@
+"""slicectl.systemd over a private dbus-daemon against tests/fakesystemd.py, plus its tables."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbus_fast import Variant
+from fakesystemd import FakeSystemd
+
+from slicectl.errors import SystemdError
+from slicectl.systemd import PROPERTIES, UINT64_MAX, PropValue, Systemd, decode, encode
+
+UNIT = "tenants-db1.slice"
+GiB = 1024**3
+
+
+# --- the property table, without a bus ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "wire"),
+    [
+        ("AllowedCPUs", frozenset({1, 5}), Variant("ay", b"\x22")),
+        ("AllowedCPUs", frozenset({0, 8, 17}), Variant("ay", b"\x01\x01\x02")),
+        ("AllowedCPUs", frozenset(), Variant("ay", b"")),
+        ("AllowedMemoryNodes", None, Variant("ay", b"")),
+        ("CPUWeight", 200, Variant("t", 200)),
+        ("CPUWeight", None, Variant("t", UINT64_MAX)),
+        ("CPUQuotaPerSecUSec", 1_500_000, Variant("t", 1_500_000)),
+        ("CPUQuotaPeriodUSec", None, Variant("t", UINT64_MAX)),
+        ("MemoryMax", 24 * GiB, Variant("t", 24 * GiB)),
+        ("MemorySwapMax", 0, Variant("t", 0)),
+        ("MemoryLow", None, Variant("t", 0)),
+    ],
+)
+def test_encode(name: str, value: PropValue, wire: Variant) -> None:
+    assert encode(name, value) == wire
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "value"),
+    [
+        ("AllowedCPUs", b"\x22\x00\x00\x00\x00\x00\x00\x00", frozenset({1, 5})),  # systemd pads
+        ("EffectiveCPUs", b"\x00\x01" + bytes(6), frozenset({8})),
+        ("AllowedMemoryNodes", b"", frozenset()),
+        ("CPUWeight", UINT64_MAX, None),
+        ("MemoryHigh", 22 * GiB, 22 * GiB),
+        ("MemoryMin", 0, 0),
+        ("DropInPaths", ["/etc/a.conf"], ("/etc/a.conf",)),
+        ("ControlGroup", "/system.slice", "/system.slice"),
+    ],
+)
+def test_decode(name: str, raw: Any, value: PropValue) -> None:
+    assert decode(name, raw) == value
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("ControlGroup", "/x"), ("EffectiveCPUs", frozenset()), ("Nope", 1), ("CPUWeight", -1),
+     ("CPUWeight", True), ("MemoryMax", 2**64), ("AllowedCPUs", 3), ("MemoryMax", "1G")],
+)
+def test_encode_rejects(name: str, value: Any) -> None:
+    with pytest.raises(SystemdError) as info:
+        encode(name, value)
+    assert info.value.prop == name and info.value.hint
+
+
+def test_every_settable_property_round_trips() -> None:
+    for name, spec in PROPERTIES.items():
+        if spec.settable:
+            value: PropValue = frozenset({0, 63}) if spec.signature == "ay" else 4096
+            assert decode(name, encode(name, value).value) == value
+
+
+# --- over the bus ------------------------------------------------------------------------------
+
+ROUND_TRIPS: list[tuple[str, PropValue]] = [
+    ("AllowedCPUs", frozenset({1, 5})),
+    ("AllowedCPUs", frozenset({0, 8, 15, 63, 64, 127})),  # several bytes, padded by systemd
+    ("AllowedCPUs", frozenset()),
+    ("AllowedMemoryNodes", frozenset({1})),
+    ("CPUWeight", 300),
+    ("CPUWeight", None),
+    ("CPUQuotaPerSecUSec", 500_000),
+    ("CPUQuotaPerSecUSec", None),
+    ("CPUQuotaPeriodUSec", 50_000),
+    ("MemoryMax", 256 * 1024**2),
+    ("MemoryMax", None),
+    ("MemoryHigh", 22 * GiB),
+    ("MemorySwapMax", 0),
+    ("MemoryLow", 16 * GiB),
+    ("MemoryMin", 0),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), ROUND_TRIPS)
+async def test_set_then_read_back(systemd_client: Systemd, name: str, value: PropValue) -> None:
+    await systemd_client.set_unit_properties(UNIT, {name: value}, runtime=True)
+    state = await systemd_client.get_unit_properties(UNIT)
+    assert state.props[name] == value
+    assert getattr(state, PROPERTIES[name].attr) == value
+
+
+async def test_set_sends_systemd_wire_values(systemd_client: Systemd,
+                                             fake_systemd: FakeSystemd) -> None:
+    props: dict[str, PropValue] = {"AllowedCPUs": frozenset({1, 5}), "MemoryMax": None}
+    await systemd_client.set_unit_properties(UNIT, props, runtime=False)
+    assert fake_systemd.calls[0][1][:2] == (UNIT, False)
+    assert fake_systemd.properties_set(UNIT) == [{"AllowedCPUs": b"\x22",
+                                                  "MemoryMax": UINT64_MAX}]
+
+
+async def test_unit_state_of_new_and_running_slice(systemd_client: Systemd,
+                                                   fake_systemd: FakeSystemd) -> None:
+    before = await systemd_client.get_unit_properties(UNIT)
+    assert (before.load_state, before.active_state, before.control_group) == (
+        "loaded", "inactive", "")
+    assert before.props["CPUWeight"] is None and before.props["MemoryLow"] == 0
+    await systemd_client.set_unit_properties(UNIT, {"AllowedCPUs": frozenset({1, 5, 9})}, True)
+    await systemd_client.start_unit(UNIT)
+    after = await systemd_client.get_unit_properties(UNIT)
+    assert (after.active_state, after.sub_state, after.slice) == ("active", "active",
+                                                                  "tenants.slice")
+    assert after.control_group == "/tenants.slice/tenants-db1.slice"
+    assert after.effective_cpus == frozenset({1, 5})  # the fake host has CPUs 0-7
+    assert after.effective_memory_nodes == frozenset({0, 1, 2, 3})
+
+
+async def test_control_group_and_cgroup_files(systemd_client: Systemd,
+                                              fake_systemd: FakeSystemd) -> None:
+    fake_systemd.add_unit("cron.service", slice="system.slice", fragment_path="/lib/cron",
+                          drop_in_paths=["/etc/systemd/system/cron.service.d/50-slicectl.conf"])
+    await systemd_client.start_unit("cron.service")
+    cron = await systemd_client.get_unit_properties("cron.service")
+    system = await systemd_client.get_unit_properties("system.slice")
+    assert cron.control_group == "/system.slice/cron.service"
+    assert cron.drop_in_paths == ("/etc/systemd/system/cron.service.d/50-slicectl.conf",)
+    assert system.control_group == "/system.slice"
+
+    await systemd_client.set_unit_properties(
+        UNIT, {"CPUQuotaPerSecUSec": 500_000, "MemoryMax": 256 * 1024**2}, True)
+    await systemd_client.start_unit(UNIT)
+    assert fake_systemd.cgroup_root is not None
+    folder = fake_systemd.cgroup_root / "tenants.slice" / UNIT
+    assert (folder / "cpu.max").read_text() == "50000 100000\n"
+    assert (folder / "memory.max").read_text() == "268435456\n"
+    assert (folder / "memory.high").read_text() == "max\n"
+
+
+async def test_reload_is_recorded_and_awaited(systemd_client: Systemd,
+                                              fake_systemd: FakeSystemd) -> None:
+    fake_systemd.reload_delay = 0.3
+    started = time.monotonic()
+    await systemd_client.reload()
+    assert time.monotonic() - started >= 0.3
+    assert fake_systemd.members() == ["Reload"]
+
+
+async def test_start_waits_for_job_removed(systemd_client: Systemd,
+                                           fake_systemd: FakeSystemd) -> None:
+    fake_systemd.job_delay = 0.3
+    started = time.monotonic()
+    job = await systemd_client.start_unit(UNIT)
+    assert time.monotonic() - started >= 0.3
+    assert job.startswith("/org/freedesktop/systemd1/job/")
+    assert fake_systemd.members() == ["Subscribe", "StartUnit"]
+
+
+async def test_start_without_wait_returns_at_once(systemd_client: Systemd,
+                                                  fake_systemd: FakeSystemd) -> None:
+    fake_systemd.job_delay = 5
+    started = time.monotonic()
+    await systemd_client.start_unit(UNIT, wait=False)
+    assert time.monotonic() - started < 1
+
+
+async def test_job_removed_before_reply(dbus_daemon: str, fake_systemd: FakeSystemd) -> None:
+    fake_systemd.signal_before_reply = True
+    async with await Systemd.connect(dbus_daemon, job_timeout=2) as client:
+        await client.start_unit(UNIT)
+        await client.stop_unit(UNIT)
+    assert fake_systemd.members() == ["Subscribe", "StartUnit", "StopUnit"]
+
+
+async def test_stop_unit(systemd_client: Systemd) -> None:
+    await systemd_client.start_unit(UNIT)
+    await systemd_client.stop_unit(UNIT)
+    state = await systemd_client.get_unit_properties(UNIT)
+    assert (state.active_state, state.control_group) == ("inactive", "")
+
+
+async def test_failed_job_raises(systemd_client: Systemd, fake_systemd: FakeSystemd) -> None:
+    fake_systemd.fail_job(UNIT, "dependency")
+    with pytest.raises(SystemdError) as info:
+        await systemd_client.start_unit(UNIT)
+    assert str(info.value) == f"starting {UNIT} failed: the job's result is 'dependency'"
+    assert info.value.unit == UNIT and f"systemctl status {UNIT}" in info.value.hint
+
+
+async def test_job_that_never_finishes_times_out(dbus_daemon: str,
+                                                 fake_systemd: FakeSystemd) -> None:
+    fake_systemd.job_delay = 5
+    async with await Systemd.connect(dbus_daemon, job_timeout=0.2) as client:
+        with pytest.raises(SystemdError, match="did not finish within 0.2 s") as info:
+            await client.start_unit(UNIT)
+    assert info.value.unit == UNIT and info.value.hint
+
+
+async def test_get_unit(systemd_client: Systemd) -> None:
+    assert await systemd_client.get_unit("nope.slice") is None
+    path = await systemd_client.load_unit(UNIT)
+    assert await systemd_client.get_unit(UNIT) == path
+    assert path == "/org/freedesktop/systemd1/unit/tenants_2ddb1_2eslice"
+
+
+async def test_list_units_by_patterns(systemd_client: Systemd) -> None:
+    await systemd_client.start_unit(UNIT)
+    units = await systemd_client.list_units_by_patterns(["active"], ["tenants-*.slice"])
+    assert [(u.name, u.active_state) for u in units] == [(UNIT, "active")]
+
+
+# --- errors: what a caller sees ----------------------------------------------------------------
+
+MAPPED_ERRORS = [
+    ("org.freedesktop.systemd1.NoSuchUnit", "no such unit", "systemctl list-units"),
+    ("org.freedesktop.systemd1.UnitMasked", "the unit is masked",
+     "systemctl unmask tenants-db2.slice"),
+    ("org.freedesktop.DBus.Error.AccessDenied", "permission denied", "run as root"),
+    ("org.freedesktop.DBus.Error.InteractiveAuthorizationRequired", "permission denied",
+     "run as root"),
+    ("org.freedesktop.DBus.Error.InvalidArgs", "systemd rejected the value", "resource-control"),
+    ("org.freedesktop.DBus.Error.PropertyReadOnly", "systemd cannot set this property", "too old"),
+    ("org.freedesktop.DBus.Error.ServiceUnknown", "systemd is not on the bus", "PID 1"),
+    ("org.freedesktop.DBus.Error.NoReply", "no reply from systemd", "systemctl status"),
+    ("org.freedesktop.DBus.Error.Timeout", "no reply from systemd", "systemctl status"),
+    ("org.example.Unheard", "systemd answered org.example.Unheard", "journalctl"),
+]
+
+
+@pytest.mark.parametrize(("error", "what", "hint"), MAPPED_ERRORS)
+async def test_set_errors_name_unit_property_and_hint(
+    systemd_client: Systemd, fake_systemd: FakeSystemd, error: str, what: str, hint: str
+) -> None:
+    fake_systemd.fail_on("SetUnitProperties", unit="tenants-db2.slice", error=error,
+                         message="told to fail")
+    await systemd_client.set_unit_properties(UNIT, {"CPUWeight": 100}, True)  # other unit: ok
+    with pytest.raises(SystemdError) as info:
+        await systemd_client.set_unit_properties("tenants-db2.slice", {"CPUWeight": 100}, True)
+    err = info.value
+    assert str(err) == f"setting CPUWeight on tenants-db2.slice failed: {what} (told to fail)"
+    assert (err.unit, err.prop, err.dbus_error) == ("tenants-db2.slice", "CPUWeight", error)
+    assert hint in err.hint
+
+
+async def test_error_names_the_property_systemd_complained_about(
+    systemd_client: Systemd,
+) -> None:
+    with pytest.raises(SystemdError) as info:
+        await systemd_client.set_unit_properties(
+            UNIT, {"MemoryMax": GiB, "CPUWeight": 0, "AllowedCPUs": frozenset({1})}, True)
+    assert info.value.prop == "CPUWeight"
+    assert "Value specified in CPUWeight is out of range" in str(info.value)
+
+
+async def test_fail_only_the_nth_call(systemd_client: Systemd, fake_systemd: FakeSystemd) -> None:
+    fake_systemd.fail_on("SetUnitProperties", nth=2)
+    await systemd_client.set_unit_properties(UNIT, {"CPUWeight": 100}, True)
+    with pytest.raises(SystemdError):
+        await systemd_client.set_unit_properties(UNIT, {"CPUWeight": 200}, True)
+    await systemd_client.set_unit_properties(UNIT, {"CPUWeight": 300}, True)
+    assert (await systemd_client.get_unit_properties(UNIT)).cpu_weight == 300
+
+
+async def test_reload_failure(systemd_client: Systemd, fake_systemd: FakeSystemd) -> None:
+    fake_systemd.fail_on("Reload", error="org.freedesktop.DBus.Error.AccessDenied")
+    with pytest.raises(SystemdError, match="^reloading systemd failed: permission denied") as i:
+        await systemd_client.reload()
+    assert "run as root" in i.value.hint
+
+
+async def test_reload_without_answer_is_no_reply(dbus_daemon: str,
+                                                 fake_systemd: FakeSystemd) -> None:
+    fake_systemd.reload_delay = 5
+    async with await Systemd.connect(dbus_daemon, job_timeout=0.2) as client:
+        with pytest.raises(SystemdError, match="no reply from systemd") as info:
+            await client.reload()
+    assert info.value.dbus_error == "org.freedesktop.DBus.Error.NoReply"
+
+
+async def test_masked_and_missing_units(systemd_client: Systemd,
+                                        fake_systemd: FakeSystemd) -> None:
+    fake_systemd.add_unit("cron.service", load_state="masked")
+    with pytest.raises(SystemdError, match="starting cron.service failed: the unit is masked"):
+        await systemd_client.start_unit("cron.service")
+    with pytest.raises(SystemdError, match="no such unit") as info:
+        await systemd_client.start_unit("oracle@db1.service")
+    assert info.value.unit == "oracle@db1.service"
+    assert info.value.hint == "check the name with `systemctl list-units --all oracle@db1.service`"
+
+
+async def test_read_errors_name_the_unit(systemd_client: Systemd,
+                                         fake_systemd: FakeSystemd) -> None:
+    fake_systemd.fail_on("LoadUnit", error="org.freedesktop.DBus.Error.AccessDenied")
+    with pytest.raises(SystemdError, match=f"loading {UNIT} failed") as info:
+        await systemd_client.get_unit_properties(UNIT)
+    assert info.value.unit == UNIT and "root" in info.value.hint
+
+
+async def test_unsettable_property_is_refused_before_any_call(
+    systemd_client: Systemd, fake_systemd: FakeSystemd
+) -> None:
+    with pytest.raises(SystemdError, match="cannot set property 'ControlGroup'"):
+        await systemd_client.set_unit_properties(UNIT, {"ControlGroup": "/x"}, True)
+    assert fake_systemd.calls == []
+
+
+async def test_bus_without_systemd(dbus_daemon: str) -> None:
+    async with await Systemd.connect(dbus_daemon) as client:
+        with pytest.raises(SystemdError) as info:
+            await client.reload()
+    assert info.value.dbus_error == "org.freedesktop.DBus.Error.ServiceUnknown"
+    assert info.value.hint == "is systemd running as PID 1? slicectl apply needs a real systemd"
+
+
+@pytest.mark.parametrize("address", ["unix:path=/nonexistent/bus", "tcp:host=127.0.0.1,port=1",
+                                     "bogus"])
+async def test_connect_to_dead_address(address: str) -> None:
+    with pytest.raises(SystemdError, match="^cannot connect to the system bus") as info:
+        await Systemd.connect(address)
+    assert "PID 1" in info.value.hint
+
+
+async def test_connect_to_stale_socket(tmp_path: Path) -> None:
+    stale = tmp_path / "bus"
+    stale.touch()
+    with pytest.raises(SystemdError, match=str(stale)):
+        await Systemd.connect(f"unix:path={stale}")
+
+
+async def test_call_after_close(dbus_daemon: str, fake_systemd: FakeSystemd) -> None:
+    client = await Systemd.connect(dbus_daemon)
+    await client.close()
+    with pytest.raises(SystemdError, match="lost the connection to the bus"):
+        await client.get_unit(UNIT)
