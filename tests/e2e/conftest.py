@@ -1,0 +1,106 @@
+"""Fixtures for the e2e tier: these tests run as root inside the testbed guest.
+
+Run them with `tests/testbed/e2e`; anywhere else (no SLICECTL_TESTBED in the environment) they
+are skipped, because they change the system manager's state.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from . import guest
+
+# Where unit files, drop-ins and `set-property` results end up; a test's leftovers are removed.
+UNIT_DIRS = (
+    Path("/etc/systemd/system"),
+    Path("/etc/systemd/system.control"),
+    Path("/run/systemd/system"),
+    Path("/run/systemd/system.control"),
+    Path("/run/systemd/transient"),
+)
+UNIT_SUFFIXES = (".slice", ".service", ".scope")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("SLICECTL_TESTBED"):
+        return
+    skip = pytest.mark.skip(reason="e2e tests run inside the testbed VM: tests/testbed/e2e")
+    for item in items:
+        item.add_marker(skip)
+
+
+@pytest.fixture
+def cgroup_root() -> Path:
+    """The guest's cgroup v2 mount."""
+    return guest.CGROUP_ROOT
+
+
+@pytest.fixture
+def systemctl() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`systemctl(*args, check=True)` -> CompletedProcess with text stdout/stderr."""
+    return guest.systemctl
+
+
+@pytest.fixture
+def slicectl() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`slicectl(*args, check=False)` -> CompletedProcess; runs the checkout's CLI."""
+    return guest.slicectl
+
+
+@pytest.fixture
+def cgroup_file() -> Callable[[str, str], str]:
+    """`cgroup_file(unit, name)`: a cgroup file of a unit, found via its ControlGroup."""
+    return guest.cgroup_file
+
+
+def _unit_files() -> set[Path]:
+    return {p for d in UNIT_DIRS if d.exists() for p in d.rglob("*")}
+
+
+def _unit_of(path: Path) -> str | None:
+    """The unit a file under one of UNIT_DIRS configures (`x.slice.d/50-y.conf` -> x.slice)."""
+    for parent in UNIT_DIRS:
+        if path.is_relative_to(parent):
+            name = path.relative_to(parent).parts[0].removesuffix(".d")
+            return name if name.endswith(UNIT_SUFFIXES) else None
+    return None
+
+
+class Units:
+    """Units a test started; stopped (and their files removed) when the test ends."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def track(self, *names: str) -> None:
+        self.names.extend(names)
+
+
+@pytest.fixture(autouse=True)
+def units() -> Iterator[Units]:
+    """Track units to stop after the test; also undoes any unit file/drop-in the test left."""
+    before = _unit_files()
+    tracked = Units()
+    yield tracked
+    if not os.environ.get("SLICECTL_TESTBED"):
+        return
+    created = _unit_files() - before
+    names = {*tracked.names, *(n for p in created if (n := _unit_of(p)))}
+    if names:
+        guest.systemctl("stop", *sorted(names), check=False)
+    # Deepest first, so drop-in directories are empty by the time they are removed.
+    for path in sorted(created, key=lambda p: len(p.parts), reverse=True):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    if created:
+        guest.systemctl("daemon-reload")
+    if names:
+        guest.systemctl("reset-failed", *sorted(names), check=False)

@@ -1,0 +1,11 @@
+#!/bin/bash
+# Runs inside the testbed guest (via tests/testbed/e2e): the e2e tier, against the checkout.
+# -c /dev/null: the repo's pytest config excludes tests/e2e (host runs), so use none here and
+# give the options the suite needs explicitly. The checkout is read-only: no cache provider.
+set -u
+cd "${SLICECTL_CHECKOUT:?not inside the testbed}" || exit 1
+paths=(tests/e2e)
+for arg in "$@"; do [[ $arg == tests/* ]] && paths=(); done  # caller chose the tests
+exec python3 -m pytest -c /dev/null --rootdir="$SLICECTL_CHECKOUT" --confcutdir=tests/e2e \
+    -p no:cacheprovider -o asyncio_mode=auto -o asyncio_default_fixture_loop_scope=function \
+    -v -rfEs --junitxml="$SLICECTL_RESULTS/junit.xml" "$@" "${paths[@]}"
