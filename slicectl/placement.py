@@ -203,7 +203,7 @@ def _place_count(
     # local / any: one node if any has room; stick to the node of `seed` when possible.
     seed_nodes = _nodes_of(topo, seed)
     if len(seed_nodes) == 1 and seed_nodes[0] in candidates:
-        extra = _pick_cores(topo, st.free_on(seed_nodes[0]), count - len(seed))
+        extra = _pick_cores(topo, st.free_on(seed_nodes[0]) - seed, count - len(seed))
         if extra is not None:
             return seed | frozenset(extra)
     fits: list[tuple[int, int]] = []
@@ -316,6 +316,16 @@ def place(
         result[t.name] = t.cpus
 
     counted = [t for t in config.tenants if isinstance(t.cpus, int) and t.exclusive]
+    asked = sum(int(t.cpus or 0) for t in counted)
+    if asked > len(st.free):
+        biggest = max(counted, key=lambda t: (int(t.cpus or 0), t.name))
+        each = ", ".join(f"{t.name}: {t.cpus}" for t in counted)
+        raise PlacementError(
+            f"{config.path}:{biggest.line_of('cpus')}: tenants.{biggest.name}.cpus: exclusive "
+            f"tenants ask for {asked} CPUs in all ({each}), but only {len(st.free)} are free",
+            f"free CPUs per node: {st.describe_free()}; lower a count, or reduce "
+            "housekeeping.cpus",
+        )
     # 2. Keep what each counted tenant had (trimmed to its new count, whole cores kept).
     seeds: dict[str, frozenset[int]] = {}
     for t in sorted(counted, key=lambda t: t.name):
