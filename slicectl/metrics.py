@@ -1,0 +1,257 @@
+"""Per-slice metrics computed purely from two samples (DESIGN.md §7); no I/O here.
+
+Rates need a previous sample of the *same* cgroup: when there is none, when the directory
+inode changed (the slice was stopped and started again) or when any counter went backwards,
+every delta is dropped (None) rather than reported as a nonsense spike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from slicectl.sampler import CgroupSample, Pressure, Snapshot
+
+# Seed 002 (002_e95d7795949aa7cf.txt): the cpu controller's accounting is only accurate over
+# windows of about 30 ms or more; shorter intervals read 0% or 50% instead of 25%.
+MIN_RATE_WINDOW = 0.03
+
+
+class Trouble(StrEnum):
+    """Why a slice deserves attention (the TUI colours rows by these)."""
+
+    PRESSURE = "pressure"
+    THROTTLED = "throttled"
+    NEAR_LIMIT = "near-limit"
+    OOM = "oom"
+
+
+@dataclass(frozen=True, slots=True)
+class PsiMetrics:
+    """One PSI line: avg10 as the kernel reports it and the rate over our interval (%)."""
+
+    avg10: float
+    rate: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PressureMetrics:
+    """`some` and `full` stall shares of one resource."""
+
+    some: PsiMetrics
+    full: PsiMetrics | None
+
+
+@dataclass(frozen=True, slots=True)
+class SliceMetrics:
+    """What `status`, `top` and the TUI show for one slice; None = unknown or unlimited."""
+
+    unit: str
+    cgroup: str
+    interval_s: float | None
+    # limits
+    cpus: frozenset[int] | None
+    allowed_cpus: int
+    mems: frozenset[int] | None
+    cpu_weight: int | None
+    quota_cores: float | None
+    memory_low: int | None
+    memory_min: int | None
+    memory_high: int | None
+    memory_max: int | None
+    swap_max: int | None
+    # cpu
+    cpu_cores: float | None
+    cpu_percent: float | None
+    throttled_percent: float | None
+    throttled_s: float | None
+    # memory
+    memory_current: int | None
+    memory_percent: float | None
+    anon: int | None
+    file: int | None
+    active_file: int | None
+    inactive_file: int | None
+    swap_current: int | None
+    refaults_per_s: float | None
+    # pressure
+    cpu_pressure: PressureMetrics | None
+    memory_pressure: PressureMetrics | None
+    io_pressure: PressureMetrics | None
+    # memory.events deltas over the interval
+    events_low: int | None
+    events_high: int | None
+    events_max: int | None
+    events_oom: int | None
+    events_oom_kill: int | None
+    tasks: int | None
+
+    @classmethod
+    def from_samples(
+        cls,
+        prev: CgroupSample | None,
+        cur: CgroupSample,
+        dt: float,
+        host_cpus: int | None = None,
+    ) -> SliceMetrics:
+        """Metrics of `cur`, with rates over `dt` seconds when `prev` allows them."""
+        p = prev if _comparable(prev, cur, dt) else None
+        allowed = len(cur.cpus) if cur.cpus else (host_cpus or 1)
+        cores = _rate(p.usage_usec if p else None, cur.usage_usec, dt * 1e6)
+        quota = None
+        if cur.cpu_quota_usec is not None and cur.cpu_period_usec:
+            quota = cur.cpu_quota_usec / cur.cpu_period_usec
+        throttled_pct = None
+        d_periods = _delta(p.nr_periods if p else None, cur.nr_periods)
+        d_throttled = _delta(p.nr_throttled if p else None, cur.nr_throttled)
+        if d_periods is not None and d_throttled is not None:
+            throttled_pct = min(100.0, d_throttled / d_periods * 100) if d_periods else 0.0
+        d_throttled_usec = _delta(p.throttled_usec if p else None, cur.throttled_usec)
+        bound = cur.memory_max if cur.memory_max is not None else cur.memory_high
+        mem_pct = None
+        if bound and cur.memory_current is not None:
+            mem_pct = cur.memory_current / bound * 100
+        return cls(
+            unit=cur.unit,
+            cgroup="/" + cur.path,
+            interval_s=dt if p is not None else None,
+            cpus=cur.cpus,
+            allowed_cpus=allowed,
+            mems=cur.mems,
+            cpu_weight=cur.cpu_weight,
+            quota_cores=quota,
+            memory_low=cur.memory_low,
+            memory_min=cur.memory_min,
+            memory_high=cur.memory_high,
+            memory_max=cur.memory_max,
+            swap_max=cur.swap_max,
+            cpu_cores=cores,
+            cpu_percent=None if cores is None else cores / allowed * 100,
+            throttled_percent=throttled_pct,
+            throttled_s=None if d_throttled_usec is None else d_throttled_usec / 1e6,
+            memory_current=cur.memory_current,
+            memory_percent=mem_pct,
+            anon=cur.anon,
+            file=cur.file,
+            active_file=cur.active_file,
+            inactive_file=cur.inactive_file,
+            swap_current=cur.swap_current,
+            refaults_per_s=_rate(p.workingset_refault if p else None, cur.workingset_refault, dt),
+            cpu_pressure=_pressure(p.cpu_pressure if p else None, cur.cpu_pressure, dt),
+            memory_pressure=_pressure(p.memory_pressure if p else None, cur.memory_pressure, dt),
+            io_pressure=_pressure(p.io_pressure if p else None, cur.io_pressure, dt),
+            events_low=_delta(p.events_low if p else None, cur.events_low),
+            events_high=_delta(p.events_high if p else None, cur.events_high),
+            events_max=_delta(p.events_max if p else None, cur.events_max),
+            events_oom=_delta(p.events_oom if p else None, cur.events_oom),
+            events_oom_kill=_delta(p.events_oom_kill if p else None, cur.events_oom_kill),
+            tasks=cur.tasks,
+        )
+
+    @property
+    def trouble(self) -> frozenset[Trouble]:
+        """The trouble flags with the default thresholds (see `classify`)."""
+        return classify(self)
+
+
+def compute(prev: Snapshot | None, cur: Snapshot) -> list[SliceMetrics]:
+    """Metrics of every cgroup in `cur`, sorted by cgroup path."""
+    dt = cur.time - prev.time if prev is not None else 0.0
+    old = prev.cgroups if prev is not None else {}
+    return [
+        SliceMetrics.from_samples(old.get(path), sample, dt, cur.host_cpus)
+        for path, sample in sorted(cur.cgroups.items())
+    ]
+
+
+def classify(
+    m: SliceMetrics,
+    *,
+    pressure_above: float = 10.0,
+    throttled_above: float = 5.0,
+    near_limit: float = 90.0,
+) -> frozenset[Trouble]:
+    """Flag PSI `some` above `pressure_above` %, throttling, memory ≥ `near_limit` % of
+    memory.high or memory.max, and OOM kills during the interval."""
+    flags: set[Trouble] = set()
+    for pr in (m.cpu_pressure, m.memory_pressure):
+        if pr is not None:
+            some = pr.some.rate if pr.some.rate is not None else pr.some.avg10
+            if some > pressure_above:
+                flags.add(Trouble.PRESSURE)
+    if m.throttled_percent is not None and m.throttled_percent > throttled_above:
+        flags.add(Trouble.THROTTLED)
+    cur = m.memory_current
+    if cur is not None:
+        for bound in (m.memory_high, m.memory_max):
+            if bound and cur * 100 >= bound * near_limit:
+                flags.add(Trouble.NEAR_LIMIT)
+    if m.events_oom_kill:
+        flags.add(Trouble.OOM)
+    return frozenset(flags)
+
+
+def _comparable(prev: CgroupSample | None, cur: CgroupSample, dt: float) -> bool:
+    """Whether deltas between prev and cur mean anything: same cgroup, long enough, monotonic."""
+    if prev is None or prev.inode != cur.inode or dt < MIN_RATE_WINDOW:
+        return False
+    pairs = (
+        (prev.usage_usec, cur.usage_usec),
+        (prev.nr_periods, cur.nr_periods),
+        (prev.nr_throttled, cur.nr_throttled),
+        (prev.throttled_usec, cur.throttled_usec),
+        (prev.workingset_refault, cur.workingset_refault),
+        (prev.events_low, cur.events_low),
+        (prev.events_high, cur.events_high),
+        (prev.events_max, cur.events_max),
+        (prev.events_oom, cur.events_oom),
+        (prev.events_oom_kill, cur.events_oom_kill),
+    )
+    for a, b in pairs:
+        if a is not None and b is not None and b < a:
+            return False
+    for pa, pb in (
+        (prev.cpu_pressure, cur.cpu_pressure),
+        (prev.memory_pressure, cur.memory_pressure),
+        (prev.io_pressure, cur.io_pressure),
+    ):
+        if pa is not None and pb is not None:
+            if pb.some.total < pa.some.total:
+                return False
+            if pa.full is not None and pb.full is not None and pb.full.total < pa.full.total:
+                return False
+    return True
+
+
+def _delta(a: int | None, b: int | None) -> int | None:
+    """b - a, or None when either side is unknown (prev dropped or file absent)."""
+    if a is None or b is None:
+        return None
+    return b - a
+
+
+def _rate(a: int | None, b: int | None, per: float) -> float | None:
+    """(b - a) / per, or None."""
+    d = _delta(a, b)
+    return None if d is None or per <= 0 else d / per
+
+
+def _psi_rate(a: int | None, b: int, dt: float) -> float | None:
+    """Stall share over the interval from PSI `total` (µs), clamped to 0–100 %."""
+    if a is None:
+        return None
+    return min(100.0, max(0.0, (b - a) / (dt * 1e6) * 100))
+
+
+def _pressure(prev: Pressure | None, cur: Pressure | None, dt: float) -> PressureMetrics | None:
+    """PSI metrics of one resource; rates only when prev is usable."""
+    if cur is None:
+        return None
+    some = PsiMetrics(
+        cur.some.avg10, _psi_rate(prev.some.total if prev else None, cur.some.total, dt)
+    )
+    full = None
+    if cur.full is not None:
+        before = prev.full.total if prev is not None and prev.full is not None else None
+        full = PsiMetrics(cur.full.avg10, _psi_rate(before, cur.full.total, dt))
+    return PressureMetrics(some, full)

@@ -1,0 +1,251 @@
+"""Front-end helpers for `slicectl status` and `slicectl top`: JSON, tables, the live loop.
+
+One render layer (`COLUMNS`, `row`, `render_table`) serves `status`, `top` and the TUI; rich
+is imported lazily inside functions so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from slicectl.cpulist import format_cpulist
+from slicectl.metrics import PressureMetrics, SliceMetrics, Trouble, compute
+from slicectl.sampler import Sampler
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+JSON_VERSION = 1
+
+COLUMNS = (
+    "slice", "cpu cores/allowed", "quota", "throttled", "mem current/high/max",
+    "psi cpu", "psi mem", "psi io", "events", "tasks",
+)  # fmt: skip
+
+# Row styles by trouble, most serious first; the TUI maps the same flags to its classes.
+TROUBLE_STYLE = {
+    Trouble.OOM: "bold red",
+    Trouble.NEAR_LIMIT: "red",
+    Trouble.PRESSURE: "yellow",
+    Trouble.THROTTLED: "magenta",
+}
+
+
+def _r(x: float | None, digits: int) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def _psi_json(p: PressureMetrics | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    full = p.full
+    return {
+        "some": {"avg10": p.some.avg10, "rate": _r(p.some.rate, 2)},
+        "full": None if full is None else {"avg10": full.avg10, "rate": _r(full.rate, 2)},
+    }
+
+
+def status_json(metrics: Sequence[SliceMetrics], interval: float | None) -> dict[str, Any]:
+    """The documented `status --json` object (docs/status-json.md), slices sorted by unit."""
+    slices = []
+    for m in sorted(metrics, key=lambda m: (m.unit, m.cgroup)):
+        slices.append(
+            {
+                "unit": m.unit,
+                "cgroup": m.cgroup,
+                "limits": {
+                    "cpus": None if m.cpus is None else format_cpulist(m.cpus),
+                    "allowed_cpus": m.allowed_cpus,
+                    "mems": None if m.mems is None else format_cpulist(m.mems),
+                    "cpu_weight": m.cpu_weight,
+                    "cpu_quota_cores": _r(m.quota_cores, 3),
+                    "memory_min": m.memory_min,
+                    "memory_low": m.memory_low,
+                    "memory_high": m.memory_high,
+                    "memory_max": m.memory_max,
+                    "memory_swap_max": m.swap_max,
+                },
+                "cpu": {
+                    "cores": _r(m.cpu_cores, 3),
+                    "percent": _r(m.cpu_percent, 2),
+                    "throttled_percent": _r(m.throttled_percent, 2),
+                    "throttled_s": _r(m.throttled_s, 6),
+                },
+                "memory": {
+                    "current": m.memory_current,
+                    "percent": _r(m.memory_percent, 2),
+                    "anon": m.anon,
+                    "file": m.file,
+                    "active_file": m.active_file,
+                    "inactive_file": m.inactive_file,
+                    "swap": m.swap_current,
+                    "refaults_per_s": _r(m.refaults_per_s, 1),
+                },
+                "pressure": {
+                    "cpu": _psi_json(m.cpu_pressure),
+                    "memory": _psi_json(m.memory_pressure),
+                    "io": _psi_json(m.io_pressure),
+                },
+                "events": {
+                    "low": m.events_low,
+                    "high": m.events_high,
+                    "max": m.events_max,
+                    "oom": m.events_oom,
+                    "oom_kill": m.events_oom_kill,
+                },
+                "tasks": m.tasks,
+                "trouble": sorted(m.trouble),
+            }
+        )
+    return {"version": JSON_VERSION, "interval_s": _r(interval, 3), "slices": slices}
+
+
+def _size(n: int | None) -> str:
+    """Bytes for people: 1536 -> "1.5K", None (no limit) -> "max"."""
+    if n is None:
+        return "max"
+    value = float(n)
+    for unit in ("", "K", "M", "G", "T"):
+        if value < 1024 or unit == "T":
+            return f"{value:.0f}{unit}" if unit == "" else f"{value:.1f}{unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _psi_cell(p: PressureMetrics | None) -> str:
+    return "-" if p is None else f"{p.some.avg10:.1f}%"
+
+
+def _events_cell(m: SliceMetrics) -> str:
+    parts = [
+        f"{name} +{n}"
+        for name, n in (
+            ("oom_kill", m.events_oom_kill),
+            ("oom", m.events_oom),
+            ("max", m.events_max),
+            ("high", m.events_high),
+        )
+        if n
+    ]
+    return ", ".join(parts) or "-"
+
+
+def row(m: SliceMetrics) -> list[str]:
+    """One slice as the cells of COLUMNS ("-" = not measured yet or not available)."""
+    cores = "-" if m.cpu_cores is None else f"{m.cpu_cores:.2f}"
+    quota = "-" if m.quota_cores is None else f"{m.quota_cores:.2f}"
+    throttled = "-" if m.throttled_percent is None else f"{m.throttled_percent:.1f}%"
+    if m.quota_cores is None and not m.throttled_percent:
+        throttled = "-"  # no quota, so nothing to throttle against
+    if m.memory_current is None:
+        mem = "-"
+    else:
+        mem = f"{_size(m.memory_current)} / {_size(m.memory_high)} / {_size(m.memory_max)}"
+    return [
+        m.unit,
+        f"{cores} / {m.allowed_cpus}",
+        quota,
+        throttled,
+        mem,
+        _psi_cell(m.cpu_pressure),
+        _psi_cell(m.memory_pressure),
+        _psi_cell(m.io_pressure),
+        _events_cell(m),
+        "-" if m.tasks is None else str(m.tasks),
+    ]
+
+
+def row_style(m: SliceMetrics) -> str:
+    """The rich style of the most serious trouble flag, or "" when all is well."""
+    flags = m.trouble
+    return next((style for t, style in TROUBLE_STYLE.items() if t in flags), "")
+
+
+def render_table(metrics: Sequence[SliceMetrics], title: str | None = None) -> Table:
+    """A rich Table of the metrics, in the given order."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for i, name in enumerate(COLUMNS):
+        table.add_column(name, justify="left" if i in (0, 4, 8) else "right", no_wrap=i == 0)
+    for m in metrics:
+        table.add_row(*row(m), style=row_style(m))
+    return table
+
+
+def run_status(
+    cgroup_root: Path,
+    as_json: bool,
+    interval: float = 1.0,
+    out: TextIO = sys.stdout,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """`slicectl status`: two samples `interval` apart, printed once; raises SamplerError."""
+    with Sampler(cgroup_root) as sampler:
+        first = sampler.sample()
+        sleep(interval)
+        second = sampler.sample()
+    metrics = compute(first, second)
+    dt = second.time - first.time
+    if as_json:
+        import json
+
+        json.dump(status_json(metrics, dt), out, indent=2)
+        out.write("\n")
+        return 0
+    from rich.console import Console
+
+    console = Console(file=out, width=None if out.isatty() else 160)
+    by_unit = sorted(metrics, key=lambda m: (m.unit, m.cgroup))
+    console.print(render_table(by_unit, title=f"{cgroup_root} over {dt:.2f}s"))
+    return 0
+
+
+def run_top(
+    cgroup_root: Path,
+    interval: float = 1.0,
+    iterations: int | None = None,
+    out: TextIO = sys.stdout,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """`slicectl top`: a table per interval, busiest slices first; Ctrl-C ends it."""
+    from rich.console import Console
+
+    live_terminal = out.isatty()
+    console = Console(file=out, width=None if live_terminal else 160)
+    with Sampler(cgroup_root) as sampler:
+        prev = sampler.sample()
+        done = 0
+        live = None
+        try:
+            if live_terminal:
+                from rich.live import Live
+
+                live = Live(console=console, auto_refresh=False, transient=False)
+                live.start()
+            while iterations is None or done < iterations:
+                sleep(interval)
+                cur = sampler.sample()
+                metrics = compute(prev, cur)
+                prev = cur
+                done += 1
+                metrics.sort(key=lambda m: (-(m.cpu_cores or 0.0), m.unit))
+                title = f"{time.strftime('%H:%M:%S')}  {cgroup_root}  every {interval:g}s"
+                table = render_table(metrics, title=title)
+                if live is not None:
+                    live.update(table, refresh=True)
+                else:
+                    console.print(table)
+                    out.flush()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if live is not None:
+                live.stop()
+    return 0

@@ -1,0 +1,121 @@
+"""`status` and `top` output, as a user sees it, on a moving fake tree."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cgtree import Motion, MovingTree
+
+from slicectl.monitor import run_status, run_top
+
+DOCS = Path(__file__).parent.parent / "docs" / "status-json.md"
+DB1 = "tenants.slice/tenants-db1.slice"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> MovingTree:
+    t = MovingTree(tmp_path / "cg", cpus="0-7")
+    t.add("system.slice", Motion(cpu_cores=0.2))
+    t.add("tenants.slice")
+    busy = Motion(
+        cpu_cores=1.5,
+        throttled_fraction=0.5,
+        psi_some={"cpu": 20.0, "memory": 5.0},
+        psi_full={"memory": 2.0},
+        memory_bytes=1 << 20,
+        events={"max": 3, "oom_kill": 1},
+    )
+    t.add(DB1, busy, cpus="0-3", cpu_max="300000 100000", memory_max=str(1 << 30),
+          memory_high=str(900 << 20))  # fmt: skip
+    return t
+
+
+def advancing(tree: MovingTree) -> Any:
+    """A sleep that also moves the tree's counters by the time slept."""
+
+    def sleep(seconds: float) -> None:
+        tree.advance(seconds)
+        time.sleep(seconds)
+
+    return sleep
+
+
+def status(tree: MovingTree, interval: float) -> dict[str, Any]:
+    out = io.StringIO()
+    assert run_status(tree.root, True, interval, out, sleep=advancing(tree)) == 0
+    data: dict[str, Any] = json.loads(out.getvalue())
+    return data
+
+
+def test_status_json_values_on_a_moving_tree(tree: MovingTree) -> None:
+    data = status(tree, 0.2)
+    assert data["version"] == 1 and data["interval_s"] == pytest.approx(0.2, abs=0.05)
+    assert [s["unit"] for s in data["slices"]] == [
+        "system.slice",
+        "tenants-db1.slice",
+        "tenants.slice",
+    ]
+    db1 = data["slices"][1]
+    assert db1["cgroup"] == "/" + DB1
+    assert db1["limits"] == {
+        "cpus": "0-3", "allowed_cpus": 4, "mems": "0,1", "cpu_weight": 100,
+        "cpu_quota_cores": 3.0, "memory_min": 0, "memory_low": 0,
+        "memory_high": 900 << 20, "memory_max": 1 << 30, "memory_swap_max": None,
+    }  # fmt: skip
+    assert db1["cpu"]["cores"] == pytest.approx(1.5, rel=0.15)
+    assert db1["cpu"]["percent"] == pytest.approx(37.5, rel=0.15)
+    assert db1["cpu"]["throttled_percent"] == pytest.approx(50.0)
+    assert db1["pressure"]["cpu"]["some"]["rate"] == pytest.approx(20.0, rel=0.15)
+    assert db1["pressure"]["memory"]["full"]["rate"] == pytest.approx(2.0, rel=0.15)
+    assert db1["pressure"]["cpu"]["some"]["avg10"] == 20.0
+    assert db1["events"] == {"low": 0, "high": 0, "max": 3, "oom": 0, "oom_kill": 1}
+    assert db1["memory"]["current"] == (64 << 20) + (1 << 20)
+    assert db1["tasks"] == 3
+    assert db1["trouble"] == ["oom", "pressure", "throttled"]
+
+
+def test_status_json_has_no_rates_under_30ms(tree: MovingTree) -> None:
+    data = status(tree, 0.0)
+    db1 = data["slices"][1]
+    assert db1["cpu"]["cores"] is None and db1["events"]["oom_kill"] is None
+    assert db1["pressure"]["io"]["some"]["rate"] is None
+    assert db1["memory"]["current"] == 65 << 20 and db1["limits"]["allowed_cpus"] == 4
+
+
+def test_every_json_field_is_documented(tree: MovingTree) -> None:
+    doc = DOCS.read_text()
+
+    def keys(obj: Any) -> set[str]:
+        if isinstance(obj, dict):
+            return set(obj) | {k for v in obj.values() for k in keys(v)}
+        if isinstance(obj, list):
+            return {k for v in obj for k in keys(v)}
+        return set()
+
+    missing = {k for k in keys(status(tree, 0.05)) if f"`{k}`" not in doc}
+    assert not missing
+
+
+def test_status_table(tree: MovingTree) -> None:
+    out = io.StringIO()
+    assert run_status(tree.root, False, 0.1, out, sleep=advancing(tree)) == 0
+    text = out.getvalue()
+    line = next(x for x in text.splitlines() if "tenants-db1.slice" in x)
+    assert re.search(r"1\.\d\d / 4", line)  # cores used / allowed CPUs
+    assert "3.00" in line and "65.0M / 900.0M / 1.0G" in line
+    assert "oom_kill +1" in line and "20.0%" in line
+
+
+def test_top_prints_one_table_per_interval(tree: MovingTree) -> None:
+    out = io.StringIO()
+    assert run_top(tree.root, 0.05, 3, out, sleep=advancing(tree)) == 0
+    text = out.getvalue()
+    assert text.count("every 0.05s") == 3
+    first_rows = [x for x in text.splitlines() if ".slice" in x and "every" not in x][:3]
+    assert "tenants-db1.slice" in first_rows[0]  # busiest first

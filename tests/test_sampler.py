@@ -1,0 +1,212 @@
+"""The cgroupfs sampler against fixture and moving fake trees."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cgtree import Motion, MovingTree
+
+from slicectl.errors import SamplerError
+from slicectl.sampler import FILES_PER_CGROUP, Sampler
+
+FIXTURE = Path(__file__).parent / "fixtures" / "cgroup"
+DB1 = "tenants.slice/tenants-db1.slice"
+
+
+def open_fds() -> int:
+    """Descriptors this process holds open right now."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> MovingTree:
+    t = MovingTree(tmp_path / "cg")
+    for path in ("init.scope", "system.slice", "tenants.slice", "user.slice"):
+        t.add(path)
+    t.add(DB1, Motion(cpu_cores=2.0), cpus="0-3")
+    t.add("tenants.slice/tenants-web.slice", Motion(cpu_cores=0.5))
+    return t
+
+
+@pytest.fixture
+def sampler(tree: MovingTree) -> Iterator[Sampler]:
+    with Sampler(tree.root, rediscover_every=3600) as s:
+        yield s
+
+
+def test_discovers_slices_at_any_depth_and_init_scope() -> None:
+    with Sampler(FIXTURE) as s:
+        snap = s.sample()
+    assert sorted(snap.cgroups) == [
+        "init.scope",
+        "system.slice",
+        "tenants.slice",
+        DB1,
+        "tenants.slice/tenants-web.slice",
+        "user.slice",
+        "user.slice/user-1000.slice",
+    ]  # cron.service is a service, not a slice
+    assert snap.cgroups[DB1].unit == "tenants-db1.slice"
+    assert snap.host_cpus == 16
+
+
+def test_fixture_values_are_parsed() -> None:
+    with Sampler(FIXTURE) as s:
+        db1 = s.sample().cgroups[DB1]
+    assert db1.cpus == frozenset({0, 1, 2, 3, 8, 9, 10, 11})
+    assert db1.mems == frozenset({0})
+    assert (db1.cpu_quota_usec, db1.cpu_period_usec, db1.cpu_weight) == (600000, 100000, 200)
+    assert db1.usage_usec == 5555555555
+    assert (db1.nr_periods, db1.nr_throttled, db1.throttled_usec) == (50000, 1200, 3456789)
+    assert db1.memory_max == 24 << 30 and db1.memory_high == 22 << 30
+    assert db1.memory_low == 16 << 30 and db1.memory_min == 0
+    assert db1.swap_max == 0 and db1.swap_current == 0
+    assert (db1.anon, db1.file, db1.active_file) == (16 << 30, 4 << 30, 3 << 30)
+    assert db1.io_pressure is not None and db1.io_pressure.full is not None
+    assert db1.io_pressure.some.avg10 == 3.0 and db1.io_pressure.some.total == 4000000
+    assert db1.io_pressure.full.total == 2500000
+    assert db1.events_oom_kill == 0 and db1.tasks == 212
+
+
+def test_max_and_missing_files_are_none() -> None:
+    with Sampler(FIXTURE) as s:
+        snap = s.sample()
+    web = snap.cgroups["tenants.slice/tenants-web.slice"]
+    assert web.cpus is None and web.mems is None  # cpuset controller not enabled there
+    assert web.memory_high is None and web.memory_max == 4 << 30
+    assert snap.cgroups["init.scope"].cpu_quota_usec is None  # "max 100000"
+
+
+def test_rereads_open_files_without_reopening(tree: MovingTree, sampler: Sampler) -> None:
+    first = sampler.sample()
+    fds = open_fds()
+    tree.advance(1.0)
+    second = sampler.sample()
+    tree.advance(1.0)
+    third = sampler.sample()
+    assert open_fds() == fds
+    usage = [s.cgroups[DB1].usage_usec or 0 for s in (first, second, third)]
+    assert usage[1] - usage[0] == 2_000_000 and usage[2] - usage[1] == 2_000_000
+
+
+def test_keeps_files_open_per_cgroup(tree: MovingTree) -> None:
+    before = open_fds()
+    with Sampler(tree.root) as s:
+        assert open_fds() - before == len(s.paths) * FILES_PER_CGROUP
+    assert open_fds() == before
+
+
+def test_removed_slice_is_dropped(tree: MovingTree, sampler: Sampler) -> None:
+    sampler.sample()
+    tree.remove("tenants.slice/tenants-web.slice")
+    snap = sampler.sample()
+    assert "tenants.slice/tenants-web.slice" not in snap.cgroups
+    assert DB1 in snap.cgroups
+
+
+def test_slice_vanishing_mid_read_is_dropped(
+    tree: MovingTree, sampler: Sampler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    web = "tenants.slice/tenants-web.slice"
+    doomed = set(sampler._cgroups[web].fds)
+    real_pread = os.pread
+
+    def pread(fd: int, n: int, off: int) -> bytes:
+        if fd in doomed:  # kernfs answers ENODEV once the cgroup is gone
+            raise OSError(errno.ENODEV, "No such device")
+        return real_pread(fd, n, off)
+
+    monkeypatch.setattr(os, "pread", pread)
+    # Gone from the disk after discovery, without the parent looking changed yet.
+    monkeypatch.setattr(sampler, "_check_watched", lambda: None)
+    tree.remove(web)
+    snap = sampler.sample()
+    assert web not in snap.cgroups and DB1 in snap.cgroups
+
+
+def test_slice_recreated_mid_read_is_picked_up(
+    tree: MovingTree, sampler: Sampler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = sampler.sample().cgroups[DB1]
+    doomed = set(sampler._cgroups[DB1].fds)
+    real_pread = os.pread
+
+    def pread(fd: int, n: int, off: int) -> bytes:
+        if fd in doomed:
+            doomed.clear()  # the successor's files may reuse the same descriptor numbers
+            raise OSError(errno.ENODEV, "No such device")
+        return real_pread(fd, n, off)
+
+    monkeypatch.setattr(os, "pread", pread)
+    monkeypatch.setattr(sampler, "_check_watched", lambda: None)
+    tree.recreate(DB1)
+    new = sampler.sample().cgroups[DB1]
+    assert new.inode != old.inode and new.usage_usec == old.usage_usec
+
+
+def test_new_slice_is_found_before_periodic_rediscovery(tree: MovingTree, sampler: Sampler) -> None:
+    sampler.sample()
+    tree.add("tenants.slice/tenants-new.slice")
+    tree.add("machine.slice")
+    snap = sampler.sample()
+    assert "tenants.slice/tenants-new.slice" in snap.cgroups and "machine.slice" in snap.cgroups
+
+
+def test_recreated_slice_gets_new_inode(tree: MovingTree, sampler: Sampler) -> None:
+    before = sampler.sample().cgroups[DB1].inode
+    tree.recreate(DB1)
+    assert sampler.sample().cgroups[DB1].inode != before
+
+
+def test_missing_root_raises_with_hint(tmp_path: Path) -> None:
+    with pytest.raises(SamplerError) as err:
+        Sampler(tmp_path / "nope")
+    assert "does not exist" in err.value.message and "--cgroup-root" in err.value.hint
+
+
+def test_cgroup_v1_root_raises(tmp_path: Path) -> None:
+    (tmp_path / "cpu").mkdir()
+    with pytest.raises(SamplerError, match="not a cgroup v2 root") as err:
+        Sampler(tmp_path)
+    assert "cgroup v2" in err.value.hint
+
+
+def test_raises_nofile_soft_limit(tmp_path: Path) -> None:
+    tree = MovingTree(tmp_path / "cg")
+    tree.add("tenants.slice")
+    for i in range(30):
+        tree.add(f"tenants.slice/tenants-t{i}.slice")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    low = open_fds() + 64
+    resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+    try:
+        with Sampler(tree.root) as s:
+            assert len(s.sample().cgroups) == 31
+            assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= 31 * FILES_PER_CGROUP
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_samples_everything_when_descriptors_run_short(
+    tree: MovingTree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    budget = 256 + 2 * FILES_PER_CGROUP  # room for two pinned cgroups only
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (budget, budget))
+
+    def refuse(*_: object) -> None:
+        raise ValueError("not permitted")
+
+    monkeypatch.setattr(resource, "setrlimit", refuse)
+    with Sampler(tree.root, rediscover_every=3600) as s:
+        s.sample()
+        fds = open_fds()
+        tree.advance(1.0)
+        snap = s.sample()
+        assert open_fds() == fds
+    assert len(snap.cgroups) == 6
+    assert snap.cgroups[DB1].usage_usec == 2_000_000
