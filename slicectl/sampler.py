@@ -147,20 +147,24 @@ def _pressure(data: bytes | None) -> Pressure | None:
     """Parse "some avg10=.. avg60=.. avg300=.. total=..\\nfull ..." (full may be absent)."""
     if data is None:
         return None
-    p = data.split()
-    if len(p) < 5 or p[0] != b"some":
+    # "some avg10 1.50 avg60 ..." after the replace: values sit at fixed token positions.
+    p = data.replace(b"=", b" ").split()
+    if len(p) < 9 or p[0] != b"some":
         return None
-    some = PsiLine(float(p[1][6:]), float(p[2][6:]), float(p[3][7:]), int(p[4][6:]))
+    new = tuple.__new__  # skips NamedTuple's Python-level __new__ on this hot path
+    some = new(PsiLine, (float(p[2]), float(p[4]), float(p[6]), int(p[8])))
     full = None
-    if len(p) >= 10 and p[5] == b"full":
-        full = PsiLine(float(p[6][6:]), float(p[7][6:]), float(p[8][7:]), int(p[9][6:]))
-    return Pressure(some, full)
+    if len(p) >= 18 and p[9] == b"full":
+        full = new(PsiLine, (float(p[11]), float(p[13]), float(p[15]), int(p[17])))
+    return new(Pressure, (some, full))
 
 
 class _Cgroup:
     """Open files of one discovered cgroup; fds[i] is -1 when _FILES[i] does not exist."""
 
-    __slots__ = ("path", "unit", "inode", "fds", "controllers_fd", "controllers", "pinned")
+    __slots__ = (
+        "path", "unit", "inode", "fds", "controllers_fd", "controllers", "pinned", "raw", "last",
+    )  # fmt: skip
 
     def __init__(self, path: str, inode: int) -> None:
         self.path = path
@@ -170,6 +174,9 @@ class _Cgroup:
         self.controllers_fd = -1
         self.controllers = b""
         self.pinned = False
+        # What the previous read returned, so unchanged files are not parsed again.
+        self.raw: list[bytes | None] = []
+        self.last: CgroupSample | None = None
 
 
 class Sampler:
@@ -256,6 +263,11 @@ class Sampler:
         finally:
             if not cg.pinned:
                 self._close(cg)
+        last = cg.last
+        if last is not None:
+            if raw == cg.raw:  # an idle slice: nothing moved, the last sample still holds
+                return last
+            old = cg.raw
         (cpu_stat, cpu_max, weight, cpus, mems, current, low, min_, high, max_, swap,
          swap_max, mem_stat, events, cpu_p, mem_p, io_p, pids) = raw  # fmt: skip
         if cpu_stat is not None:
@@ -270,7 +282,10 @@ class Sampler:
             q, _, p = cpu_max.partition(b" ")
             quota = None if q == b"max" else int(q)
             period = int(p) if p else None
-        if mem_stat is not None:
+        if last is not None and mem_stat == old[12]:
+            anon, file, active_file = last.anon, last.file, last.active_file
+            inactive_file, refault = last.inactive_file, last.workingset_refault
+        elif mem_stat is not None:
             anon = _keyed(mem_stat, _ANON)
             file = _keyed(mem_stat, _FILE)
             active_file = _keyed(mem_stat, _ACTIVE_FILE)
@@ -282,7 +297,10 @@ class Sampler:
                 refault += _keyed(mem_stat, _REFAULT_FILE) or 0
         else:
             anon = file = active_file = inactive_file = refault = None
-        if events is not None:
+        if last is not None and events == old[13]:
+            ev_low, ev_high, ev_max = last.events_low, last.events_high, last.events_max
+            ev_oom, ev_oom_kill = last.events_oom, last.events_oom_kill
+        elif events is not None:
             ev_low = _keyed(events, _EV_LOW)
             ev_high = _keyed(events, _EV_HIGH)
             ev_max = _keyed(events, _EV_MAX)
@@ -290,7 +308,14 @@ class Sampler:
             ev_oom_kill = _keyed(events, _EV_OOM_KILL)
         else:
             ev_low = ev_high = ev_max = ev_oom = ev_oom_kill = None
-        return CgroupSample(
+        if last is not None:
+            cpu_pr = last.cpu_pressure if cpu_p == old[14] else _pressure(cpu_p)
+            mem_pr = last.memory_pressure if mem_p == old[15] else _pressure(mem_p)
+            io_pr = last.io_pressure if io_p == old[16] else _pressure(io_p)
+        else:
+            cpu_pr, mem_pr, io_pr = _pressure(cpu_p), _pressure(mem_p), _pressure(io_p)
+        cg.raw = raw
+        cg.last = sample = CgroupSample(
             cg.unit, cg.path, cg.inode,
             usage, periods, throttled, throttled_usec, quota, period, _value(weight),
             self._cpulist(cpus), self._cpulist(mems),
@@ -298,8 +323,9 @@ class Sampler:
             _value(swap), _value(swap_max),
             anon, file, active_file, inactive_file, refault,
             ev_low, ev_high, ev_max, ev_oom, ev_oom_kill,
-            _pressure(cpu_p), _pressure(mem_p), _pressure(io_p), _value(pids),
+            cpu_pr, mem_pr, io_pr, _value(pids),
         )  # fmt: skip
+        return sample
 
     def _cpulist(self, data: bytes | None) -> frozenset[int] | None:
         """Parsed cpulist, cached: the same few lists repeat across cgroups and samples."""

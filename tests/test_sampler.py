@@ -210,3 +210,15 @@ def test_samples_everything_when_descriptors_run_short(
         assert open_fds() == fds
     assert len(snap.cgroups) == 6
     assert snap.cgroups[DB1].usage_usec == 2_000_000
+
+
+def test_idle_slice_then_limit_change(tree: MovingTree, sampler: Sampler) -> None:
+    first = sampler.sample().cgroups[DB1]
+    assert sampler.sample().cgroups[DB1] == first  # nothing moved
+    tree.cgroups[DB1].memory_high = str(1 << 30)
+    tree.cgroups[DB1].psi["io"] = [4.0, 1000.0, 1.0, 500.0]
+    tree.advance(0.0)
+    second = sampler.sample().cgroups[DB1]
+    assert second.memory_high == 1 << 30 and first.memory_high is None
+    assert second.io_pressure is not None and second.io_pressure.some.total == 1000
+    assert second.memory_pressure == first.memory_pressure
