@@ -304,7 +304,8 @@ def parse_config(data: Any, path: str) -> Config:
         raise ConfigError(c.problems)
     for key in data:
         if key not in TOP_KEYS:
-            c.add(_key_line(data, key, 1), str(key), "unknown key", _unknown_key_hint(key, TOP_KEYS))
+            c.add(_key_line(data, key, 1), str(key), "unknown key",
+                  _unknown_key_hint(key, TOP_KEYS))
     version = data.get("version")
     if version is None:
         c.add(1, "version", "missing", "add `version: 1` at the top")

@@ -188,6 +188,11 @@ def _cpu_nodes_for(topo: Topology, t: Tenant) -> list[int]:
     return sorted({m for n in t.nodes for m in with_cpus if topo.distance(n, m) == best})
 
 
+def _count(t: Tenant) -> int:
+    """The CPU count a tenant asks for (0 for explicit cpulists or the pool)."""
+    return t.cpus if isinstance(t.cpus, int) else 0
+
+
 def _protection(t: Tenant) -> int:
     return (t.memory_low or 0) + (t.memory_min or 0)
 
@@ -316,9 +321,9 @@ def place(
         result[t.name] = t.cpus
 
     counted = [t for t in config.tenants if isinstance(t.cpus, int) and t.exclusive]
-    asked = sum(int(t.cpus or 0) for t in counted)
+    asked = sum(_count(t) for t in counted)
     if asked > len(st.free):
-        biggest = max(counted, key=lambda t: (int(t.cpus or 0), t.name))
+        biggest = max(counted, key=lambda t: (_count(t), t.name))
         each = ", ".join(f"{t.name}: {t.cpus}" for t in counted)
         raise PlacementError(
             f"{config.path}:{biggest.line_of('cpus')}: tenants.{biggest.name}.cpus: exclusive "
@@ -337,7 +342,7 @@ def place(
         seeds[t.name] = frozenset(kept)
         st.claim(t.name, kept)
     # 3. Place the rest, biggest first so large tenants still find a whole node.
-    for t in sorted(counted, key=lambda t: (-int(t.cpus or 0), t.name)):
+    for t in sorted(counted, key=lambda t: (-_count(t), t.name)):
         assert isinstance(t.cpus, int)
         seed = seeds.get(t.name, frozenset())
         if len(seed) == t.cpus:

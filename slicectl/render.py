@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from slicectl import __version__
 from slicectl.errors import RenderError
-from slicectl.plan import Plan, UnitPlan
+from slicectl.plan import DROPIN_NAME, Plan, UnitPlan
 
 if TYPE_CHECKING:
     import jinja2
@@ -28,7 +28,8 @@ def default_templates_dir() -> str:
                             "templates")
     if os.path.isfile(os.path.join(checkout, TEMPLATES["unit"])):
         return checkout
-    
+    from importlib import resources
+
     return str(resources.files("slicectl.templates"))
 
 
@@ -85,28 +86,54 @@ def _context(u: UnitPlan, head: list[str]) -> dict[str, object]:
 
 def render(plan: Plan, templates_dir: str | None = None) -> dict[str, str]:
     """Relative path → file text for every unit and drop-in of the plan (deterministic)."""
-    import jinja2
 
     env = _environment(templates_dir)
     head = header(plan)
     files: dict[str, str] = {}
     cache: dict[str, jinja2.Template] = {}
     for u in plan.units:
-        name = TEMPLATES[u.kind]
-        try:
-            if name not in cache:
-                cache[name] = env.get_template(name)
-            text = cache[name].render(_context(u, head))
-        except jinja2.TemplateNotFound as e:
-            raise RenderError(f"template {name} not found in {templates_dir}",
-                              "--templates DIR must hold slice.j2 and dropin.j2") from e
-        except jinja2.TemplateError as e:
-            where = f"{getattr(e, 'filename', None) or name}:{getattr(e, 'lineno', '?')}"
-            raise RenderError(f"template {where}: {e}",
-                              "fix the template, or drop --templates to use the built-in ones"
-                              ) from e
-        files[u.path] = text
+        for path, name in _files_of(u):
+            files[path] = _render_one(env, cache, name, u, head, templates_dir)
     return files
+
+
+def _files_of(u: UnitPlan) -> list[tuple[str, str]]:
+    """(path, template) pairs: a unit file plus, when it has properties, its drop-in.
+
+    Resource properties always go into `UNIT.d/50-slicectl.conf`, also for slicectl's own
+    slices: drop-ins are applied in file-name order across all unit directories, and
+    "50-slicectl.conf" sorts after the "50-<Property>.conf" files `systemctl set-property`
+    writes, so slicectl's values win after every daemon-reload (systemd.unit(5), "drop-in").
+    """
+    if u.kind == "dropin":
+        return [(u.path, TEMPLATES["dropin"])]
+    files = [(u.path, TEMPLATES["unit"])]
+    if u.properties:
+        files.append((dropin_path(u.unit), TEMPLATES["dropin"]))
+    return files
+
+
+def dropin_path(unit: str) -> str:
+    """Relative path of slicectl's drop-in for `unit`."""
+    return f"{unit}.d/{DROPIN_NAME}"
+
+
+def _render_one(env: jinja2.Environment, cache: dict[str, jinja2.Template], name: str,
+                u: UnitPlan, head: list[str], templates_dir: str | None) -> str:
+    import jinja2
+
+    try:
+        if name not in cache:
+            cache[name] = env.get_template(name)
+        return cache[name].render(_context(u, head))
+    except jinja2.TemplateNotFound as e:
+        raise RenderError(f"template {name} not found in {templates_dir}",
+                          "--templates DIR must hold slice.j2 and dropin.j2") from e
+    except jinja2.TemplateError as e:
+        where = f"{getattr(e, 'filename', None) or name}:{getattr(e, 'lineno', '?')}"
+        raise RenderError(f"template {where}: {e}",
+                          "fix the template, or drop --templates to use the built-in ones"
+                          ) from e
 
 
 def render_mapping(files: Mapping[str, str]) -> str:

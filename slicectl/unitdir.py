@@ -147,7 +147,9 @@ class UnitDir:
     def diff(self, files: Mapping[str, str]) -> FileChanges:
         """Compare planned files with the directory; raises if a path is not slicectl's."""
         owned = self.manifest().files
-        created, updated, unchanged = [], [], []
+        created: list[str] = []
+        updated: list[str] = []
+        unchanged: list[str] = []
         for rel in sorted(files):
             path = self._target(rel)
             try:

@@ -19,9 +19,9 @@ import shlex
 from pathlib import Path
 
 import pytest
+from unitcheck import parse_unit, systemd_verify
 
 from slicectl.cli import main
-from unitcheck import parse_unit, systemd_verify
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted(ROOT.glob("examples/*.yaml")) + sorted(ROOT.glob("tests/cases/*.yaml"))
