@@ -17,6 +17,7 @@ from slicectl import __version__
 from slicectl.errors import ConfigError, SlicectlError
 
 if TYPE_CHECKING:
+    from slicectl.apply import ApplyOptions, Diff
     from slicectl.config import Config
     from slicectl.topology import Topology
 
@@ -29,6 +30,15 @@ def _add_topology_args(p: argparse.ArgumentParser) -> None:
                    help="topology JSON from `slicectl topology --json` (plan for another host)")
     g.add_argument("--sysfs", metavar="ROOT", help="sysfs root to read the topology from "
                    "(default: /sys)")
+
+
+def _add_host_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--unit-dir", metavar="DIR", default=None,
+                   help="unit directory slicectl owns files in (default: /etc/systemd/system)")
+    p.add_argument("--cgroup-root", metavar="DIR", default="/sys/fs/cgroup",
+                   help="cgroup v2 mount (default: /sys/fs/cgroup)")
+    p.add_argument("--bus", metavar="ADDRESS", default=None,
+                   help="D-Bus address of systemd (default: the system bus)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,9 +67,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--exit-code", action="store_true",
                    help="exit 3 when the host differs from the plan, 0 when it matches")
-    p.add_argument("--unit-dir", metavar="DIR", default=None,
-                   help="compare generated files with DIR (default: /etc/systemd/system "
-                        "on a live host)")
+    _add_host_args(p)
+
+    p = sub.add_parser("apply", help="apply tenants.yaml to this host live (files + systemd)")
+    p.add_argument("tenants", metavar="TENANTS")
+    p.add_argument("--profile", metavar="P", help="apply profile P's overrides")
+    p.add_argument("--dry-run", action="store_true", help="show what would change; change "
+                   "nothing")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--json", action="store_true", help="print a JSON report")
+    p.add_argument("--sysfs", metavar="ROOT", help=argparse.SUPPRESS)
+    p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
+    _add_host_args(p)
+    p.add_argument("--lock", metavar="FILE", default="/run/slicectl.lock",
+                   help=argparse.SUPPRESS)
+    p.add_argument("--control-dir", metavar="DIR", default="/run/systemd/system.control",
+                   help=argparse.SUPPRESS)
 
     p = sub.add_parser("generate", help="write unit files and drop-ins into a directory")
     p.add_argument("tenants", metavar="TENANTS")
@@ -121,28 +145,50 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _options(args: argparse.Namespace) -> ApplyOptions:
+    from slicectl.apply import ApplyOptions
+
+    return ApplyOptions(
+        unit_dir=Path(args.unit_dir or "/etc/systemd/system"),
+        cgroup_root=Path(args.cgroup_root), bus_address=args.bus,
+        control_dir=Path(getattr(args, "control_dir", "/run/systemd/system.control")),
+        lock_path=Path(getattr(args, "lock", "/run/slicectl.lock")),
+        templates=getattr(args, "templates", None),
+    )
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from slicectl.plan import build_plan
     from slicectl.unitdir import UnitDir
 
     config = _load_config(args)
     topo = _load_topology(args)
-    unit_dir = UnitDir(Path(args.unit_dir)) if args.unit_dir else None
-    previous = unit_dir.manifest().placements if unit_dir else None
-    plan = build_plan(config, topo, previous)
-    changes = None
-    if unit_dir is not None:
-        from slicectl.render import render
+    # Offline (a plan for another host, or a fixture) unless pointed at a host's units/bus.
+    live = bool(args.unit_dir or args.bus) or not (args.topology or args.sysfs)
+    diff = None
+    warning = ""
+    if live:
+        import asyncio
 
-        changes = unit_dir.diff(render(plan))
+        from slicectl.apply import Diff, compute_diff
+
+        options = _options(args)
+        try:
+            diff = asyncio.run(compute_diff(config, topo, options))
+        except SlicectlError as e:
+            if args.exit_code:
+                raise
+            # No systemd to ask (not root, a container, a build host): compare files only.
+            warning = f"live state not compared: {e.message}"
+            diff = Diff(files=UnitDir(options.unit_dir).diff(_render(config, topo, options)))
+    previous = UnitDir(Path(args.unit_dir)).manifest().placements if args.unit_dir else None
+    plan = build_plan(config, topo, previous)
     if args.json:
         import json
 
         data = plan.to_json()
-        if changes is not None:
-            data["files"] = {"created": list(changes.created), "updated": list(changes.updated),
-                             "removed": list(changes.removed),
-                             "unchanged": list(changes.unchanged)}
+        if diff is not None:
+            data["changes"] = _diff_json(diff)
         print(json.dumps(data, indent=2))
     else:
         from slicectl import views
@@ -151,10 +197,95 @@ def cmd_plan(args: argparse.Namespace) -> int:
         out.print(views.plan_table(plan))
         out.print(views.plan_files_table(plan))
         out.print(views.numa_map(topo, plan.layout))
-        if changes is not None:
-            _print_changes(changes, args.unit_dir)
-    if args.exit_code and changes is not None and changes.changed:
+        if diff is not None:
+            unit_dir = Path(args.unit_dir or "/etc/systemd/system")
+            lines = diff.lines(unit_dir)
+            print("Changes on this host:" if lines else "This host matches the plan.")
+            for line in lines:
+                print(f"  {line}")
+            for note in diff.notes:
+                print(f"  note: {note}")
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.exit_code and diff is not None and diff.changed:
         return EXIT_DIFF
+    return EXIT_OK
+
+
+def _render(config: Config, topo: Topology, options: ApplyOptions) -> dict[str, str]:
+    from slicectl.plan import build_plan
+    from slicectl.render import render
+    from slicectl.unitdir import UnitDir
+
+    previous = UnitDir(options.unit_dir).manifest().placements
+    return render(build_plan(config, topo, previous), options.templates)
+
+
+def _diff_json(diff: Diff) -> dict[str, object]:
+    from slicectl.live import format_live
+
+    return {
+        "changed": diff.changed,
+        "files": {"created": list(diff.files.created), "updated": list(diff.files.updated),
+                  "removed": list(diff.files.removed)},
+        "properties": [{"unit": c.unit, "property": c.prop,
+                        "live": format_live(c.prop, c.live),
+                        "desired": format_live(c.prop, c.want), "source": c.source}
+                       for c in diff.props],
+        "start": diff.start, "stop": diff.stop, "notes": diff.notes,
+    }
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from slicectl.apply import apply_plan
+
+    config = _load_config(args)
+    topo = _load_topology(args)
+    options = _options(args)
+    ask = sys.stdin.isatty() and not args.yes and not args.dry_run and not args.json
+
+    def confirm(diff: object) -> bool:
+        assert isinstance(diff, Diff)
+        print("slicectl will make these changes:")
+        for line in diff.lines(options.unit_dir):
+            print(f"  {line}")
+        answer = input("Apply them? [y/N] ").strip().lower()
+        return answer in ("y", "yes")
+
+    from slicectl.apply import Diff
+
+    report = asyncio.run(apply_plan(config, topo, options, dry_run=args.dry_run,
+                                    confirm=confirm if ask else None))
+    if args.json:
+        print(json.dumps({
+            "dry_run": args.dry_run, "profile": config.profile,
+            "changes": _diff_json(report.diff), "reloaded": report.reloaded,
+            "started": report.started, "stopped": report.stopped,
+            "set_live": [{"unit": c.unit, "property": c.prop} for c in report.set_live],
+            "verified": report.verified, "notes": report.notes,
+        }, indent=2))
+        return EXIT_OK
+    lines = report.diff.lines(options.unit_dir)
+    if not report.diff.changed:
+        print("Up to date: files and live state match the plan (nothing changed, no reload).")
+    elif args.dry_run:
+        print("Would change (dry run, nothing changed):")
+        for line in lines:
+            print(f"  {line}")
+    else:
+        for line in lines:
+            print(f"  {line}")
+        print(f"Applied{' profile ' + config.profile if config.profile else ''}: "
+              f"{len(report.diff.files.created) + len(report.diff.files.updated)} file(s) "
+              f"written, {len(report.diff.files.removed)} removed, "
+              f"{'reloaded, ' if report.reloaded else ''}{len(report.started)} slice(s) "
+              f"started, {len(report.set_live)} live change(s); verified "
+              f"{len(report.verified)} unit(s) in their cgroups.")
+    for note in report.notes:
+        print(f"note: {note}")
     return EXIT_OK
 
 
@@ -200,7 +331,7 @@ def cmd_top(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "topology": cmd_topology, "validate": cmd_validate, "plan": cmd_plan,
-    "generate": cmd_generate, "status": cmd_status, "top": cmd_top,
+    "generate": cmd_generate, "apply": cmd_apply, "status": cmd_status, "top": cmd_top,
 }
 
 

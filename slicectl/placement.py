@@ -338,6 +338,11 @@ def place(
         prev = frozenset(previous.get(t.name, frozenset())) & frozenset(st.free)
         if not prev:
             continue
+        if t.numa is not Numa.SPREAD:
+            # Keep the part on the node that held most of it: a local tenant stays on one node.
+            by_node = sorted(_nodes_of(topo, prev),
+                             key=lambda n: (-len(prev & topo.node(n).cpus), n))
+            prev = prev & topo.node(by_node[0]).cpus if by_node else frozenset()
         kept = _pick_cores(topo, prev, min(t.cpus, len(prev))) or []
         seeds[t.name] = frozenset(kept)
         st.claim(t.name, kept)

@@ -1,0 +1,381 @@
+"""Live apply: plan → files (atomic) → Reload → start slices → live properties → verify.
+
+The only code that changes a running host. Any failure rolls back files and live properties
+to exactly what they were (a property that was unset becomes unset again) and raises
+ApplyError with the reason. Nothing is restarted: CPU and memory settings reach running
+processes through their cgroups.
+
+Why both files and SetUnitProperties: the files make settings survive reboots and reloads
+(and, in drop-ins named 50-slicectl.conf, they sort after `systemctl set-property` files);
+SetUnitProperties makes running cgroups match at once. systemd records every runtime
+SetUnitProperties call in /run/systemd/system.control/UNIT.d/50-PROPERTY.conf; slicectl puts
+that directory back exactly as it found it afterwards, so none of its runtime calls lingers
+as a stale override of its own files (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from slicectl.errors import ApplyError, LockError, SlicectlError
+from slicectl.live import (
+    CgroupExpectation,
+    LiveValue,
+    cgroup_expectations,
+    desired,
+    format_live,
+    override_source,
+)
+from slicectl.plan import Plan, UnitPlan
+from slicectl.unitdir import FileChanges, Journal, Manifest, UnitDir
+
+if TYPE_CHECKING:
+    from slicectl.config import Config
+    from slicectl.systemd import PropValue, Systemd, UnitState
+    from slicectl.topology import Topology
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    """Where apply acts: the unit directory, cgroup root, bus, lock (defaults: the host)."""
+
+    unit_dir: Path = Path("/etc/systemd/system")
+    cgroup_root: Path = Path("/sys/fs/cgroup")
+    bus_address: str | None = None  # None: the system bus
+    control_dir: Path = Path("/run/systemd/system.control")
+    lock_path: Path = Path("/run/slicectl.lock")
+    templates: str | None = None
+
+
+@dataclass(frozen=True)
+class PropChange:
+    """A live property that differs from the plan, and who set the live value."""
+
+    unit: str
+    prop: str
+    live: PropValue
+    want: LiveValue
+    source: str = ""
+
+    def describe(self) -> str:
+        src = f"  [{self.source}]" if self.source else ""
+        return (f"{self.unit}: {self.prop} {format_live(self.prop, self.live)} -> "
+                f"{format_live(self.prop, self.want)}{src}")
+
+
+@dataclass
+class Diff:
+    """What apply would change: files, live properties, slices to start or stop."""
+
+    files: FileChanges
+    props: list[PropChange] = field(default_factory=list)
+    start: list[str] = field(default_factory=list)
+    stop: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.files.changed or self.props or self.start or self.stop)
+
+    def lines(self, unit_dir: Path) -> list[str]:
+        """Human-readable lines, one per change."""
+        out = [f"{verb} {unit_dir}/{p}" for verb, paths in (
+            ("create", self.files.created), ("update", self.files.updated),
+            ("remove", self.files.removed)) for p in paths]
+        out += [f"set    {c.describe()}" for c in self.props]
+        out += [f"start  {u}" for u in self.start]
+        out += [f"stop   {u}" for u in self.stop]
+        return out
+
+
+@dataclass
+class ApplyReport:
+    """What an apply did."""
+
+    diff: Diff
+    reloaded: bool = False
+    started: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+    set_live: list[PropChange] = field(default_factory=list)
+    verified: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def apply_lock(path: Path) -> Iterator[None]:
+    """One apply at a time: an exclusive flock, with the holder's PID for the message."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise LockError(f"another slicectl apply is running (pid {holder}, lock {path})",
+                            "wait for it to finish; one apply at a time keeps state "
+                            "consistent") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def managed_units(plan: Plan) -> list[tuple[UnitPlan, bool]]:
+    """Units with live properties: (unit, owned). Owned = slicectl's own slices."""
+    return [(u, u.kind == "unit") for u in plan.units if u.kind == "unit" or u.properties]
+
+
+def read_cgroup_file(root: Path, control_group: str, name: str) -> str | None:
+    """A cgroup file of a unit, found through its ControlGroup (never a hand-built path)."""
+    try:
+        return (root / control_group.lstrip("/") / name).read_text()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _read_texts(paths: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for p in paths:
+        try:
+            out.append((p, Path(p).read_text()))
+        except OSError:
+            continue  # e.g. a control file removed since the last reload
+    return out
+
+
+def _load_plan(config: Config, topology: Topology, unit_dir: UnitDir,
+               templates: str | None) -> tuple[Plan, dict[str, str]]:
+    from slicectl.plan import build_plan
+    from slicectl.render import render
+
+    plan = build_plan(config, topology, unit_dir.manifest().placements)
+    return plan, render(plan, templates)
+
+
+async def live_diff(sd: Systemd, plan: Plan, unit_dir: Path) -> tuple[
+        list[PropChange], list[str], dict[str, UnitState]]:
+    """Live properties that differ from the plan, tenant slices to start, and the states."""
+    from slicectl.render import dropin_path
+
+    changes: list[PropChange] = []
+    start: list[str] = []
+    states: dict[str, UnitState] = {}
+    for u, owned in managed_units(plan):
+        st = await sd.get_unit_properties(u.unit)
+        states[u.unit] = st
+        if st.load_state not in ("loaded", "") and u.kind == "dropin":
+            continue  # e.g. cron.service not installed: its drop-in waits for it
+        if owned and st.active_state not in ("active", "reloading"):
+            start.append(u.unit)
+        if not st.control_group:
+            continue  # no cgroup yet: the files apply when the unit starts
+        ours = str(unit_dir / dropin_path(u.unit))
+        texts = None
+        live = st.props
+        for prop, want in desired(u, owned).items():
+            if live.get(prop) == want:
+                continue
+            if texts is None:
+                texts = _read_texts([st.fragment_path, *st.drop_in_paths])
+            changes.append(PropChange(u.unit, prop, live.get(prop), want,
+                                      override_source(prop, ours, texts)))
+    return changes, start, states
+
+
+async def compute_diff(config: Config, topology: Topology, options: ApplyOptions) -> Diff:
+    """What `apply` would change on the host (files and live state); changes nothing."""
+    from slicectl.systemd import Systemd
+
+    unit_dir = UnitDir(options.unit_dir)
+    plan, files = _load_plan(config, topology, unit_dir, options.templates)
+    diff = Diff(files=unit_dir.diff(files))
+    async with await Systemd.connect(options.bus_address) as sd:
+        diff.props, diff.start, _ = await live_diff(sd, plan, options.unit_dir)
+        diff.stop, diff.notes = await _removed_slices(sd, plan, unit_dir, options)
+        diff.notes += await _member_notes(sd, plan)
+    return diff
+
+
+async def _removed_slices(sd: Systemd, plan: Plan, unit_dir: UnitDir,
+                          options: ApplyOptions) -> tuple[list[str], list[str]]:
+    """Tenant slices slicectl generated before but no longer plans: stop them if empty."""
+    planned = {u.unit for u in plan.units}
+    old = {rel for rel in unit_dir.manifest().files if rel.endswith(".slice")}
+    stop: list[str] = []
+    notes: list[str] = []
+    for unit in sorted(old - planned):
+        st = await sd.get_unit_properties(unit)
+        if st.active_state != "active":
+            continue
+        events = read_cgroup_file(options.cgroup_root, st.control_group, "cgroup.events") or ""
+        if "populated 1" in events:
+            notes.append(f"{unit} is no longer planned but still has processes: not stopped "
+                         "(move them out, then `systemctl stop` it)")
+        else:
+            stop.append(unit)
+    return stop, notes
+
+
+async def _member_notes(sd: Systemd, plan: Plan) -> list[str]:
+    notes = []
+    for u in plan.units:
+        if u.slice is None:
+            continue
+        st = await sd.get_unit_properties(u.unit)
+        if st.active_state == "active" and st.slice and st.slice != u.slice:
+            notes.append(f"{u.unit} runs in {st.slice}; restart it to move it into {u.slice} "
+                         "(slicectl never restarts services)")
+    return notes
+
+
+class _ControlDir:
+    """Snapshot of /run/systemd/system.control/UNIT.d to put back after runtime calls."""
+
+    def __init__(self, root: Path, unit: str) -> None:
+        self.dir = root / f"{unit}.d"
+        self.before = self._read()
+
+    def _read(self) -> dict[str, bytes]:
+        try:
+            return {p.name: p.read_bytes() for p in self.dir.iterdir() if p.is_file()}
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+
+    def restore(self) -> None:
+        for name, data in self._read().items():
+            if name not in self.before:
+                (self.dir / name).unlink(missing_ok=True)
+            elif data != self.before[name]:
+                (self.dir / name).write_bytes(self.before[name])
+        if not self.before and self.dir.is_dir() and not any(self.dir.iterdir()):
+            self.dir.rmdir()
+
+
+async def _set_live(sd: Systemd, unit: str, props: Mapping[str, PropValue],
+                    control_root: Path) -> None:
+    snapshot = _ControlDir(control_root, unit)
+    try:
+        await sd.set_unit_properties(unit, props, runtime=True)
+    finally:
+        snapshot.restore()
+
+
+def _verify_cgroup(options: ApplyOptions, unit: str, control_group: str,
+                   expectations: list[CgroupExpectation]) -> list[str]:
+    problems = []
+    for exp in expectations:
+        content = read_cgroup_file(options.cgroup_root, control_group, exp.file)
+        if not exp.matches(content):
+            shown = "(missing)" if content is None else repr(content.strip())
+            problems.append(f"{unit}: {control_group}/{exp.file} is {shown}, "
+                            f"expected {exp.expected!r}")
+    return problems
+
+
+async def _verify(sd: Systemd, plan: Plan, options: ApplyOptions) -> tuple[list[str],
+                                                                           list[str]]:
+    """Read back every managed unit: D-Bus properties and the cgroup files themselves."""
+    problems: list[str] = []
+    verified: list[str] = []
+    for u, owned in managed_units(plan):
+        st = await sd.get_unit_properties(u.unit)
+        if not st.control_group:
+            continue
+        want = desired(u, owned)
+        live = st.props
+        for prop, value in want.items():
+            if live.get(prop) != value:
+                problems.append(f"{u.unit}: systemd reports {prop}="
+                                f"{format_live(prop, live.get(prop))}, expected "
+                                f"{format_live(prop, value)}")
+        problems += _verify_cgroup(options, u.unit, st.control_group,
+                                   cgroup_expectations(want))
+        verified.append(u.unit)
+    return problems, verified
+
+
+async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
+                     dry_run: bool = False, confirm: object = None) -> ApplyReport:
+    """Apply `config` to the host; roll back and raise ApplyError on any failure.
+
+    `confirm`, if given, is called with the Diff and returns False to cancel.
+    """
+    from slicectl.systemd import Systemd
+
+    unit_dir = UnitDir(options.unit_dir)
+    with apply_lock(options.lock_path):
+        plan, files = _load_plan(config, topology, unit_dir, options.templates)
+        async with await Systemd.connect(options.bus_address) as sd:
+            diff = Diff(files=unit_dir.diff(files))
+            diff.props, diff.start, states = await live_diff(sd, plan, options.unit_dir)
+            diff.stop, diff.notes = await _removed_slices(sd, plan, unit_dir, options)
+            diff.notes += await _member_notes(sd, plan)
+            report = ApplyReport(diff=diff, notes=list(diff.notes))
+            if dry_run or not diff.changed:
+                return report
+            if callable(confirm) and not confirm(diff):
+                raise ApplyError("cancelled; nothing was changed", "")
+            journal: Journal | None = None
+            touched: dict[str, UnitState] = {}
+            try:
+                if diff.files.changed:
+                    manifest = Manifest(placements=plan.placements(),
+                                        source=Path(config.path).name)
+                    _, journal = unit_dir.write(files, manifest)
+                    await sd.reload()
+                    report.reloaded = True
+                for unit in diff.start:
+                    touched.setdefault(unit, states[unit])
+                    await sd.start_unit(unit)
+                    report.started.append(unit)
+                # After reload and start, set whatever still differs at runtime.
+                remaining, _, _ = await live_diff(sd, plan, options.unit_dir)
+                by_unit: dict[str, dict[str, LiveValue]] = {}
+                for c in remaining:
+                    by_unit.setdefault(c.unit, {})[c.prop] = c.want
+                for unit, props in by_unit.items():
+                    touched.setdefault(unit, states[unit])
+                    await _set_live(sd, unit, props, options.control_dir)
+                report.set_live = remaining
+                for unit in diff.stop:
+                    await sd.stop_unit(unit)
+                    report.stopped.append(unit)
+                problems, report.verified = await _verify(sd, plan, options)
+                if problems:
+                    raise ApplyError("verification failed: " + "; ".join(problems),
+                                     "the kernel or systemd did not take the values; see "
+                                     "`systemctl status` of the unit")
+            except (SlicectlError, OSError) as e:
+                await _rollback(sd, journal, touched, report, options)
+                reason = e.message if isinstance(e, SlicectlError) else str(e)
+                hint = e.hint if isinstance(e, SlicectlError) else ""
+                raise ApplyError(f"apply failed: {reason}; rolled back to the previous state",
+                                 hint) from e
+    return report
+
+
+async def _rollback(sd: Systemd, journal: Journal | None, touched: dict[str, UnitState],
+                    report: ApplyReport, options: ApplyOptions) -> None:
+    """Put files and live properties back exactly as they were (best effort, all units)."""
+    if journal is not None:
+        journal.rollback()
+    try:
+        if report.reloaded:
+            await sd.reload()
+        for unit, before in touched.items():
+            now = await sd.get_unit_properties(unit)
+            old = before.props
+            back = {p: v for p, v in old.items() if now.props.get(p) != v}
+            if back and now.control_group:
+                await _set_live(sd, unit, back, options.control_dir)
+            if unit in report.started and before.active_state != "active":
+                await sd.stop_unit(unit)
+    except SlicectlError:
+        pass  # the original error is what the user needs; the rollback did what it could

@@ -1,0 +1,264 @@
+"""apply/plan against a fake systemd on a private dbus-daemon (fast; the real check is e2e).
+
+The fake records every call and mirrors settings into cgroup files under a temporary root, so
+these tests see what a user would: files in the unit directory, calls made, cgroup values,
+and the exact previous state after a rollback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fakesystemd import FakeSystemd
+
+from slicectl.apply import ApplyOptions, apply_plan, apply_lock, compute_diff
+from slicectl.cli import main
+from slicectl.config import parse_config, load_yaml
+from slicectl.errors import ApplyError, LockError
+from slicectl.topology import Cpu, Node, Topology
+
+YAML = """\
+version: 1
+housekeeping: {cpus: 2}
+confine:
+  system.slice: {memory_max: 3G, cpu_weight: 50}
+tenants:
+  db1: {cpus: 2, cpu_weight: 300, memory_max: 512M, memory_low: 256M}
+  db2: {cpus: 2, cpu_quota: 150%}
+profiles:
+  night:
+    db1: {cpus: 4}
+    db2: {cpus: 1}
+"""
+
+
+def make_topology() -> Topology:
+    """The testbed's shape: 8 CPUs in 4 nodes, interleaved (node0 = 0,4; node1 = 1,5; …)."""
+    nodes = tuple(Node(n, frozenset({n, n + 4}), 1 << 30, {m: 10 if m == n else 20
+                                                             for m in range(4)})
+                  for n in range(4))
+    cpus = tuple(Cpu(c, True, c % 4, package=c, core=0, siblings=frozenset({c}))
+                 for c in range(8))
+    return Topology(nodes, cpus, "testbed")
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def options(tmp_path: Path, dbus_daemon: str, fake_systemd: FakeSystemd) -> ApplyOptions:
+    (tmp_path / "units").mkdir()
+    return ApplyOptions(unit_dir=tmp_path / "units", cgroup_root=tmp_path / "cgroup",
+                        bus_address=dbus_daemon, control_dir=tmp_path / "control",
+                        lock_path=tmp_path / "lock")
+
+
+def config(text: str = YAML, profile: str | None = None) -> object:
+    return parse_config(load_yaml(text, "tenants.yaml"), "tenants.yaml").with_profile(profile)
+
+
+def cgroup(options: ApplyOptions, path: str, name: str) -> str:
+    return (options.cgroup_root / path / name).read_text().strip()
+
+
+async def test_apply_writes_files_starts_slices_and_sets_cgroups(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    report = await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    units = options.unit_dir
+    assert (units / "tenants-db1.slice").exists()
+    assert "AllowedCPUs=1,5" in (units / "tenants-db1.slice.d/50-slicectl.conf").read_text()
+    assert report.reloaded and "Reload" in fake_systemd.members()
+    assert set(report.started) >= {"tenants.slice", "tenants-db1.slice", "tenants-db2.slice"}
+    # what the kernel would show, through each unit's ControlGroup
+    assert cgroup(options, "tenants.slice/tenants-db1.slice", "cpuset.cpus") == "1,5"
+    assert cgroup(options, "tenants.slice/tenants-db1.slice", "cpuset.mems") == "1"
+    assert cgroup(options, "tenants.slice/tenants-db1.slice", "cpu.weight") == "300"
+    assert cgroup(options, "tenants.slice/tenants-db1.slice", "memory.max") == str(512 << 20)
+    assert cgroup(options, "tenants.slice/tenants-db2.slice", "cpu.max") == "150000 100000"
+    assert cgroup(options, "system.slice", "cpuset.cpus") == "0,4"
+    assert cgroup(options, "system.slice", "memory.max") == str(3 << 30)
+    assert cgroup(options, "tenants.slice", "memory.low") == str(256 << 20)
+    assert "tenants-db1.slice" in report.verified and "system.slice" in report.verified
+
+
+async def test_second_apply_changes_nothing_and_does_not_reload(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    files = snapshot(options.unit_dir)
+    calls = len(fake_systemd.calls)
+    report = await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    assert not report.diff.changed and not report.reloaded
+    new_calls = [m for m, _ in fake_systemd.calls[calls:]]
+    assert "Reload" not in new_calls and "SetUnitProperties" not in new_calls
+    assert snapshot(options.unit_dir) == files
+
+
+async def test_dbus_failure_midway_rolls_back_files_and_live_state(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    files = snapshot(options.unit_dir)
+    cgroups = snapshot(options.cgroup_root)
+    fake_systemd.fail_on("SetUnitProperties", "tenants-db2.slice",
+                         error="org.freedesktop.DBus.Error.AccessDenied")
+    with pytest.raises(ApplyError) as e:
+        await apply_plan(config(profile="night"), make_topology(),  # type: ignore[arg-type]
+                         options)
+    assert "rolled back" in e.value.message and "tenants-db2.slice" in e.value.message
+    assert snapshot(options.unit_dir) == files
+    assert snapshot(options.cgroup_root) == cgroups  # db1 went back to 1,5 live too
+
+
+async def test_failure_on_first_apply_leaves_properties_unset(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    fake_systemd.fail_on("SetUnitProperties", "tenants-db2.slice")
+    with pytest.raises(ApplyError):
+        await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    assert snapshot(options.unit_dir) == {}
+    db1 = fake_systemd.units["tenants-db1.slice"]
+    assert db1.active_state == "inactive"  # started by the apply, stopped by the rollback
+    assert "AllowedCPUs" not in db1.settings or db1.raw("AllowedCPUs") == b""
+    assert fake_systemd.units["system.slice"].raw("MemoryMax") == 2**64 - 1  # unset again
+
+
+async def test_write_failure_midway_restores_files_and_touches_nothing_live(
+        options: ApplyOptions, fake_systemd: FakeSystemd,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    import slicectl.unitdir as unitdir
+
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    files = snapshot(options.unit_dir)
+    cgroups = snapshot(options.cgroup_root)
+    calls = len(fake_systemd.calls)
+    real = unitdir._write_atomic
+    writes = []
+
+    def read_only_after_one(path: Path, data: bytes) -> None:
+        writes.append(path)
+        if len(writes) == 2:  # the unit directory turns read-only mid-way
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        real(path, data)
+
+    monkeypatch.setattr(unitdir, "_write_atomic", read_only_after_one)
+    with pytest.raises(Exception) as e:
+        await apply_plan(config(profile="night"), make_topology(),  # type: ignore[arg-type]
+                         options)
+    assert "Read-only file system; nothing was changed" in str(e.value)
+    assert snapshot(options.unit_dir) == files
+    assert snapshot(options.cgroup_root) == cgroups
+    assert not {"Reload", "SetUnitProperties"} & {m for m, _ in fake_systemd.calls[calls:]}
+
+
+async def test_verification_mismatch_rolls_back(
+        options: ApplyOptions, fake_systemd: FakeSystemd,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import slicectl.apply as apply_mod
+
+    real = apply_mod.read_cgroup_file
+
+    def lying(root: Path, control_group: str, name: str) -> str | None:
+        if control_group.endswith("tenants-db2.slice") and name == "cpuset.cpus":
+            return "0-7\n"  # e.g. the kernel refused the new cpuset
+        return real(root, control_group, name)
+
+    monkeypatch.setattr(apply_mod, "read_cgroup_file", lying)
+    with pytest.raises(ApplyError) as e:
+        await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    assert "verification failed" in e.value.message
+    assert "cpuset.cpus is '0-7'" in e.value.message
+    assert snapshot(options.unit_dir) == {}
+
+
+async def test_set_property_override_is_reported_and_corrected(
+        options: ApplyOptions, fake_systemd: FakeSystemd, tmp_path: Path) -> None:
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    # `systemctl set-property tenants-db1.slice CPUWeight=50` done by someone else:
+    control = (tmp_path / "etc/systemd/system.control/tenants-db1.slice.d/50-CPUWeight.conf")
+    control.parent.mkdir(parents=True)
+    control.write_text("[Slice]\nCPUWeight=50\n")
+    db1 = fake_systemd.units["tenants-db1.slice"]
+    db1.drop_in_paths = [str(control),
+                         str(options.unit_dir / "tenants-db1.slice.d/50-slicectl.conf")]
+    db1.settings["CPUWeight"] = 50
+    diff = await compute_diff(config(), make_topology(), options)  # type: ignore[arg-type]
+    [change] = diff.props
+    assert (change.unit, change.prop, change.live, change.want) == (
+        "tenants-db1.slice", "CPUWeight", 50, 300)
+    assert change.source == f"systemctl set-property ({control})"
+    report = await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    assert not report.reloaded  # files were already right
+    assert cgroup(options, "tenants.slice/tenants-db1.slice", "cpu.weight") == "300"
+    assert control.read_text() == "[Slice]\nCPUWeight=50\n"  # never edits others' files
+
+
+async def test_profile_switch_moves_cpus_and_back(options: ApplyOptions) -> None:
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    db1 = "tenants.slice/tenants-db1.slice"
+    assert cgroup(options, db1, "cpuset.cpus") == "1,5"
+    await apply_plan(config(profile="night"), make_topology(),  # type: ignore[arg-type]
+                     options)
+    night = cgroup(options, db1, "cpuset.cpus")
+    assert len(night.split(",")) == 4 or "-" in night
+    assert {"1", "5"} <= set(night.replace("-", ",").split(","))  # kept its CPUs, grew
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    assert cgroup(options, db1, "cpuset.cpus") == "1,5"
+
+
+async def test_removed_tenant_files_removed_and_empty_slice_stopped(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    smaller = YAML.replace("  db2: {cpus: 2, cpu_quota: 150%}\n", "").replace(
+        "    db2: {cpus: 1}\n", "")
+    report = await apply_plan(config(smaller), make_topology(),  # type: ignore[arg-type]
+                              options)
+    assert not (options.unit_dir / "tenants-db2.slice").exists()
+    assert not (options.unit_dir / "tenants-db2.slice.d").exists()
+    assert report.stopped == ["tenants-db2.slice"]
+    assert fake_systemd.units["tenants-db2.slice"].active_state == "inactive"
+
+
+async def test_dry_run_changes_nothing(options: ApplyOptions,
+                                       fake_systemd: FakeSystemd) -> None:
+    report = await apply_plan(config(), make_topology(), options,  # type: ignore[arg-type]
+                              dry_run=True)
+    assert report.diff.changed and report.diff.files.created
+    assert snapshot(options.unit_dir) == {}
+    assert not {"Reload", "SetUnitProperties", "StartUnit"} & set(fake_systemd.members())
+
+
+def test_one_apply_at_a_time(tmp_path: Path) -> None:
+    with apply_lock(tmp_path / "lock"):
+        with pytest.raises(LockError) as e:
+            with apply_lock(tmp_path / "lock"):
+                pass
+    assert "another slicectl apply is running" in e.value.message
+
+
+async def test_cli_apply_and_plan_exit_code(options: ApplyOptions, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+    import json
+
+    (tmp_path / "tenants.yaml").write_text(YAML)
+    topo = tmp_path / "topology.json"
+    topo.write_text(json.dumps(make_topology().to_json()))
+    host = ["--unit-dir", str(options.unit_dir), "--cgroup-root", str(options.cgroup_root),
+            "--bus", str(options.bus_address), "--topology", str(topo)]
+
+    def run(*args: str) -> int:
+        return main([args[0], str(tmp_path / "tenants.yaml"), *host, *args[1:]])
+
+    # main() runs its own event loop: call it from a worker thread.
+    assert await asyncio.to_thread(run, "plan", "--exit-code") == 3
+    capsys.readouterr()
+    assert await asyncio.to_thread(run, "apply", "--yes", "--lock",
+                                   str(options.lock_path), "--control-dir",
+                                   str(options.control_dir)) == 0
+    out = capsys.readouterr().out
+    assert "Applied" in out and "verified" in out
+    assert await asyncio.to_thread(run, "plan", "--exit-code") == 0
+    assert "This host matches the plan." in capsys.readouterr().out
