@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from fakesystemd import FakeSystemd
 
-from slicectl.apply import ApplyOptions, apply_plan, apply_lock, compute_diff
+from slicectl.apply import ApplyOptions, apply_lock, apply_plan, compute_diff
 from slicectl.cli import main
-from slicectl.config import parse_config, load_yaml
+from slicectl.config import load_yaml, parse_config
 from slicectl.errors import ApplyError, LockError
 from slicectl.topology import Cpu, Node, Topology
 
