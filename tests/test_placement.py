@@ -1,0 +1,538 @@
+"""Placement on the fixture topologies, stability, error messages, and property tests on
+random topologies and tenant sets."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from slicectl.config import Config, Tenant, load_yaml, parse_config
+from slicectl.errors import PlacementError
+from slicectl.placement import Layout, place
+from slicectl.settings import Numa
+from slicectl.topology import LOCAL_DISTANCE, Cpu, Node, Topology
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPOLOGIES = ROOT / "tests" / "fixtures" / "topologies"
+G = 1024**3
+
+
+def topo(name: str) -> Topology:
+    return Topology.from_json(json.loads((TOPOLOGIES / f"{name}.json").read_text()), name)
+
+
+def config(text: str) -> Config:
+    return parse_config(load_yaml(text, "t.yaml"), "t.yaml")
+
+
+def layout(text: str, topology: str,
+           previous: dict[str, frozenset[int]] | None = None) -> Layout:
+    return place(config(text), topo(topology), previous)
+
+
+def cpus(layout: Layout, tenant: str) -> set[int]:
+    return set(layout.of(tenant).cpus)
+
+
+def placement_error(text: str, topology: str) -> PlacementError:
+    with pytest.raises(PlacementError) as e:
+        layout(text, topology)
+    return e.value
+
+
+# --- whole cores, housekeeping, explicit lists, nodes ----------------------------------------
+
+
+def test_smt_whole_cores_xeon() -> None:
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 4}\n", "xeon-2s-smt")
+    a = lay.of("a")
+    assert set(a.cpus) == {0, 16, 1, 17}  # two whole cores: siblings together
+    assert a.cpu_nodes == (0,) and a.memory_nodes == (0,) and a.exclusive and not a.pool
+
+
+def test_smt_whole_cores_epyc() -> None:
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 4}\n  b: {cpus: 6}\n", "epyc-nps4")
+    t = topo("epyc-nps4")
+    for name in ("a", "b"):
+        got = cpus(lay, name)
+        for c in got:
+            assert t.cpu(c).siblings <= got, f"{name}: CPU {c} without its sibling"
+        assert len(lay.of(name).cpu_nodes) == 1
+
+
+def test_odd_count_fills_a_partial_core_first() -> None:
+    # Housekeeping takes core (0,16) and CPU 1, leaving 17 alone: a 3-CPU tenant takes the
+    # lone sibling 17 plus one whole core, so no further core is split.
+    lay = layout("version: 1\nhousekeeping: {cpus: 3}\ntenants:\n  a: {cpus: 3}\n",
+                 "xeon-2s-smt")
+    assert lay.housekeeping == {0, 16, 1}
+    assert cpus(lay, "a") == {17, 2, 18}
+
+
+@pytest.mark.parametrize(("topology", "count", "expected"), [
+    ("xeon-2s-smt", 2, {0, 16}),
+    ("epyc-nps4", 4, {0, 32, 1, 33}),
+    ("nehalem-ex-4node", 3, {0, 4, 8}),  # interleaved numbering: the lowest node's CPUs
+    ("cpuless-memory-node", 4, {0, 8, 1, 9}),
+    ("offline-cpu", 5, {0, 1, 2, 3, 4}),  # spills over to the next node when needed
+])
+def test_housekeeping_count_takes_whole_cores_from_lowest_node(
+        topology: str, count: int, expected: set[int]) -> None:
+    lay = layout(f"version: 1\nhousekeeping: {{cpus: {count}}}\ntenants:\n  a: {{}}\n",
+                 topology)
+    assert lay.housekeeping == expected
+    assert not cpus(lay, "a") & expected
+
+
+def test_housekeeping_cpulist_and_pool() -> None:
+    lay = layout('version: 1\nhousekeeping: {cpus: "3,7"}\ntenants:\n'
+                 "  a: {cpus: 2}\n  b: {}\n", "offline-cpu")
+    t = topo("offline-cpu")
+    assert lay.housekeeping == {3, 7}
+    assert lay.shared_pool == t.online_cpus - {3, 7} - lay.of("a").cpus
+    b = lay.of("b")
+    assert b.pool and not b.exclusive and b.cpus == lay.shared_pool and b.memory_nodes is None
+
+
+def test_housekeeping_too_many() -> None:
+    e = placement_error("version: 1\nhousekeeping: {cpus: 9}\ntenants:\n  a: {}\n",
+                        "offline-cpu")
+    assert str(e) == ("t.yaml:2: housekeeping.cpus: asks for 9 housekeeping CPUs, but the host "
+                      "has only 7 online")
+    assert e.hint == "lower housekeeping.cpus"
+
+
+def test_explicit_cpulists_honoured() -> None:
+    lay = layout('version: 1\ntenants:\n  a: {cpus: "1,17,30"}\n  b: {cpus: 4}\n'
+                 '  c: {cpus: "2-5", exclusive: false}\n', "xeon-2s-smt")
+    a = lay.of("a")
+    assert a.cpus == {1, 17, 30} and a.cpu_nodes == (0, 1) and a.memory_nodes == (0, 1)
+    assert not cpus(lay, "b") & {1, 17, 30}
+    assert cpus(lay, "c") == {2, 3, 4, 5} and not lay.of("c").exclusive
+
+
+def test_explicit_cpu_missing() -> None:
+    e = placement_error('version: 1\ntenants:\n  a: {cpus: "6-9"}\n', "offline-cpu")
+    assert str(e) == "t.yaml:3: tenants.a.cpus: CPU(s) 8,9 do not exist on this host"
+    assert e.hint == "tenant a: the host's CPUs are 0-7"
+
+
+@pytest.mark.parametrize("node", [0, 1])
+def test_nodes_honoured(node: int) -> None:
+    lay = layout(f"version: 1\ntenants:\n  a: {{cpus: 4, nodes: [{node}]}}\n", "xeon-2s-smt")
+    a = lay.of("a")
+    assert a.cpus <= topo("xeon-2s-smt").node(node).cpus
+    assert a.cpu_nodes == (node,) and a.memory_nodes == (node,)
+
+
+def test_pool_tenant_with_nodes_gets_pool_on_those_nodes() -> None:
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 2}\n  b: {nodes: [1]}\n", "offline-cpu")
+    b = lay.of("b")
+    assert cpus(lay, "a") == {4, 6}  # best fit: the node with the least left over
+    assert b.pool and b.cpus == {7} and b.memory_nodes == (1,)
+    assert layout("version: 1\ntenants:\n  b: {nodes: [1]}\n", "offline-cpu").of(
+        "b").cpus == {4, 6, 7}
+
+
+def test_memoryless_node_binds_memory_to_nearest_node_with_memory() -> None:
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 3, nodes: [1]}\n", "memoryless-node")
+    a = lay.of("a")
+    assert a.cpus <= {4, 5, 6, 7} and a.cpu_nodes == (1,)
+    assert a.memory_nodes == (0,)
+
+
+def test_cpuless_node_never_chosen_unless_named() -> None:
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 8}\n  b: {cpus: 8}\n",
+                 "cpuless-memory-node")
+    assert {lay.of("a").cpu_nodes, lay.of("b").cpu_nodes} == {(0,), (1,)}
+    assert {lay.of("a").memory_nodes, lay.of("b").memory_nodes} == {(0,), (1,)}
+    # Named alone: CPUs come from the nearest node with CPUs (node0, distance 17), memory
+    # from the named node.
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 2, nodes: [2]}\n", "cpuless-memory-node")
+    a = lay.of("a")
+    assert a.cpu_nodes == (0,) and a.memory_nodes == (2,)
+
+
+@pytest.mark.parametrize(("topology", "count", "per_node"), [
+    ("nehalem-ex-4node", 8, 2),
+    ("nehalem-ex-4node", 12, 3),
+    ("epyc-nps4", 8, 2),
+    ("epyc-nps4", 16, 4),
+    ("xeon-2s-smt", 8, 4),
+])
+def test_spread_distributes_evenly(topology: str, count: int, per_node: int) -> None:
+    lay = layout(f"version: 1\ntenants:\n  a: {{cpus: {count}, numa: spread}}\n", topology)
+    t = topo(topology)
+    a = lay.of("a")
+    assert len(a.cpus) == count
+    counts = [len(a.cpus & n.cpus) for n in t.nodes]
+    assert counts == [per_node] * len(t.nodes)
+    assert a.memory_nodes == t.node_ids()
+
+
+def test_numa_any_leaves_memory_unbound() -> None:
+    a = layout("version: 1\ntenants:\n  a: {cpus: 2, numa: any}\n", "xeon-2s-smt").of("a")
+    assert len(a.cpus) == 2 and a.memory_nodes is None
+
+
+def test_shared_pool_is_online_minus_housekeeping_minus_exclusive() -> None:
+    lay = layout('version: 1\nhousekeeping: {cpus: 2}\ntenants:\n  a: {cpus: 6}\n'
+                 '  b: {cpus: "30,31"}\n  c: {}\n  d: {cpus: 4, exclusive: false}\n',
+                 "xeon-2s-smt")
+    t = topo("xeon-2s-smt")
+    exclusive = lay.of("a").cpus | lay.of("b").cpus
+    assert lay.shared_pool == t.online_cpus - lay.housekeeping - exclusive
+    assert lay.of("c").cpus == lay.shared_pool
+    d = lay.of("d")
+    assert len(d.cpus) == 4 and d.cpus <= lay.shared_pool and not d.exclusive and not d.pool
+    assert len(d.cpu_nodes) == 1
+
+
+def test_offline_cpus_never_used() -> None:
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 3, nodes: [1]}\n  b: {}\n", "offline-cpu")
+    assert cpus(lay, "a") == {4, 6, 7}
+    assert 5 not in lay.shared_pool and 5 not in cpus(lay, "b")
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: placement.place lets a non-exclusive tenant's "
+                   "explicit cpulist overlap an exclusive tenant's CPUs (DESIGN §4: explicit "
+                   "lists are checked for no overlap with other exclusive tenants)")
+def test_explicit_non_exclusive_list_may_not_overlap_an_exclusive_tenant() -> None:
+    e = placement_error('version: 1\ntenants:\n  a: {cpus: "0-3"}\n'
+                        '  b: {cpus: "2-5", exclusive: false}\n', "xeon-2s-smt")
+    assert "tenants.b.cpus: CPU(s) 2,3" in str(e)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: placement.place gives an exclusive counted tenant "
+                   "CPUs that a non-exclusive tenant lists explicitly (exclusive no longer "
+                   "means 'no other tenant shares these CPUs')")
+def test_exclusive_count_avoids_explicit_non_exclusive_cpus() -> None:
+    lay = layout('version: 1\ntenants:\n  b: {cpus: "0-3", exclusive: false}\n'
+                 "  a: {cpus: 4}\n", "xeon-2s-smt")
+    assert not cpus(lay, "a") & {0, 1, 2, 3}
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: placement._place_shared ignores `nodes` when the "
+                   "named node's pool is short: a non-exclusive count with nodes: [1] gets CPUs "
+                   "0-4 (node 0) while its memory is bound to node 1; exclusive tenants get a "
+                   "PlacementError instead")
+def test_shared_count_honours_nodes() -> None:
+    e = placement_error("version: 1\ntenants:\n  a: {cpus: 5, nodes: [1], exclusive: false}\n",
+                        "offline-cpu")
+    assert "tenants.a.cpus" in str(e) and "node 1" in str(e)
+
+
+# --- error messages ----------------------------------------------------------------------------
+
+
+def test_node_full_names_tenant_ask_and_free_per_node() -> None:
+    e = placement_error("version: 1\ntenants:\n  a: {cpus: 4, nodes: [1]}\n"
+                        "  b: {cpus: 2, nodes: [1]}\n", "offline-cpu")
+    # b is placed first only if bigger; here a (4) does not fit node1's 3 CPUs.
+    assert str(e) == "t.yaml:3: tenants.a.cpus: asks for 4 CPUs on node 1, which has 3 free"
+    assert e.hint == "free CPUs per node: node0: 4 free (0-3); node1: 3 free (4,6,7)"
+
+
+def test_spread_infeasible_message() -> None:
+    e = placement_error("version: 1\ntenants:\n  a: {cpus: 20, numa: spread, nodes: [0, 1]}\n",
+                        "nehalem-ex-4node")
+    assert str(e) == ("t.yaml:3: tenants.a.cpus: asks for 20 CPUs spread over nodes 0, 1, "
+                      "but only 16 are free there")
+    assert e.hint.startswith("free CPUs per node: node0: 8 free (0,4,8,12,16,20,24,28); node1: ")
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: placement._place_count, when a tenant restricted "
+                   "to several nodes (numa: any, nodes: [0, 1]) does not fit, says 'asks for 20 "
+                   "CPUs but only 32 are free' (all free CPUs, not those on its nodes)")
+def test_nodes_restricted_infeasible_message_counts_those_nodes() -> None:
+    e = placement_error("version: 1\ntenants:\n  a: {cpus: 20, numa: any, nodes: [0, 1]}\n",
+                        "nehalem-ex-4node")
+    assert "asks for 20 CPUs" in str(e) and "16" in str(e)
+
+
+def test_shared_count_too_big() -> None:
+    e = placement_error("version: 1\ntenants:\n  a: {cpus: 6}\n"
+                        "  b: {cpus: 3, exclusive: false}\n", "offline-cpu")
+    assert str(e) == ("t.yaml:4: tenants.b.cpus: asks for 3 shared CPUs but the shared pool "
+                      "has 1 (7)")
+    assert e.hint == "lower the count, or free CPUs from exclusive tenants"
+
+
+def test_total_infeasible_names_every_ask() -> None:
+    e = placement_error("version: 1\nhousekeeping: {cpus: 1}\ntenants:\n  a: {cpus: 3}\n"
+                        "  b: {cpus: 4}\n", "offline-cpu")
+    assert str(e) == ("t.yaml:5: tenants.b.cpus: exclusive tenants ask for 7 CPUs in all "
+                      "(a: 3, b: 4), but only 6 are free")
+    assert e.hint.startswith("free CPUs per node: node0: 3 free (1-3); node1: 3 free (4,6,7)")
+
+
+# --- stability ----------------------------------------------------------------------------------
+
+STABILITY = [
+    ("nehalem-ex-4node",
+     "version: 1\ntenants:\n  a: {cpus: 4}\n  b: {cpus: 4}\n  c: {cpus: 6}\n  d: {cpus: 2}\n",
+     "c", [8, 2, 12, 1]),
+    ("xeon-2s-smt",
+     "version: 1\nhousekeeping: {cpus: 2}\ntenants:\n  web: {cpus: 8}\n  batch: {cpus: 6}\n"
+     "  tools: {cpus: 4}\n  pool: {}\n",
+     "batch", [2, 10, 12, 3]),
+    ("epyc-nps4",
+     "version: 1\ntenants:\n  oltp: {cpus: 16}\n  reports: {cpus: 4}\n  x: {cpus: 6}\n"
+     "  y: {cpus: 2, numa: spread}\n",
+     "reports", [16, 1, 24, 7]),
+    ("epyc-nps4",
+     "version: 1\ntenants:\n  oltp: {cpus: 16}\n  reports: {cpus: 4}\n  x: {cpus: 6}\n",
+     "oltp", [4, 8, 20, 30]),
+    ("offline-cpu",
+     "version: 1\ntenants:\n  a: {cpus: 2}\n  b: {cpus: 1}\n  c: {cpus: 2}\n",
+     "b", [2, 3]),
+]
+
+
+@pytest.mark.parametrize(("topology", "text", "changed", "counts"), STABILITY)
+def test_changing_one_count_keeps_everyone_else(
+        topology: str, text: str, changed: str, counts: list[int]) -> None:
+    t = topo(topology)
+    cfg1 = config(text)
+    lay1 = place(cfg1, t)
+    previous = {p.tenant: p.cpus for p in lay1.tenants if not p.pool}
+    for count in counts:
+        tenants = tuple(replace(x, cpus=count) if x.name == changed else x for x in cfg1.tenants)
+        lay2 = place(replace(cfg1, tenants=tenants), t, previous)
+        assert len(lay2.of(changed).cpus) == count
+        for p in lay1.tenants:
+            if p.tenant != changed and not p.pool:
+                assert lay2.of(p.tenant).cpus == p.cpus, (
+                    f"{changed} -> {count}: {p.tenant} moved from {sorted(p.cpus)} to "
+                    f"{sorted(lay2.of(p.tenant).cpus)}")
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: placement.place step 2 keeps only the majority "
+                   "node's part of a cross-node tenant's previous CPUs, then refills from the "
+                   "fullest node: replaying a layout as `previous` with the same config moves "
+                   "tenant c (9 CPUs on nehalem) from 0,1,4,8,... to 0,2,4,8,..., so a second "
+                   "`slicectl generate` with unchanged input rewrites its file")
+def test_replaying_a_placement_changes_nothing() -> None:
+    t = topo("nehalem-ex-4node")
+    cfg = config("version: 1\ntenants:\n  a: {cpus: 1}\n  b: {cpus: 1}\n  c: {cpus: 9}\n")
+    lay1 = place(cfg, t)
+    assert len(lay1.of("c").cpu_nodes) == 2
+    previous = {p.tenant: p.cpus for p in lay1.tenants}
+    assert place(cfg, t, previous) == lay1
+
+
+@pytest.mark.parametrize(("topology", "text"), [
+    ("xeon-2s-smt", STABILITY[1][1]),
+    ("epyc-nps4", STABILITY[2][1]),
+    ("nehalem-ex-4node", "version: 1\ntenants:\n  a: {cpus: 8}\n  b: {cpus: 3}\n  c: {}\n"),
+])
+def test_replaying_single_node_placements_changes_nothing(topology: str, text: str) -> None:
+    t = topo(topology)
+    lay1 = place(config(text), t)
+    previous = {p.tenant: p.cpus for p in lay1.tenants if not p.pool}
+    assert place(config(text), t, previous) == lay1
+
+
+def test_adding_and_removing_tenants_keeps_the_others() -> None:
+    t = topo("nehalem-ex-4node")
+    base = "version: 1\ntenants:\n  a: {cpus: 4}\n  b: {cpus: 6}\n  c: {cpus: 3}\n"
+    lay1 = place(config(base), t)
+    previous = {p.tenant: p.cpus for p in lay1.tenants}
+    added = place(config(base + "  d: {cpus: 8}\n  e: {}\n"), t, previous)
+    removed = place(config(base.replace("  b: {cpus: 6}\n", "")), t, previous)
+    for name in ("a", "b", "c"):
+        assert added.of(name).cpus == lay1.of(name).cpus
+    for name in ("a", "c"):
+        assert removed.of(name).cpus == lay1.of(name).cpus
+    # A tenant that shrinks keeps a subset of what it had.
+    shrunk = place(config(base.replace("b: {cpus: 6}", "b: {cpus: 2}")), t, previous)
+    assert shrunk.of("b").cpus < lay1.of("b").cpus
+
+
+def test_previous_ignores_cpus_now_taken() -> None:
+    # a's previous CPUs are now housekeeping and an explicit list: it is placed afresh.
+    lay = layout('version: 1\nhousekeeping: {cpus: "0"}\ntenants:\n  a: {cpus: 2}\n'
+                 '  b: {cpus: "1"}\n', "offline-cpu", {"a": frozenset({0, 1})})
+    assert len(cpus(lay, "a")) == 2 and not cpus(lay, "a") & {0, 1}
+
+
+# --- property tests -------------------------------------------------------------------------------
+
+
+@st.composite
+def topologies(draw: st.DrawFn) -> Topology:
+    """Random hosts: 1-8 nodes, 0-8 cores per node, SMT on/off, offline CPUs, interleaved or
+    contiguous numbering, some memoryless nodes (at least one node has memory)."""
+    n_nodes = draw(st.integers(1, 8))
+    threads = draw(st.sampled_from([1, 2]))
+    cores = [draw(st.integers(0 if n_nodes > 1 else 1, 8)) for _ in range(n_nodes)]
+    interleaved = draw(st.booleans())
+    slots = [(th, node, core) for node in range(n_nodes) for core in range(cores[node])
+             for th in range(threads)]
+    key = ((lambda s: (s[0], s[2], s[1])) if interleaved else (lambda s: (s[0], s[1], s[2])))
+    ids = {slot: i for i, slot in enumerate(sorted(slots, key=key))}
+    offline = draw(st.frozensets(st.sampled_from(sorted(ids.values())), max_size=4)
+                   if ids else st.just(frozenset[int]()))
+    with_memory = draw(st.lists(st.booleans(), min_size=n_nodes, max_size=n_nodes))
+    if not any(with_memory):
+        with_memory[draw(st.integers(0, n_nodes - 1))] = True
+    dist = {(a, b): draw(st.integers(11, 40)) for a in range(n_nodes) for b in range(a + 1,
+                                                                                     n_nodes)}
+    nodes = []
+    for n in range(n_nodes):
+        distances = {m: LOCAL_DISTANCE if m == n else dist[min(n, m), max(n, m)]
+                     for m in range(n_nodes)}
+        online = frozenset(i for (_, node, _), i in ids.items() if node == n and i not in offline)
+        nodes.append(Node(n, online, (4 * G if with_memory[n] else 0), distances))
+    cpus_ = []
+    for (_, node, core), i in sorted(ids.items(), key=lambda kv: kv[1]):
+        if i in offline:
+            cpus_.append(Cpu(i, False, None))
+            continue
+        sibs = frozenset(j for (_, n2, c2), j in ids.items()
+                         if n2 == node and c2 == core and j not in offline)
+        cpus_.append(Cpu(i, True, node, package=node, die=0, core=core, siblings=sibs))
+    assume(any(n.cpus for n in nodes))
+    return Topology(nodes=tuple(nodes), cpus=tuple(cpus_), source="hypothesis")
+
+
+@st.composite
+def configs(draw: st.DrawFn, t: Topology) -> Config:
+    all_ids = sorted(c.id for c in t.cpus)
+    hk: int | frozenset[int] = draw(st.one_of(
+        st.just(0), st.integers(1, 3),
+        st.frozensets(st.sampled_from(all_ids), min_size=1, max_size=2)))
+    tenants = []
+    for i in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["count", "count", "count", "explicit", "pool", "shared"]))
+        numa = draw(st.sampled_from(list(Numa)))
+        nodes: tuple[int, ...] | None = None
+        if draw(st.integers(0, 3)) == 0:
+            size = 1 if numa is Numa.LOCAL else draw(st.integers(1, len(t.nodes)))
+            nodes = tuple(sorted(draw(st.lists(st.sampled_from(t.node_ids()), min_size=size,
+                                               max_size=size, unique=True))))
+        cpus_: int | frozenset[int] | None = None
+        exclusive = True
+        if kind in ("count", "shared"):
+            cpus_ = draw(st.integers(1, 8))
+            exclusive = kind == "count"
+        elif kind == "explicit":
+            cpus_ = draw(st.frozensets(st.sampled_from(all_ids), min_size=1, max_size=4))
+        memory_low = draw(st.sampled_from([None, None, G, 3 * G]))
+        tenants.append(Tenant(name=f"t{i}", cpus=cpus_, numa=numa, nodes=nodes,
+                              exclusive=exclusive, memory_low=memory_low))
+    return Config(path="t.yaml", housekeeping_cpus=hk, tenants=tuple(tenants))
+
+
+def check_layout(cfg: Config, t: Topology, lay: Layout) -> None:
+    """Everything a placement that succeeded must satisfy."""
+    online = t.online_cpus
+    hk = lay.housekeeping
+    if isinstance(cfg.housekeeping_cpus, int):
+        assert len(hk) == cfg.housekeeping_cpus
+    else:
+        assert hk == cfg.housekeeping_cpus
+    assert hk <= online
+    exclusive = [p for p in lay.tenants if p.exclusive]
+    for p in lay.tenants:
+        tenant = cfg.tenant(p.tenant)
+        assert p.cpus, f"{p.tenant} got no CPUs"
+        assert p.cpus <= online, f"{p.tenant} uses offline/unknown CPUs"
+        assert not p.cpus & hk, f"{p.tenant} uses housekeeping CPUs"
+        assert p.cpu_nodes == tuple(sorted({t.node_of(c) for c in p.cpus}))  # type: ignore
+        if p.memory_nodes is not None:
+            assert p.memory_nodes, f"{p.tenant}: empty memory binding"
+            for m in p.memory_nodes:
+                assert t.node(m).has_memory, f"{p.tenant}: memory on memoryless node {m}"
+        if isinstance(tenant.cpus, int):
+            assert len(p.cpus) == tenant.cpus
+            named = [n for n in tenant.nodes or () if t.node(n).cpus]
+            # Non-exclusive counts ignore `nodes` when short: a known bug, xfailed above.
+            if named and tenant.exclusive:
+                allowed = frozenset().union(*(t.node(n).cpus for n in named))
+                assert p.cpus <= allowed, f"{p.tenant} left its nodes {named}"
+        elif isinstance(tenant.cpus, frozenset):
+            assert p.cpus == tenant.cpus
+        else:
+            assert p.pool and p.cpus <= lay.shared_pool
+        if not tenant.exclusive:
+            assert p.cpus <= lay.shared_pool or isinstance(tenant.cpus, frozenset)
+    for p in exclusive:
+        for q in lay.tenants:
+            if q is not p:
+                assert not p.cpus & q.cpus, f"exclusive {p.tenant} shares with {q.tenant}"
+    assert lay.shared_pool == online - hk - frozenset().union(*(p.cpus for p in exclusive))
+
+
+PROPERTY = settings(max_examples=200, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@given(st.data())
+@PROPERTY
+def test_random_placements_are_sound_and_deterministic(data: st.DataObject) -> None:
+    t = data.draw(topologies())
+    cfg = data.draw(configs(t))
+    try:
+        lay = place(cfg, t)
+    except PlacementError as e:
+        assert e.message and e.hint
+        with pytest.raises(PlacementError):
+            place(cfg, t)
+        return
+    check_layout(cfg, t, lay)
+    assert place(cfg, t) == lay
+
+
+@given(st.data())
+@PROPERTY
+def test_single_tenant_that_fits_a_node_lands_on_one_node(data: st.DataObject) -> None:
+    t = data.draw(topologies())
+    biggest = max(len(n.cpus) for n in t.nodes)
+    count = data.draw(st.integers(1, biggest))
+    numa = data.draw(st.sampled_from([Numa.LOCAL, Numa.ANY]))
+    cfg = Config(path="t.yaml", tenants=(Tenant(name="a", cpus=count, numa=numa),))
+    a = place(cfg, t).of("a")
+    assert len(a.cpus) == count and len(a.cpu_nodes) == 1
+    (node,) = a.cpu_nodes
+    if numa is Numa.LOCAL:
+        assert a.memory_nodes == t.memory_nodes_for(node)
+    # Whole cores first: at most one core of the tenant is split.
+    split = [core for core in t.cores() if 0 < len(set(core) & a.cpus) < len(core)]
+    assert len(split) <= 1, f"cores split: {split}"
+
+
+@given(st.data())
+@PROPERTY
+def test_changing_one_count_never_moves_the_others(data: st.DataObject) -> None:
+    t = data.draw(topologies())
+    cfg = data.draw(configs(t))
+    try:
+        lay1 = place(cfg, t)
+    except PlacementError:
+        return
+    counted = [x for x in cfg.tenants if isinstance(x.cpus, int) and x.exclusive]
+    assume(counted)
+    changed = data.draw(st.sampled_from(counted))
+    count = data.draw(st.integers(1, 8))
+    tenants = tuple(replace(x, cpus=count) if x is changed else x for x in cfg.tenants)
+    cfg2 = replace(cfg, tenants=tenants)
+    previous = {p.tenant: p.cpus for p in lay1.tenants if not p.pool}
+    try:
+        lay2 = place(cfg2, t, previous)
+    except PlacementError:
+        return
+    check_layout(cfg2, t, lay2)
+    for x in counted:
+        # Tenants spanning nodes can move (a known bug, xfailed in
+        # test_replaying_a_placement_changes_nothing); the others must not.
+        if x is not changed and len(lay1.of(x.name).cpu_nodes) == 1:
+            assert lay2.of(x.name).cpus == lay1.of(x.name).cpus, f"{x.name} moved"
+    for x in cfg.tenants:
+        if isinstance(x.cpus, frozenset):
+            assert lay2.of(x.name).cpus == x.cpus
