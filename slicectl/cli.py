@@ -181,7 +181,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             # No systemd to ask (not root, a container, a build host): compare files only.
             warning = f"live state not compared: {e.message}"
             diff = Diff(files=UnitDir(options.unit_dir).diff(_render(config, topo, options)))
-    previous = UnitDir(Path(args.unit_dir)).manifest().placements if args.unit_dir else None
+    # A live plan starts from where apply placed tenants last (the unit dir's manifest), so
+    # plan shows exactly what apply will do.
+    previous = (UnitDir(_options(args).unit_dir).manifest().placements if live else None)
     plan = build_plan(config, topo, previous)
     if args.json:
         import json

@@ -170,25 +170,35 @@ def is_control_file(path: str) -> bool:
 def override_source(prop: str, ours: str, paths: list[tuple[str, str]]) -> str:
     """Name the file responsible for a live value differing from slicectl's.
 
-    `paths` are (path, text) of the unit's fragment and drop-ins in the order systemd applies
-    them (DropInPaths). Drop-ins merge in file-name order across all directories, so a drop-in
-    sorting after slicectl's wins; `systemctl set-property` changes the live value at once and
-    leaves 50-<Property>.conf in /etc|/run/systemd/system.control/.
+    `paths` are (path, text) of the unit's fragment and drop-ins (DropInPaths). Measured on
+    systemd 252: `systemctl set-property` changes the live value at once and *appends* its
+    /etc|/run/systemd/system.control/UNIT.d/50-<Property>.conf to DropInPaths; at the next
+    daemon-reload drop-ins are re-sorted by file name across all directories, so
+    50-<Property>.conf (upper case) comes before 50-slicectl.conf and slicectl's value wins,
+    while a drop-in whose name sorts after 50-slicectl.conf (60-local.conf) wins over ours.
     """
     key = FILE_KEY[prop]
-    setters = [p for p, text in paths if settings_in(text, key) is not None]
-    after_ours = False
-    last_after: str | None = None
-    for p, _ in paths:
-        if p == ours:
-            after_ours = True
-        elif after_ours and p in setters:
-            last_after = p
-    if last_after is not None:
-        return f"drop-in {last_after} sorts after slicectl's and sets {key}"
+    setters = [p for p, text in paths if p != ours and settings_in(text, key) is not None]
     control = [p for p in setters if is_control_file(p)]
     if control:
         return f"systemctl set-property ({control[-1]})"
+    ours_name = ours.rsplit("/", 1)[-1]
+    later = [p for p in setters if p.endswith(".conf") and p.rsplit("/", 1)[-1] > ours_name]
+    if later:
+        return f"drop-in {later[-1]} sorts after slicectl's and sets {key}"
     if ours not in [p for p, _ in paths]:
         return "slicectl's file is not loaded yet (daemon-reload pending)"
     return "changed at runtime (no file sets it)"
+
+
+def later_dropins(ours: str, paths: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(path, key) of other drop-ins that sort after slicectl's and set a managed key: their
+    values win at every daemon-reload, so slicectl cannot make its own stick."""
+    ours_name = ours.rsplit("/", 1)[-1]
+    found = []
+    for p, text in paths:
+        name = p.rsplit("/", 1)[-1]
+        if p == ours or is_control_file(p) or not name.endswith(".conf") or name <= ours_name:
+            continue
+        found += [(p, k) for k in DBUS_NAME if settings_in(text, k) is not None]
+    return found

@@ -1,0 +1,221 @@
+"""apply/plan on the real guest: systemd 252 as PID 1, cgroup v2, 4 NUMA nodes.
+
+Every assertion reads what an operator would: the cgroup files (through each unit's
+ControlGroup), /proc/PID/status of a running process, slicectl's own output and exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from . import guest
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+TENANTS = """\
+version: 1
+housekeeping: {cpus: 2}
+confine:
+  system.slice: {memory_max: 1G, cpu_weight: 50}
+tenants:
+  db1: {cpus: 2, cpu_weight: 300, memory_max: 256M, memory_high: 200M, memory_low: 64M}
+  db2: {cpus: 2, cpu_quota: 150%, memory_max: 128M}
+profiles:
+  night:
+    db1: {cpus: 4, cpu_weight: 100}
+    db2: {cpus: 1}
+"""
+ETC = Path("/etc/systemd/system")
+
+
+@pytest.fixture
+def tenants(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "tenants.yaml"
+    path.write_text(TENANTS)
+    yield path
+    # Leave the guest as found: forget the manifest so the next test starts clean.
+    (ETC / ".slicectl-manifest.json").unlink(missing_ok=True)
+
+
+def apply(slicectl: Run, tenants: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = slicectl("apply", str(tenants), "--yes", *args)
+    return proc
+
+
+def planned(slicectl: Run, tenants: Path, *args: str) -> dict[str, str]:
+    proc = slicectl("plan", str(tenants), "--json", *args)
+    assert proc.returncode == 0, proc.stderr
+    return {t["name"]: t["cpus"] for t in json.loads(proc.stdout)["tenants"]}
+
+
+def cpus(text: str) -> list[int]:
+    return guest.parse_cpulist(text.strip())
+
+
+def test_values_land_in_cgroup_files(slicectl: Run, tenants: Path,
+                                     cgroup_file: Callable[[str, str], str]) -> None:
+    proc = apply(slicectl, tenants)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Applied" in proc.stdout
+    plan = planned(slicectl, tenants)
+    nodes = guest.numa_nodes()
+    db1 = cpus(cgroup_file("tenants-db1.slice", "cpuset.cpus"))
+    assert db1 == cpus(plan["db1"]) and len(db1) == 2
+    node = next(n for n, c in nodes.items() if set(db1) <= set(c))  # one node, CPUs + memory
+    assert cgroup_file("tenants-db1.slice", "cpuset.mems").strip() == str(node)
+    assert cgroup_file("tenants-db1.slice", "cpu.weight").strip() == "300"
+    assert cgroup_file("tenants-db1.slice", "memory.max").strip() == str(256 << 20)
+    assert cgroup_file("tenants-db1.slice", "memory.high").strip() == str(200 << 20)
+    assert cgroup_file("tenants-db1.slice", "memory.low").strip() == str(64 << 20)
+    assert cgroup_file("tenants-db2.slice", "cpu.max").strip() == "150000 100000"
+    assert cgroup_file("tenants.slice", "memory.low").strip() == str(64 << 20)
+    # housekeeping: two CPUs from the lowest node pin system.slice, user.slice, init.scope
+    hk = cpus(cgroup_file("system.slice", "cpuset.cpus"))
+    assert hk == sorted(nodes[min(nodes)])
+    assert cpus(cgroup_file("user.slice", "cpuset.cpus")) == hk
+    assert cpus(cgroup_file("init.scope", "cpuset.cpus")) == hk
+    assert cgroup_file("system.slice", "memory.max").strip() == str(1 << 30)
+    assert cgroup_file("system.slice", "cpu.weight").strip() == "50"
+
+
+def test_running_process_follows_live_reapply(slicectl: Run, tenants: Path, units: object,
+                                              systemctl: Run) -> None:
+    assert apply(slicectl, tenants).returncode == 0
+    guest.run(["systemd-run", "--unit=probe-db1", "--slice=tenants-db1.slice",
+               "sleep", "600"], check=True)
+    getattr(units, "track")("probe-db1.service")
+    pid = guest.unit_property("probe-db1.service", "MainPID")
+    before = Path(f"/proc/{pid}/status").read_text()
+    day = planned(slicectl, tenants)["db1"]
+    assert f"Cpus_allowed_list:\t{day}" in before
+    proc = apply(slicectl, tenants, "--profile", "night")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    night = planned(slicectl, tenants, "--profile", "night")["db1"]
+    assert len(cpus(night)) == 4
+    after = Path(f"/proc/{pid}/status").read_text()  # same PID: nothing was restarted
+    assert f"Cpus_allowed_list:\t{night}" in after
+    assert guest.unit_property("probe-db1.service", "MainPID") == pid
+    # ... and back: the seed's day/night reallocation (000 §4.3)
+    assert apply(slicectl, tenants).returncode == 0
+    assert f"Cpus_allowed_list:\t{day}" in Path(f"/proc/{pid}/status").read_text()
+
+
+def test_reapply_is_a_noop(slicectl: Run, tenants: Path) -> None:
+    assert apply(slicectl, tenants).returncode == 0
+    mtimes = {p: p.stat().st_mtime_ns for p in ETC.rglob("*slicectl*")}
+    proc = slicectl("apply", str(tenants), "--yes", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["changes"]["changed"] is False and report["reloaded"] is False
+    assert report["set_live"] == []
+    assert {p: p.stat().st_mtime_ns for p in ETC.rglob("*slicectl*")} == mtimes
+    assert slicectl("plan", str(tenants), "--exit-code").returncode == 0
+
+
+def test_values_survive_reload_with_run_cleared(slicectl: Run, tenants: Path, systemctl: Run,
+                                                cgroup_file: Callable[[str, str], str]) -> None:
+    assert apply(slicectl, tenants).returncode == 0
+    want = cgroup_file("tenants-db1.slice", "cpuset.cpus")
+    # As after a reboot: nothing in /run survives; only the files in /etc remain.
+    guest.run(["sh", "-c", "rm -rf /run/systemd/system.control/*"], check=True)
+    systemctl("daemon-reload")
+    assert cgroup_file("tenants-db1.slice", "cpuset.cpus") == want
+    assert cgroup_file("tenants-db1.slice", "cpu.weight").strip() == "300"
+    assert cgroup_file("tenants-db2.slice", "cpu.max").strip() == "150000 100000"
+    assert slicectl("plan", str(tenants), "--exit-code").returncode == 0
+
+
+def test_set_property_override_reported_and_corrected(
+        slicectl: Run, tenants: Path, systemctl: Run,
+        cgroup_file: Callable[[str, str], str]) -> None:
+    assert apply(slicectl, tenants).returncode == 0
+    systemctl("set-property", "tenants-db1.slice", "CPUWeight=50")
+    assert cgroup_file("tenants-db1.slice", "cpu.weight").strip() == "50"
+    proc = slicectl("plan", str(tenants), "--exit-code")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    control = "/etc/systemd/system.control/tenants-db1.slice.d/50-CPUWeight.conf"
+    assert "tenants-db1.slice: CPUWeight 50 -> 300" in proc.stdout
+    assert f"systemctl set-property ({control})" in proc.stdout
+    proc = apply(slicectl, tenants)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert cgroup_file("tenants-db1.slice", "cpu.weight").strip() == "300"
+    assert Path(control).exists()  # someone else's file: never edited
+    systemctl("daemon-reload")  # our drop-in sorts after 50-CPUWeight.conf and wins
+    assert cgroup_file("tenants-db1.slice", "cpu.weight").strip() == "300"
+    Path(control).unlink()
+
+
+def _live_snapshot() -> dict[str, str]:
+    files = ("cpuset.cpus", "cpuset.mems", "cpu.weight", "cpu.max", "memory.max",
+             "memory.high", "memory.low")
+    out = {}
+    for unit in ("tenants.slice", "tenants-db1.slice", "tenants-db2.slice", "system.slice"):
+        for name in files:
+            try:
+                out[f"{unit}/{name}"] = guest.cgroup_file(unit, name)
+            except (OSError, AssertionError):
+                out[f"{unit}/{name}"] = "(none)"
+    return out
+
+
+def _etc_snapshot() -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(ETC.rglob("*"))
+            if p.is_file() and ("slicectl" in p.read_text(errors="replace") or
+                                p.name.startswith(".slicectl"))}
+
+
+def test_read_only_unit_dir_leaves_live_state_unchanged(slicectl: Run, tenants: Path) -> None:
+    assert apply(slicectl, tenants).returncode == 0
+    live, files = _live_snapshot(), _etc_snapshot()
+    guest.run(["mount", "--bind", str(ETC), str(ETC)], check=True)
+    try:
+        guest.run(["mount", "-o", "remount,bind,ro", str(ETC)], check=True)
+        proc = apply(slicectl, tenants, "--profile", "night")
+    finally:
+        guest.run(["umount", str(ETC)], check=True)
+    assert proc.returncode == 1
+    assert "Read-only file system" in proc.stderr and "Traceback" not in proc.stderr
+    assert _live_snapshot() == live
+    assert _etc_snapshot() == files
+
+
+def test_dbus_failure_midway_rolls_back(slicectl: Run, tenants: Path, tmp_path: Path) -> None:
+    one = tmp_path / "one.yaml"
+    one.write_text(TENANTS.replace("  db2: {cpus: 2, cpu_quota: 150%, memory_max: 128M}\n",
+                                   "").replace("    db2: {cpus: 1}\n", ""))
+    assert apply(slicectl, one).returncode == 0
+    live, files = _live_snapshot(), _etc_snapshot()
+    # A drop-in of the test's own makes systemd's StartUnit job for the new slice fail, after
+    # slicectl has written its files and reloaded: a real failure from the real D-Bus path.
+    trap = Path("/run/systemd/system/tenants-db2.slice.d/10-test-fail.conf")
+    trap.parent.mkdir(parents=True, exist_ok=True)
+    trap.write_text("[Unit]\nAssertPathExists=/nonexistent-slicectl-test\n")
+    try:
+        proc = apply(slicectl, tenants, "--profile", "night")  # db1 moves, db2 is added
+    finally:
+        trap.unlink()
+        trap.parent.rmdir()
+    assert proc.returncode == 1, proc.stdout
+    assert "rolled back" in proc.stderr and "tenants-db2.slice" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert _etc_snapshot() == files
+    assert _live_snapshot() == live
+    assert not (ETC / "tenants-db2.slice").exists()
+
+
+def test_profile_switch_moves_cpus_and_back(slicectl: Run, tenants: Path,
+                                            cgroup_file: Callable[[str, str], str]) -> None:
+    assert apply(slicectl, tenants).returncode == 0
+    day = {t: cgroup_file(f"tenants-{t}.slice", "cpuset.cpus") for t in ("db1", "db2")}
+    assert apply(slicectl, tenants, "--profile", "night").returncode == 0
+    night = {t: cgroup_file(f"tenants-{t}.slice", "cpuset.cpus") for t in ("db1", "db2")}
+    assert len(cpus(night["db1"])) == 4 and len(cpus(night["db2"])) == 1
+    assert set(cpus(day["db1"])) <= set(cpus(night["db1"]))  # grew in place
+    assert cgroup_file("tenants-db1.slice", "cpu.weight").strip() == "100"
+    assert apply(slicectl, tenants).returncode == 0
+    assert {t: cgroup_file(f"tenants-{t}.slice", "cpuset.cpus") for t in ("db1", "db2")} == day
