@@ -1,0 +1,401 @@
+"""`slicectl lint`: check tenants.yaml against what the seeds found about cgroups (docs/lint.md).
+
+`lint(config, topology)` is pure (no I/O, no rich/textual/dbus_fast). `lint_live(cgroup_root,
+proc_root)` reads the running cgroup tree for `--live`; `run_lint` is the CLI entry point.
+Every finding names its rule, a fix and its source (a seed file or a systemd man page).
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from slicectl.config import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
+from slicectl.cpulist import format_cpulist
+from slicectl.placement import Layout, place
+from slicectl.settings import Numa
+from slicectl.topology import Topology
+from slicectl.values import INFINITY, format_duration_us, format_size
+
+SEED_NUMA = "000_45779277b9cefdcb.txt"
+SEED_MEMORY = "001_59bc6195cf6ec2fc.txt"
+SEED_CPU_ACCURACY = "002_e95d7795949aa7cf.txt"
+SEED_QUOTA = "003_a3f4bf5c412d5974.txt"
+SEED_HIERARCHY = "004_14bee5724a59716c.txt"
+MAN_RESOURCE_CONTROL = "systemd.resource-control(5)"
+
+# 002: the cpu controller is only accurate over windows of about 30 ms or more.
+MIN_QUOTA_PERIOD_US = 30_000
+# Units that run cron jobs on common distributions (001 rec. 3: confine cron tightly).
+CRON_UNITS = ("cron.service", "crond.service", "cronie.service", "anacron.service")
+KTHREADD_PID = 2
+
+
+class Level(StrEnum):
+    """How serious a finding is: errors fail `lint`, warnings only with --strict."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One lint rule: its name, level, source and the usual fix."""
+
+    name: str
+    level: Level
+    source: str
+    fix: str
+
+
+RULES: dict[str, Rule] = {r.name: r for r in (
+    Rule("quota-without-cpus", Level.WARNING, SEED_QUOTA,
+         "pin the tenant with `cpus:` (a count or a cpulist) and prefer cpu_weight over a "
+         "bare quota"),
+    Rule("quota-exceeds-cpus", Level.ERROR, MAN_RESOURCE_CONTROL,
+         "lower cpu_quota to at most 100% per CPU, or give the tenant more CPUs"),
+    Rule("short-quota-period", Level.WARNING, SEED_CPU_ACCURACY,
+         "set cpu_quota_period to 30ms or more (the default 100ms is fine)"),
+    Rule("memory-not-reserved", Level.WARNING, SEED_MEMORY,
+         "add memory_low (the sustained footprint, see `slicectl recommend`) so the memory "
+         "is protected under pressure"),
+    Rule("high-above-max", Level.ERROR, MAN_RESOURCE_CONTROL,
+         "set memory_high below memory_max (e.g. halfway between footprint and max)"),
+    Rule("protection-overcommit", Level.ERROR, MAN_RESOURCE_CONTROL,
+         "lower memory_low/memory_min so all protections fit in RAM minus housekeeping"),
+    Rule("unconfined-housekeeping", Level.WARNING, SEED_MEMORY,
+         "add e.g. `confine: {system.slice: {memory_high: 2G, memory_max: 3G}, "
+         "cron.service: {memory_max: 512M, cpu_quota: 50%}}`"),
+    Rule("cross-node-cpus", Level.WARNING, SEED_NUMA,
+         "ask for at most one node's CPUs, drop conflicting `nodes:`, or set numa: spread "
+         "if spanning nodes is intended"),
+    Rule("swap-unbounded", Level.WARNING, SEED_MEMORY,
+         "set memory_swap_max: 0 (or a small bound) for the tenant"),
+    Rule("root-tasks", Level.WARNING, SEED_HIERARCHY,
+         "move these processes into their own unit or sub-slice (e.g. `systemd-run "
+         "--scope`, or a service with Slice=)"),
+)}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: where, which rule, what is wrong, how to fix it, and why (the source)."""
+
+    file: str
+    line: int
+    rule: str
+    level: Level
+    message: str
+    fix: str
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.rule}: {self.message}"
+
+
+def _finding(rule: str, file: str, line: int, message: str, fix: str = "") -> Finding:
+    r = RULES[rule]
+    return Finding(file, line, rule, r.level, message, fix or r.fix, r.source)
+
+
+def _size(value: int) -> str:
+    return format_size(value)
+
+
+def _limited(value: int | None) -> bool:
+    """A size that is set and not infinity."""
+    return value is not None and value != INFINITY
+
+
+# --- rules on the configuration (pure) ----------------------------------------------------
+
+
+def _cpu_count(t: Tenant, layout: Layout | None) -> int | None:
+    if layout is not None:
+        return len(layout.of(t.name).cpus)
+    if isinstance(t.cpus, int):
+        return t.cpus
+    if isinstance(t.cpus, frozenset):
+        return len(t.cpus)
+    return None
+
+
+def _cpu_rules(c: Config, t: Tenant, layout: Layout | None) -> Iterator[Finding]:
+    if t.cpu_quota is not None and t.cpus is None:
+        # 003: quota without cpuset pinning left 30-40% of CPU time idle and shares uneven.
+        yield _finding("quota-without-cpus", c.path, t.line_of("cpu_quota"),
+                       f"tenant {t.name} has cpu_quota {t.cpu_quota}% but no `cpus`: "
+                       "unpinned quotas leave CPUs idle and share them unevenly")
+    count = _cpu_count(t, layout)
+    if t.cpu_quota is not None and count and t.cpu_quota > 100 * count:
+        yield _finding("quota-exceeds-cpus", c.path, t.line_of("cpu_quota"),
+                       f"tenant {t.name} has cpu_quota {t.cpu_quota}% but only {count} "
+                       f"CPU(s): at most {100 * count}% is reachable")
+    if t.cpu_quota_period is not None and t.cpu_quota_period < MIN_QUOTA_PERIOD_US:
+        yield _finding("short-quota-period", c.path, t.line_of("cpu_quota_period"),
+                       f"tenant {t.name} has cpu_quota_period "
+                       f"{format_duration_us(t.cpu_quota_period)}: the cpu controller is only "
+                       "accurate over windows of about 30ms or more")
+
+
+def _memory_rules(c: Config, t: Tenant) -> Iterator[Finding]:
+    if _limited(t.memory_max) and not t.memory_low and not t.memory_min:
+        assert t.memory_max is not None
+        yield _finding("memory-not-reserved", c.path, t.line_of("memory_max"),
+                       f"tenant {t.name} has memory_max {_size(t.memory_max)} but no "
+                       "memory_low/memory_min: a limit is not a reservation, the memory "
+                       "can be taken by others under pressure")
+    if _limited(t.memory_max) and t.memory_high is not None:
+        yield from _high_above_max(c, t.name, "tenant", t.memory_high, t.memory_max,
+                                   t.line_of("memory_high"))
+    if _limited(t.memory_max) and (t.memory_swap_max is None or t.memory_swap_max != 0):
+        assert t.memory_max is not None
+        swap = ("unset (unlimited)" if t.memory_swap_max is None
+                else _size(t.memory_swap_max))
+        line = t.line_of("memory_swap_max" if t.memory_swap_max is not None else "memory_max")
+        # 001 pitfall 4: the OS swaps any cgroup under global pressure, below its limit too.
+        yield _finding("swap-unbounded", c.path, line,
+                       f"tenant {t.name} has memory_max {_size(t.memory_max)} but "
+                       f"memory_swap_max is {swap}: it can be swapped out despite its limit")
+
+
+def _high_above_max(
+    c: Config, name: str, what: str, high: int, max_: int | None, line: int
+) -> Iterator[Finding]:
+    assert max_ is not None
+    if high == INFINITY or high >= max_:
+        yield _finding("high-above-max", c.path, line,
+                       f"{what} {name} has memory_high {_size(high)} >= memory_max "
+                       f"{_size(max_)}: memory_high never takes effect, the tenant hits the "
+                       "hard limit (OOM) without being throttled first")
+
+
+def _confine_rules(c: Config) -> Iterator[Finding]:
+    for conf in c.confine:
+        if _limited(conf.memory_max) and conf.memory_high is not None:
+            yield from _high_above_max(c, conf.unit, "unit", conf.memory_high, conf.memory_max,
+                                       conf.lines.get("memory_high", conf.line))
+        if conf.cpus is not None and conf.cpu_quota is not None:
+            if conf.cpu_quota > 100 * len(conf.cpus):
+                yield _finding("quota-exceeds-cpus", c.path,
+                               conf.lines.get("cpu_quota", conf.line),
+                               f"unit {conf.unit} has cpu_quota {conf.cpu_quota}% but only "
+                               f"{len(conf.cpus)} CPU(s): at most {100 * len(conf.cpus)}% is "
+                               "reachable")
+
+
+def _memory_bound(conf: Confinement | None) -> bool:
+    return conf is not None and (_limited(conf.memory_max) or _limited(conf.memory_high))
+
+
+def _housekeeping_rules(c: Config) -> Iterator[Finding]:
+    by_unit = {conf.unit: conf for conf in c.confine}
+    fallback = min((conf.line for conf in c.confine), default=1) or 1
+    system = by_unit.get("system.slice")
+    if not _memory_bound(system):
+        line = system.line if system is not None else fallback
+        yield _finding("unconfined-housekeeping", c.path, line,
+                       "system.slice has no memory_max/memory_high: system services draw from "
+                       "the same RAM as the tenants and can steal their page cache or push "
+                       "them into swap")
+    crons = [by_unit[u] for u in CRON_UNITS if u in by_unit]
+    if not any(_memory_bound(conf) for conf in crons):
+        line = crons[0].line if crons else fallback
+        yield _finding("unconfined-housekeeping", c.path, line,
+                       "cron is not confined: cron jobs (OS utilities and application jobs) "
+                       "can use unbounded anonymous memory and dirty page cache",
+                       "add `cron.service: {memory_max: 512M, cpu_quota: 50%}` under confine: "
+                       "(crond.service on RHEL)")
+
+
+def _housekeeping_memory(c: Config) -> int:
+    """Memory kept for the host: memory_max of the confined housekeeping units."""
+    return sum(conf.memory_max for conf in c.confine
+               if conf.unit in HOUSEKEEPING_UNITS and _limited(conf.memory_max)
+               and conf.memory_max is not None)
+
+
+def _protection(t: Tenant, ram: int) -> int:
+    # "infinity" protects everything the host has.
+    return sum(ram if v == INFINITY else v for v in (t.memory_low, t.memory_min) if v)
+
+
+def _overcommit_rule(c: Config, topo: Topology) -> Iterator[Finding]:
+    ram = topo.total_memory
+    if ram <= 0:  # sysfs without NUMA nodes: RAM unknown, nothing to compare with
+        return
+    budget = ram - _housekeeping_memory(c)
+    total = 0
+    for t in c.tenants:
+        total += _protection(t, ram)
+        if total > budget:
+            key = "memory_low" if t.memory_low else "memory_min"
+            everyone = sum(_protection(x, ram) for x in c.tenants)
+            yield _finding("protection-overcommit", c.path, t.line_of(key),
+                           f"memory_low + memory_min of all tenants is {_size(everyone)} but "
+                           f"RAM minus housekeeping is {_size(max(budget, 0))} "
+                           f"({_size(ram)} - {_size(ram - budget)}); protection beyond RAM "
+                           f"protects nobody (the total passes it at tenant {t.name})")
+            return
+
+
+def _cross_node_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Finding]:
+    for t in c.tenants:
+        p = layout.of(t.name)
+        if p.pool or t.numa is not Numa.LOCAL:
+            continue  # the shared pool and numa: spread/any span nodes by design
+        line = t.line_of("cpus")
+        if len(p.cpu_nodes) > 1:
+            yield _finding("cross-node-cpus", c.path, line,
+                           f"tenant {t.name} has CPUs {format_cpulist(p.cpus)} on nodes "
+                           f"{', '.join(map(str, p.cpu_nodes))}: threads and memory on "
+                           "different nodes pay for remote access")
+            continue
+        local = {m for n in p.cpu_nodes for m in topo.memory_nodes_for(n)}
+        if p.memory_nodes is not None and not set(p.memory_nodes) <= local:
+            yield _finding("cross-node-cpus", c.path, t.line_of("nodes"),
+                           f"tenant {t.name} runs on node(s) "
+                           f"{', '.join(map(str, p.cpu_nodes))} but its memory is bound to "
+                           f"node(s) {', '.join(map(str, p.memory_nodes))}: every access is "
+                           "remote")
+
+
+def lint(config: Config, topology: Topology | None) -> list[Finding]:
+    """Every finding for `config`; rules that need a topology are skipped without one."""
+    layout = place(config, topology) if topology is not None else None
+    findings: list[Finding] = []
+    for t in config.tenants:
+        findings += _cpu_rules(config, t, layout)
+        findings += _memory_rules(config, t)
+    findings += _confine_rules(config)
+    findings += _housekeeping_rules(config)
+    if topology is not None and layout is not None:
+        findings += _overcommit_rule(config, topology)
+        findings += _cross_node_rule(config, topology, layout)
+    return sorted(findings, key=lambda f: (f.file, f.line, f.rule))
+
+
+# --- live rule: processes beside sub-trees (edge: reads cgroupfs and procfs) ---------------
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def _is_kernel_thread(proc_root: Path, pid: int) -> bool:
+    """Kernel threads have an empty cmdline and are children of kthreadd (PID 2)."""
+    if pid == KTHREADD_PID:
+        return True
+    try:
+        if (proc_root / str(pid) / "cmdline").read_bytes() == b"":
+            return True
+    except OSError:
+        return True  # gone since cgroup.procs was read: nothing left to move
+    status = _read_text(proc_root / str(pid) / "status") or ""
+    for line in status.splitlines():
+        if line.startswith("PPid:"):
+            return line.split()[1:2] == [str(KTHREADD_PID)]
+    return False
+
+
+def _process_name(proc_root: Path, pid: int) -> str:
+    comm = _read_text(proc_root / str(pid) / "comm")
+    return comm.strip() if comm else "?"
+
+
+def _user_pids(procs: Path, proc_root: Path) -> list[tuple[int, int]]:
+    """(line in cgroup.procs, PID) of the processes that are not kernel threads."""
+    text = _read_text(procs) or ""
+    result = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if raw.strip().isdigit() and not _is_kernel_thread(proc_root, int(raw)):
+            result.append((lineno, int(raw)))
+    return result
+
+
+def lint_live(cgroup_root: str | Path, proc_root: str | Path = "/proc") -> list[Finding]:
+    """root-tasks: processes in the root cgroup or directly in a slice that has sub-cgroups."""
+    root, proc = Path(cgroup_root), Path(proc_root)
+    findings: list[Finding] = []
+    for directory, subdirs, _ in os.walk(root):
+        here = Path(directory)
+        if here != root and not here.name.endswith(".slice"):
+            subdirs.clear()  # services and scopes: their own business
+            continue
+        if not subdirs:
+            continue
+        pids = _user_pids(here / "cgroup.procs", proc)
+        if not pids:
+            continue
+        where = "the root cgroup" if here == root else f"slice {here.name}"
+        shown = ", ".join(f"{pid} ({_process_name(proc, pid)})" for _, pid in pids[:5])
+        more = f" and {len(pids) - 5} more" if len(pids) > 5 else ""
+        # 004: each process directly in a group competes as one sibling with whole sub-trees
+        # (1 root task + a `test` group got 50/50).
+        findings.append(_finding(
+            "root-tasks", str(here / "cgroup.procs"), pids[0][0],
+            f"{len(pids)} process(es) directly in {where}, beside {len(subdirs)} child "
+            f"cgroup(s): {shown}{more}; each competes with whole sub-trees for CPU"))
+    return sorted(findings, key=lambda f: (f.file, f.line))
+
+
+# --- CLI entry point -----------------------------------------------------------------------
+
+
+def _print_text(path: str, findings: list[Finding]) -> None:
+    for f in findings:
+        print(f)
+        print(f"  {f.level}: fix: {f.fix}")
+        print(f"  source: {f.source}")
+    errors = sum(f.level is Level.ERROR for f in findings)
+    warnings = len(findings) - errors
+    if findings:
+        print(f"{path}: {errors} error(s), {warnings} warning(s)")
+    else:
+        print(f"{path}: no findings")
+
+
+def run_lint(
+    tenants: str,
+    topology_file: str | None,
+    sysfs: str | None,
+    live: bool,
+    strict: bool,
+    cgroup_root: str = "/sys/fs/cgroup",
+    proc_root: str = "/proc",
+    json: bool = False,
+) -> int:
+    """`slicectl lint`: print findings; 1 if any error (with strict: any finding), else 0."""
+    from slicectl.config import load_config
+
+    config = load_config(tenants)
+    if topology_file:
+        from slicectl.topology import load_topology_file
+
+        topo = load_topology_file(topology_file)
+    else:
+        from slicectl.sysfs import read_topology
+
+        topo = read_topology(sysfs or "/sys")
+    findings = lint(config, topo)
+    if live:
+        findings += lint_live(cgroup_root, proc_root)
+    if json:
+        data = {
+            "format": "slicectl-lint/1",
+            "findings": [dict(asdict(f), level=str(f.level)) for f in findings],
+            "errors": sum(f.level is Level.ERROR for f in findings),
+            "warnings": sum(f.level is Level.WARNING for f in findings),
+        }
+        print(jsonlib.dumps(data, indent=2))
+    else:
+        _print_text(tenants, findings)
+    failing = [f for f in findings if strict or f.level is Level.ERROR]
+    return 1 if failing else 0

@@ -1,0 +1,110 @@
+"""`slicectl record`: rows from a fake cgroup tree, retention, and the shipped service unit."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from cgtree import MovingTree
+from unitcheck import parse_unit
+
+from slicectl.record import RecordError, Row, load_series, open_db, run_record, write_rows
+
+ROOT = Path(__file__).resolve().parent.parent
+UNIT = ROOT / "units" / "slicectl-record.service"
+G = 1 << 30
+
+
+def _tree(tmp_path: Path) -> MovingTree:
+    tree = MovingTree(tmp_path / "cgroup")
+    tree.add("system.slice")
+    tree.add("tenants.slice")
+    psi = {"cpu": [0.0] * 4, "memory": [1.5, 4242.0, 0.5, 100.0], "io": [0.0] * 4}
+    tree.add("tenants.slice/tenants-web.slice", anon=3 * G, active_file=G, file=2 * G,
+             memory_current=5 * G, usage_usec=777, psi=psi)
+    return tree
+
+
+def _rows(db: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return list(conn.execute("SELECT * FROM samples ORDER BY unit"))
+    finally:
+        conn.close()
+
+
+def test_record_once_writes_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = _tree(tmp_path)
+    db = tmp_path / "state" / "record.db"
+    before = time.time()
+    assert run_record(str(tree.root), str(db), 60, 14, True) == 0
+    assert "recorded 3 cgroup(s)" in capsys.readouterr().out
+    rows = {r[1]: r for r in _rows(db)}
+    assert set(rows) == {"system.slice", "tenants.slice", "tenants-web.slice"}
+    web = rows["tenants-web.slice"]
+    assert before <= float(str(web[0])) <= time.time()
+    assert web[2:] == ("tenants.slice/tenants-web.slice", 3 * G, 2 * G, G, 5 * G, 1.5, 4242, 777)
+    assert load_series(db)["tenants-web.slice"][0][1:] == (3 * G, G)
+
+
+def test_record_iterations(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    db = tmp_path / "record.db"
+    assert run_record(str(tree.root), str(db), 0.01, 14, False, iterations=3) == 0
+    assert len(_rows(db)) == 9
+
+
+def test_retention_deletes_old_rows(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    db = tmp_path / "record.db"
+    conn = open_db(db)
+    old = Row("old.slice", "old.slice", 1, 1, 1, 1, 0.0, 0, 0)
+    write_rows(conn, time.time() - 15 * 86400, [old])
+    write_rows(conn, time.time() - 13 * 86400, [Row("kept.slice", "kept.slice", 1, 1, 1, 1,
+                                                    0.0, 0, 0)])
+    conn.close()
+    run_record(str(tree.root), str(db), 60, 14, True)
+    units = {r[1] for r in _rows(db)}
+    assert "old.slice" not in units and "kept.slice" in units and "system.slice" in units
+
+
+def test_errors(tmp_path: Path) -> None:
+    with pytest.raises(RecordError, match="--interval"):
+        run_record(str(tmp_path), str(tmp_path / "db"), 0, 14, True)
+    with pytest.raises(RecordError, match="no sample database"):
+        load_series(tmp_path / "missing.db")
+    (tmp_path / "dir.db").mkdir()
+    with pytest.raises(RecordError, match="cannot open"):
+        open_db(tmp_path / "dir.db")
+
+
+def test_unit_is_confined() -> None:
+    service = parse_unit(UNIT.read_text())["Service"]
+    assert service["ExecStart"].startswith("/usr/local/bin/slicectl record ")
+    assert service["Slice"] == "system.slice"
+    assert service["MemoryMax"] == "64M" and service["CPUQuota"] == "5%"
+    assert service["ProtectSystem"] == "strict" and service["StateDirectory"] == "slicectl"
+
+
+def test_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+    """Real `systemd-analyze verify`; any output fails. verify checks that ExecStart exists,
+    so where slicectl is not installed at /usr/local/bin the copy points at this install."""
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed")
+    text = UNIT.read_text()
+    if not Path("/usr/local/bin/slicectl").exists():
+        installed = shutil.which("slicectl")
+        if installed is None:
+            pytest.skip("no slicectl executable to stand in for /usr/local/bin/slicectl")
+        text = text.replace("/usr/local/bin/slicectl", installed)
+    (tmp_path / UNIT.name).write_text(text)
+    env = {"SYSTEMD_UNIT_PATH": f"{tmp_path}:", "SYSTEMD_LOG_COLOR": "0",
+           "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(["systemd-analyze", "verify", "--man=no", UNIT.name], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and not proc.stdout and not proc.stderr, (
+        proc.stdout + proc.stderr)
