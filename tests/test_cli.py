@@ -1,0 +1,357 @@
+"""The command line as users see it: verbs, exit codes, messages, files, lazy imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import slicectl
+from slicectl.cli import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPOLOGIES = ROOT / "tests" / "fixtures" / "topologies"
+SYSFS = ROOT / "tests" / "fixtures" / "sysfs"
+WEB_BATCH = ROOT / "examples" / "web-batch.yaml"
+XEON = str(TOPOLOGIES / "xeon-2s-smt.json")
+
+
+def slicectl_run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    # Piped output is COLUMNS wide (default 160); fix it so tables are not cut.
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "slicectl", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+# --- help, version, usage ---------------------------------------------------------------------
+
+
+def test_help_lists_every_verb() -> None:
+    proc = slicectl_run("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: slicectl")
+    assert {"topology", "validate", "plan", "generate"} <= set(COMMANDS)
+    for verb in COMMANDS:
+        assert f"    {verb} " in proc.stdout, f"--help does not list {verb}"
+    assert "--debug" in proc.stdout and "--version" in proc.stdout
+
+
+def test_version() -> None:
+    proc = slicectl_run("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"slicectl {slicectl.__version__}"
+
+
+def test_no_verb_prints_usage_and_exits_2() -> None:
+    proc = slicectl_run()
+    assert proc.returncode == 2
+    assert "usage: slicectl" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("args", [["frobnicate"], ["validate"], ["generate", "x.yaml"],
+                                  ["plan", "x.yaml", "--topology", "a", "--sysfs", "b"]])
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    proc = slicectl_run(*args)
+    assert proc.returncode == 2
+    assert "usage: slicectl" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --- validate ---------------------------------------------------------------------------------
+
+
+def test_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "validate", str(WEB_BATCH))
+    assert code == 0 and not err
+    assert out == f"{WEB_BATCH}: ok (2 tenant(s))\n"
+    code, out, _ = run(capsys, "validate", str(ROOT / "examples" / "day-night.yaml"))
+    assert code == 0 and out.endswith(": ok (2 tenant(s), 1 profile(s))\n")
+
+
+BAD = """\
+version: 1
+housekeeping: {cpus: x}
+tenants:
+  db1:
+    memroy_low: 1G
+  Web: {}
+  db2:
+    memory_max: 12X
+    services: [a.service]
+  db3:
+    services: [a.service]
+"""
+
+
+def test_validate_lists_every_problem(tmp_path: Path) -> None:
+    path = tmp_path / "tenants.yaml"
+    path.write_text(BAD)
+    proc = slicectl_run("validate", str(path))
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert set(errors) == {
+        f"error: {path}:2: housekeeping.cpus: bad number 'x' in cpulist 'x'",
+        f"error: {path}:5: tenants.db1.memroy_low: unknown key",
+        f"error: {path}:6: tenants.Web: invalid tenant name",
+        f"error: {path}:8: tenants.db2.memory_max: '12X' is not a size (use a number with K, "
+        "M, G or T, or infinity)",
+        f"error: {path}:11: tenants.db3.services: a.service is already a member of tenant "
+        "'db2'",
+    }
+    # Each error is followed by its hint.
+    for i, line in enumerate(lines):
+        if line.startswith("error: "):
+            assert lines[i + 1].startswith("  hint: "), line
+    assert "  hint: did you mean 'memory_low'?" in proc.stderr
+    assert lines[-1] == "5 problems found"
+
+
+def test_validate_missing_file(tmp_path: Path) -> None:
+    proc = slicectl_run("validate", str(tmp_path / "nope.yaml"))
+    assert proc.returncode == 1
+    assert proc.stderr == (f"error: {tmp_path}/nope.yaml: cannot read: No such file or "
+                           "directory\n  hint: check the path to tenants.yaml\n")
+
+
+def test_debug_shows_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "tenants.yaml"
+    path.write_text(BAD)
+    proc = slicectl_run("--debug", "validate", str(path))
+    assert proc.returncode == 1
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert "slicectl.errors.ConfigError" in proc.stderr
+
+
+# --- topology and plan ------------------------------------------------------------------------
+
+
+def test_topology_from_sysfs_shows_nodes_and_map() -> None:
+    proc = slicectl_run("topology", "--sysfs", "tests/fixtures/sysfs/nehalem-ex-4node")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("4 node(s), 32 online CPUs, SMT off")
+    assert "NUMA topology (tests/fixtures/sysfs/nehalem-ex-4node)" in out
+    assert "NUMA map (node × CPU)" in out
+    assert "0,4,8,12,16,20,24,28" in out
+    for n in range(4):
+        assert f"node{n}" in out
+    assert "10 21 21 21" in out
+
+
+def test_topology_bad_sysfs_root(tmp_path: Path) -> None:
+    proc = slicectl_run("topology", "--sysfs", str(tmp_path / "nothing"))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"error: {tmp_path}/nothing: sysfs root does not exist\n")
+    assert "Traceback" not in proc.stderr
+
+
+def plan_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code, out, err = run(capsys, "plan", *args, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.mark.parametrize("machine", sorted(p.name for p in SYSFS.iterdir()))
+def test_topology_json_round_trip_gives_the_same_plan(
+        machine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "topology", "--sysfs", str(SYSFS / machine), "--json")
+    assert code == 0
+    export = tmp_path / "topology.json"
+    export.write_text(out)
+    config = tmp_path / "tenants.yaml"
+    config.write_text("version: 1\ntenants:\n  a: {cpus: 1}\n  b: {}\n")
+    from_sysfs = plan_json(capsys, str(config), "--sysfs", str(SYSFS / machine))
+    from_file = plan_json(capsys, str(config), "--topology", str(export))
+    assert from_sysfs.pop("topology") == str(SYSFS / machine)
+    assert from_file.pop("topology") == str(export)
+    assert from_sysfs == from_file
+
+
+def test_plan_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    data = plan_json(capsys, str(WEB_BATCH), "--topology", XEON)
+    assert data["format"] == "slicectl-plan/1"
+    assert data["source"] == str(WEB_BATCH) and data["profile"] is None
+    assert data["housekeeping_cpus"] == "0,16"
+    web, batch = data["tenants"]
+    assert web == {"name": "web", "cpus": "8-15,24-31", "cpu_count": 16, "cpu_nodes": [1],
+                   "memory_nodes": [1], "exclusive": True, "shared_pool": False}
+    assert batch["name"] == "batch" and batch["cpu_count"] == 6 and batch["cpu_nodes"] == [0]
+    units = {u["unit"]: u for u in data["units"]}
+    assert {"tenants.slice", "tenants-web.slice", "tenants-batch.slice", "system.slice",
+            "user.slice", "init.scope", "cron.service", "nginx.service"} <= set(units)
+    assert units["tenants-web.slice"]["properties"]["AllowedCPUs"] == "8-15,24-31"
+    assert units["tenants-web.slice"]["properties"]["MemoryMax"] == 48 * 1024**3
+    assert units["nginx.service"]["slice"] == "tenants-web.slice"
+    assert units["cron.service"]["properties"] == {"CPUQuota": 50, "MemoryMax": 512 * 1024**2}
+    for u in data["units"]:
+        assert set(u) >= {"unit", "path", "kind", "section", "properties"}
+
+
+def test_plan_with_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    data = plan_json(capsys, str(ROOT / "examples" / "day-night.yaml"), "--topology",
+                     str(TOPOLOGIES / "epyc-nps4.json"), "--profile", "night")
+    assert data["profile"] == "night"
+    assert {t["name"]: t["cpu_count"] for t in data["tenants"]} == {"oltp": 4, "reports": 16}
+    code, _, err = run(capsys, "plan", str(ROOT / "examples" / "day-night.yaml"), "--topology",
+                       str(TOPOLOGIES / "epyc-nps4.json"), "--profile", "weekend")
+    assert code == 1
+    assert "profiles: no profile 'weekend'" in err and "hint: profiles in this file: night" in err
+
+
+def test_plan_human_output() -> None:
+    proc = slicectl_run("plan", "examples/oracle-4node.yaml", "--topology",
+                        "tests/fixtures/topologies/nehalem-ex-4node.json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Plan for examples/oracle-4node.yaml" in proc.stdout
+    assert "tenants-db1.slice" in proc.stdout and "0,4,8,12,16,20,24,28" in proc.stdout
+
+
+def test_missing_topology_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "plan", str(WEB_BATCH), "--topology", str(tmp_path / "t.json"))
+    assert code == 1
+    assert err.startswith(f"error: {tmp_path}/t.json: cannot read topology file: No such file")
+
+
+# --- generate ---------------------------------------------------------------------------------
+
+
+def generate(capsys: pytest.CaptureFixture[str], config: Path, out: Path,
+             topology: str = XEON) -> tuple[int, str, str]:
+    return run(capsys, "generate", str(config), "--topology", topology, "--out", str(out))
+
+
+def test_generate_twice_is_up_to_date(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    code, stdout, _ = generate(capsys, WEB_BATCH, out)
+    assert code == 0
+    assert f"  create  {out}/tenants-web.slice" in stdout.splitlines()
+    first = snapshot(out)
+    code, stdout, _ = generate(capsys, WEB_BATCH, out)
+    assert code == 0
+    assert stdout.strip().startswith(f"{out}: up to date (")
+    assert snapshot(out) == first
+
+
+def test_generate_removes_dropped_tenant_and_keeps_foreign_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "tenants.yaml"
+    config.write_text("version: 1\ntenants:\n  a: {cpus: 2, services: [a.service]}\n"
+                      "  b: {cpus: 2, services: [b.service]}\n")
+    out = tmp_path / "out"
+    assert generate(capsys, config, out)[0] == 0
+    b_files = [p for p in snapshot(out) if "tenants-b" in p or p.startswith("b.service")]
+    assert b_files
+    (out / "local.service").write_text("[Service]\nExecStart=/bin/true\n")
+    (out / "b.service.d" / "10-admin.conf").write_text("[Service]\nNice=5\n")
+    config.write_text("version: 1\ntenants:\n  a: {cpus: 2, services: [a.service]}\n")
+    code, stdout, _ = generate(capsys, config, out)
+    assert code == 0
+    for rel in b_files:
+        assert f"  remove  {out}/{rel}" in stdout.splitlines()
+        assert not (out / rel).exists()
+    assert not (out / "tenants-b.slice.d").exists()
+    assert (out / "local.service").read_text() == "[Service]\nExecStart=/bin/true\n"
+    assert (out / "b.service.d" / "10-admin.conf").read_text() == "[Service]\nNice=5\n"
+    assert (out / "tenants-a.slice").exists()
+
+
+@pytest.mark.parametrize("text", [
+    "version: 1\ntenants:\n  a: {cpus: 1000}\n",  # placement error
+    "version: 1\ntenants:\n  a: {cpus: x}\n",  # config error
+    "version: 1\ntenants:\n  a: {cpus: '999'}\n",  # CPU does not exist
+])
+def test_generate_with_bad_input_leaves_nothing(
+        text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "tenants.yaml"
+    config.write_text(text)
+    out = tmp_path / "out"
+    code, stdout, err = generate(capsys, config, out)
+    assert code == 1
+    assert err.startswith(f"error: {config}:3: tenants.a.cpus: ")
+    assert "  hint: " in err
+    assert not out.exists()
+
+
+def test_generate_with_bad_templates_leaves_dir_unchanged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    generate(capsys, WEB_BATCH, out)
+    before = snapshot(out)
+    empty = tmp_path / "templates"
+    empty.mkdir()
+    code, _, err = run(capsys, "generate", str(WEB_BATCH), "--topology", XEON, "--out", str(out),
+                       "--templates", str(empty))
+    assert code == 1
+    assert "not found in" in err and "hint: --templates DIR must hold" in err
+    assert snapshot(out) == before
+
+
+def test_generate_into_foreign_file_fails_cleanly(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "tenants.slice").write_text("[Unit]\nDescription=admin's\n")
+    code, _, err = generate(capsys, WEB_BATCH, out)
+    assert code == 1
+    assert err.startswith(f"error: {out}/tenants.slice exists and was not generated by slicectl")
+    assert snapshot(out) == {"tenants.slice": b"[Unit]\nDescription=admin's\n"}
+
+
+# --- lazy imports -----------------------------------------------------------------------------
+
+HEAVY_FOR_HELP = ("textual", "dbus_fast", "jinja2", "ruamel", "rich")
+
+
+def modules_after(args: list[str]) -> set[str]:
+    """Top-level modules imported by `main(args)` in a fresh interpreter."""
+    code = (
+        "import sys, json\n"
+        "from slicectl.cli import main\n"
+        "try:\n"
+        f"    rc = main({args!r})\n"
+        "except SystemExit as e:\n"
+        "    rc = e.code\n"
+        "sys.stdout.flush()\n"
+        "print('\\nMODULES=' + json.dumps(sorted({m.split('.')[0] for m in sys.modules})),"
+        " 'RC=' + str(rc))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    modules, rc = last.removeprefix("MODULES=").rsplit(" RC=", 1)
+    assert rc in ("0", "None"), proc.stdout + proc.stderr
+    return set(json.loads(modules))
+
+
+def test_help_imports_nothing_heavy() -> None:
+    loaded = modules_after(["--help"])
+    assert not loaded & set(HEAVY_FOR_HELP), sorted(loaded & set(HEAVY_FOR_HELP))
+
+
+def test_generate_imports_neither_textual_nor_dbus(tmp_path: Path) -> None:
+    loaded = modules_after(["generate", "examples/web-batch.yaml", "--topology", XEON, "--out",
+                            str(tmp_path / "out")])
+    assert "jinja2" in loaded  # it did render
+    assert "textual" not in loaded and "dbus_fast" not in loaded
+    assert (tmp_path / "out" / "tenants-web.slice").exists()
