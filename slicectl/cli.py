@@ -93,6 +93,38 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory laid out like /etc/systemd/system")
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
 
+    p = sub.add_parser("lint", help="check tenants.yaml against the seeds' recommendations")
+    p.add_argument("tenants", metavar="TENANTS")
+    _add_topology_args(p)
+    p.add_argument("--live", action="store_true",
+                   help="also inspect the running host (processes outside managed groups)")
+    p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+    p.add_argument("--json", action="store_true", help="print findings as JSON")
+    p.add_argument("--cgroup-root", metavar="DIR", default="/sys/fs/cgroup")
+    p.add_argument("--proc-root", metavar="DIR", default="/proc", help=argparse.SUPPRESS)
+
+    p = sub.add_parser("record", help="record per-slice memory, pressure and CPU into SQLite")
+    p.add_argument("--cgroup-root", metavar="DIR", default="/sys/fs/cgroup")
+    p.add_argument("--db", metavar="FILE", default="/var/lib/slicectl/record.db")
+    p.add_argument("--interval", metavar="S", type=float, default=60.0)
+    p.add_argument("--retention", metavar="DAYS", type=float, default=14.0)
+    p.add_argument("--once", action="store_true", help="take one sample and exit")
+    p.add_argument("-n", "--iterations", metavar="N", type=int, default=None)
+
+    p = sub.add_parser("recommend", help="suggest memory_max/high/low from recorded data "
+                                         "(seed 001's sizing)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--db", metavar="FILE", default=None)
+    g.add_argument("--samples", metavar="CSV", help="CSV with header time,unit,anon,active_file")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--startup", metavar="S", type=float, default=3600.0,
+                   help="ignore the first S seconds of each series (default: 1 hour)")
+    p.add_argument("--hold", metavar="S", type=float, default=600.0,
+                   help="a level counts only if held S seconds (default: 10 minutes)")
+    p.add_argument("--headroom", metavar="SIZE", default="1G")
+    p.add_argument("--write", metavar="TENANTS",
+                   help="write the suggestions into TENANTS (comments preserved)")
+
     p = sub.add_parser("status", help="per-slice CPU, memory and pressure, two samples ~1 s "
                                       "apart")
     p.add_argument("--cgroup-root", metavar="DIR", default="/sys/fs/cgroup")
@@ -331,9 +363,31 @@ def cmd_top(args: argparse.Namespace) -> int:
     return run_top(Path(args.cgroup_root), args.interval, args.iterations)
 
 
+def cmd_lint(args: argparse.Namespace) -> int:
+    from slicectl.lint import run_lint
+
+    return run_lint(args.tenants, args.topology, args.sysfs, args.live, args.strict,
+                    args.cgroup_root, args.proc_root, args.json)
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from slicectl.record import run_record
+
+    return run_record(args.cgroup_root, args.db, args.interval, args.retention, args.once,
+                      args.iterations)
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from slicectl.recommend import run_recommend
+
+    return run_recommend(args.db, args.samples, args.json, args.startup, args.hold,
+                         args.headroom, args.write)
+
+
 COMMANDS = {
     "topology": cmd_topology, "validate": cmd_validate, "plan": cmd_plan,
     "generate": cmd_generate, "apply": cmd_apply, "status": cmd_status, "top": cmd_top,
+    "lint": cmd_lint, "record": cmd_record, "recommend": cmd_recommend,
 }
 
 
