@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,8 @@ def test_help_lists_every_verb() -> None:
     assert proc.stdout.startswith("usage: slicectl")
     assert {"topology", "validate", "plan", "generate"} <= set(COMMANDS)
     for verb in COMMANDS:
-        assert f"    {verb} " in proc.stdout, f"--help does not list {verb}"
+        assert re.search(rf"^ {{4}}{verb}(\s|$)", proc.stdout, re.MULTILINE), (
+            f"--help does not list {verb}")
     assert "--debug" in proc.stdout and "--version" in proc.stdout
 
 
