@@ -241,8 +241,10 @@ def _place_count(
         got = _pick_cores(topo, free, min(need, len(free)))
         chosen_all.extend(got or [])
     if len(chosen_all) < count:
+        free_there = sum(len(st.free_on(n)) for n in candidates)
+        on = "" if t.nodes is None else f" on nodes {', '.join(map(str, candidates))}"
         raise PlacementError(
-            f"{where}: asks for {count} CPUs but only {len(st.free)} are free "
+            f"{where}: asks for {count} CPUs but only {free_there} are free{on} "
             "for exclusive use",
             f"free CPUs per node: {st.describe_free()}; lower the count, free CPUs from "
             "another tenant, or reduce housekeeping.cpus",
@@ -319,6 +321,23 @@ def place(
             for n in _nodes_of(topo, t.cpus):
                 st.protected[n] += _protection(t) // max(1, len(_nodes_of(topo, t.cpus)))
         result[t.name] = t.cpus
+    # Non-exclusive explicit lists may share with each other and the pool, never with an
+    # exclusive tenant ("exclusive: no other tenant shares these CPUs").
+    listed_shared: set[int] = set()
+    for t in config.tenants:
+        if isinstance(t.cpus, frozenset) and not t.exclusive:
+            clash = {st.owner[c] for c in t.cpus if c in st.owner}
+            if clash:
+                other = sorted(clash)[0]
+                raise PlacementError(
+                    f"{config.path}:{t.line_of('cpus')}: tenants.{t.name}.cpus: CPU(s) "
+                    f"{format_cpulist(t.cpus & result[other])} belong to exclusive tenant "
+                    f"{other!r}",
+                    "a non-exclusive tenant may share CPUs with the pool and other "
+                    "non-exclusive tenants only; pick other CPUs",
+                )
+            listed_shared |= t.cpus
+    st.free -= listed_shared  # counted exclusive tenants must not take them
 
     counted = [t for t in config.tenants if isinstance(t.cpus, int) and t.exclusive]
     asked = sum(_count(t) for t in counted)
@@ -338,12 +357,19 @@ def place(
         prev = frozenset(previous.get(t.name, frozenset())) & frozenset(st.free)
         if not prev:
             continue
-        if t.numa is not Numa.SPREAD:
-            # Keep the part on the node that held most of it: a local tenant stays on one node.
-            by_node = sorted(_nodes_of(topo, prev),
-                             key=lambda n: (-len(prev & topo.node(n).cpus), n))
-            prev = prev & topo.node(by_node[0]).cpus if by_node else frozenset()
-        kept = _pick_cores(topo, prev, min(t.cpus, len(prev))) or []
+        if len(prev) <= t.cpus:
+            kept = sorted(prev)  # all of it: replaying a placement changes nothing
+        else:
+            # Shrinking: keep cores on the node(s) that held most of it, so a local tenant
+            # ends up on one node when its new count fits there.
+            kept = []
+            for n in sorted(_nodes_of(topo, prev),
+                            key=lambda n: (-len(prev & topo.node(n).cpus), n)):
+                need = t.cpus - len(kept)
+                part = prev & topo.node(n).cpus
+                kept += _pick_cores(topo, part, min(need, len(part))) or []
+                if len(kept) == t.cpus:
+                    break
         seeds[t.name] = frozenset(kept)
         st.claim(t.name, kept)
     # 3. Place the rest, biggest first so large tenants still find a whole node.
@@ -361,7 +387,7 @@ def place(
         st.claim(t.name, cpus)
         result[t.name] = cpus
 
-    pool = frozenset(st.free)
+    pool = frozenset(st.free) | frozenset(listed_shared)
     placements: list[TenantPlacement] = []
     # 4. Non-exclusive counted tenants take CPUs from the shared pool; the rest get the pool.
     for t in config.tenants:
@@ -404,11 +430,16 @@ def _place_shared(
         got = _pick_cores(topo, pool & topo.node(n).cpus, count)
         if got is not None:
             return frozenset(got)
-    got = _pick_cores(topo, pool, count)
+    allowed = pool if t.nodes is None else pool & frozenset(
+        c for n in nodes for c in topo.node(n).cpus)
+    got = _pick_cores(topo, allowed, count)
     if got is None:
         raise PlacementError(
             f"{config.path}:{t.line_of('cpus')}: tenants.{t.name}.cpus: asks for {count} "
-            f"shared CPUs but the shared pool has {len(pool)} ({format_cpulist(pool) or '-'})",
+            f"shared CPUs but the shared pool has {len(allowed)} "
+            f"({format_cpulist(allowed) or '-'})"
+            + ("" if t.nodes is None else
+               f" on node{'s' if len(nodes) > 1 else ''} {', '.join(map(str, nodes))}"),
             "lower the count, or free CPUs from exclusive tenants",
         )
     return frozenset(got)

@@ -31,8 +31,12 @@ def parse_size(value: object) -> int:
     if not m:
         raise ValueError(f"{value!r} is not a size (use a number with K, M, G or T, or infinity)")
     number, unit = m.group(1), m.group(2).upper()
-    size = float(number) * _FACTORS[unit]
-    if size != int(size):
+    if "." not in number:
+        return int(number) * _FACTORS[unit]  # exact, however large
+    from fractions import Fraction
+
+    size = Fraction(number) * _FACTORS[unit]
+    if size.denominator != 1:
         raise ValueError(f"{value!r} is not a whole number of bytes")
     return int(size)
 

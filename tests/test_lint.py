@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.config import load_config
-from slicectl.lint import RULES, Level, lint, lint_live, run_lint
+from slicectl.lint import RULES, lint, lint_live, run_lint
 from slicectl.topology import load_topology_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,10 +56,10 @@ def test_every_rule_has_a_case() -> None:
 
 
 def test_web_batch_example() -> None:
-    """The example is sound except that web may swap (no memory_swap_max): one warning."""
+    """The confined web + batch example is sound: no findings at all."""
     path = ROOT / "examples" / "web-batch.yaml"
     findings = lint(load_config(str(path)), load_topology_file(_topo()))
-    assert [(f.rule, f.level) for f in findings] == [("swap-unbounded", Level.WARNING)]
+    assert [(f.rule, f.level) for f in findings] == []
 
 
 def test_without_topology_skips_placement_rules() -> None:
@@ -106,7 +106,7 @@ def test_run_lint_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_run_lint_sysfs(capsys: pytest.CaptureFixture[str]) -> None:
     sysfs = str(ROOT / "tests/fixtures/sysfs/xeon-2s-smt")
     assert run_lint(str(ROOT / "examples/web-batch.yaml"), None, sysfs, False, False) == 0
-    assert "swap-unbounded" in capsys.readouterr().out
+    assert "no findings" in capsys.readouterr().out
 
 
 # --- root-tasks (--live) ------------------------------------------------------------------

@@ -199,28 +199,18 @@ def test_offline_cpus_never_used() -> None:
     assert 5 not in lay.shared_pool and 5 not in cpus(lay, "b")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: placement.place lets a non-exclusive tenant's "
-                   "explicit cpulist overlap an exclusive tenant's CPUs (DESIGN §4: explicit "
-                   "lists are checked for no overlap with other exclusive tenants)")
 def test_explicit_non_exclusive_list_may_not_overlap_an_exclusive_tenant() -> None:
     e = placement_error('version: 1\ntenants:\n  a: {cpus: "0-3"}\n'
                         '  b: {cpus: "2-5", exclusive: false}\n', "xeon-2s-smt")
     assert "tenants.b.cpus: CPU(s) 2,3" in str(e)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: placement.place gives an exclusive counted tenant "
-                   "CPUs that a non-exclusive tenant lists explicitly (exclusive no longer "
-                   "means 'no other tenant shares these CPUs')")
 def test_exclusive_count_avoids_explicit_non_exclusive_cpus() -> None:
     lay = layout('version: 1\ntenants:\n  b: {cpus: "0-3", exclusive: false}\n'
                  "  a: {cpus: 4}\n", "xeon-2s-smt")
     assert not cpus(lay, "a") & {0, 1, 2, 3}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: placement._place_shared ignores `nodes` when the "
-                   "named node's pool is short: a non-exclusive count with nodes: [1] gets CPUs "
-                   "0-4 (node 0) while its memory is bound to node 1; exclusive tenants get a "
-                   "PlacementError instead")
 def test_shared_count_honours_nodes() -> None:
     e = placement_error("version: 1\ntenants:\n  a: {cpus: 5, nodes: [1], exclusive: false}\n",
                         "offline-cpu")
@@ -246,9 +236,6 @@ def test_spread_infeasible_message() -> None:
     assert e.hint.startswith("free CPUs per node: node0: 8 free (0,4,8,12,16,20,24,28); node1: ")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: placement._place_count, when a tenant restricted "
-                   "to several nodes (numa: any, nodes: [0, 1]) does not fit, says 'asks for 20 "
-                   "CPUs but only 32 are free' (all free CPUs, not those on its nodes)")
 def test_nodes_restricted_infeasible_message_counts_those_nodes() -> None:
     e = placement_error("version: 1\ntenants:\n  a: {cpus: 20, numa: any, nodes: [0, 1]}\n",
                         "nehalem-ex-4node")
@@ -312,11 +299,6 @@ def test_changing_one_count_keeps_everyone_else(
                     f"{sorted(lay2.of(p.tenant).cpus)}")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: placement.place step 2 keeps only the majority "
-                   "node's part of a cross-node tenant's previous CPUs, then refills from the "
-                   "fullest node: replaying a layout as `previous` with the same config moves "
-                   "tenant c (9 CPUs on nehalem) from 0,1,4,8,... to 0,2,4,8,..., so a second "
-                   "`slicectl generate` with unchanged input rewrites its file")
 def test_replaying_a_placement_changes_nothing() -> None:
     t = topo("nehalem-ex-4node")
     cfg = config("version: 1\ntenants:\n  a: {cpus: 1}\n  b: {cpus: 1}\n  c: {cpus: 9}\n")
@@ -452,8 +434,7 @@ def check_layout(cfg: Config, t: Topology, lay: Layout) -> None:
         if isinstance(tenant.cpus, int):
             assert len(p.cpus) == tenant.cpus
             named = [n for n in tenant.nodes or () if t.node(n).cpus]
-            # Non-exclusive counts ignore `nodes` when short: a known bug, xfailed above.
-            if named and tenant.exclusive:
+            if named:
                 allowed = frozenset().union(*(t.node(n).cpus for n in named))
                 assert p.cpus <= allowed, f"{p.tenant} left its nodes {named}"
         elif isinstance(tenant.cpus, frozenset):
@@ -529,9 +510,7 @@ def test_changing_one_count_never_moves_the_others(data: st.DataObject) -> None:
         return
     check_layout(cfg2, t, lay2)
     for x in counted:
-        # Tenants spanning nodes can move (a known bug, xfailed in
-        # test_replaying_a_placement_changes_nothing); the others must not.
-        if x is not changed and len(lay1.of(x.name).cpu_nodes) == 1:
+        if x is not changed:
             assert lay2.of(x.name).cpus == lay1.of(x.name).cpus, f"{x.name} moved"
     for x in cfg.tenants:
         if isinstance(x.cpus, frozenset):

@@ -138,8 +138,6 @@ def test_parse_size_refuses(value: object, message: str) -> None:
     assert message in str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: values.parse_size goes through float(), so a "
-                   "byte count above 2**53 written as a string silently changes value")
 def test_parse_size_large_exact_byte_count() -> None:
     assert parse_size("9007199254740993") == 9007199254740993
 

@@ -10,6 +10,7 @@ import json
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,12 +84,12 @@ def test_values_land_in_cgroup_files(slicectl: Run, tenants: Path,
     assert cgroup_file("system.slice", "cpu.weight").strip() == "50"
 
 
-def test_running_process_follows_live_reapply(slicectl: Run, tenants: Path, units: object,
+def test_running_process_follows_live_reapply(slicectl: Run, tenants: Path, units: Any,
                                               systemctl: Run) -> None:
     assert apply(slicectl, tenants).returncode == 0
     guest.run(["systemd-run", "--unit=probe-db1", "--slice=tenants-db1.slice",
                "sleep", "600"], check=True)
-    getattr(units, "track")("probe-db1.service")
+    units.track("probe-db1.service")
     pid = guest.unit_property("probe-db1.service", "MainPID")
     before = Path(f"/proc/{pid}/status").read_text()
     day = planned(slicectl, tenants)["db1"]

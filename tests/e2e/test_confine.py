@@ -1,0 +1,101 @@
+"""Confinement and protection on the real guest (issue 5, seed 001).
+
+- A hog under cron.service is held at cron's MemoryMax.
+- A page-cache hog in system.slice forces global reclaim: a tenant protected with MemoryLow
+  keeps its page cache, an identical unprotected tenant loses it (measured side by side).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import guest
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+MiB = 1 << 20
+
+
+@pytest.fixture
+def manifest_cleanup() -> Iterator[None]:
+    yield
+    Path("/etc/systemd/system/.slicectl-manifest.json").unlink(missing_ok=True)
+
+
+def stat(unit: str) -> dict[str, int]:
+    return {k: int(v) for k, v in (line.split() for line in
+                                   guest.cgroup_file(unit, "memory.stat").splitlines())}
+
+
+def events(unit: str) -> dict[str, int]:
+    return {k: int(v) for k, v in (line.split() for line in
+                                   guest.cgroup_file(unit, "memory.events").splitlines())}
+
+
+def test_cron_hog_is_held_at_its_memory_max(slicectl: Run, tmp_path: Path,
+                                            manifest_cleanup: None) -> None:
+    (tmp_path / "t.yaml").write_text(
+        "version: 1\nconfine:\n  cron.service: {memory_max: 64M, memory_swap_max: 0}\n"
+        "tenants:\n  a: {}\n")
+    proc = slicectl("apply", str(tmp_path / "t.yaml"), "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert guest.cgroup_file("cron.service", "memory.max") == str(64 * MiB)
+    procs = guest.control_group("cron.service") / "cgroup.procs"
+    before = events("cron.service")
+    # A job cron started: the process joins cron.service's cgroup, then allocates 200 MiB.
+    hog = subprocess.run(
+        ["sh", "-c", f"echo $$ > {procs}; exec python3 -c 'b = bytearray(200 << 20)'"],
+        capture_output=True, text=True, timeout=120)
+    after = events("cron.service")
+    assert hog.returncode != 0  # killed: it could not get past cron's limit
+    assert after["oom_kill"] > before["oom_kill"]
+    assert int(guest.cgroup_file("cron.service", "memory.peak")) <= 64 * MiB
+    assert guest.unit_property("cron.service", "ActiveState") == "active"  # cron survives
+
+
+def test_memory_low_protects_a_tenants_page_cache(slicectl: Run, tmp_path: Path, units: Any,
+                                                  manifest_cleanup: None) -> None:
+    mem_total = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
+    size = mem_total // 5  # each tenant's working set: a fifth of RAM
+    (tmp_path / "t.yaml").write_text(
+        "version: 1\ntenants:\n"
+        f"  kept: {{memory_low: {size * 5 // 4 // MiB}M}}\n"
+        "  lost: {}\n")
+    proc = slicectl("apply", str(tmp_path / "t.yaml"), "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = {}
+    for name in ("kept", "lost"):
+        files[name] = Path(f"/var/tmp/ws-{name}")
+        guest.run(["truncate", "-s", str(size), str(files[name])], check=True)
+        # Re-read the file over and over: its page cache is the tenant's working set.
+        loop = f"while :; do cat {files[name]} > /dev/null; sleep 0.5; done"
+        guest.run(["systemd-run", f"--unit=ws-{name}", f"--slice=tenants-{name}.slice",
+                   "sh", "-c", loop], check=True)
+        units.track(f"ws-{name}.service")
+    time.sleep(15)
+    warm = {n: stat(f"tenants-{n}.slice")["file"] for n in files}
+    assert all(v >= size * 0.8 for v in warm.values()), warm
+    # The hog: a housekeeping job in system.slice streaming twice the RAM through the cache.
+    big = Path("/var/tmp/hog")
+    guest.run(["truncate", "-s", str(mem_total * 2), str(big)], check=True)
+    refaults = {n: stat(f"tenants-{n}.slice").get("workingset_refault_file", 0) for n in files}
+    try:
+        guest.run(["systemd-run", "--wait", "--unit=pagecache-hog", "--slice=system.slice",
+                   "dd", f"if={big}", "of=/dev/null", "bs=1M"], check=True, timeout=600)
+    finally:
+        big.unlink()
+        for f in files.values():
+            f.unlink(missing_ok=True)
+    after = {n: stat(f"tenants-{n}.slice") for n in files}
+    kept, lost = after["kept"], after["lost"]
+    print(f"page cache before: {warm}; after: kept={kept['file']} lost={lost['file']}; "
+          f"refaults kept={kept.get('workingset_refault_file', 0) - refaults['kept']} "
+          f"lost={lost.get('workingset_refault_file', 0) - refaults['lost']}")
+    assert kept["file"] >= size * 0.8, "MemoryLow did not protect the tenant's page cache"
+    assert lost["file"] < kept["file"] * 0.8, "the hog did not create enough pressure"
+    assert events("tenants-lost.slice")["low"] == 0

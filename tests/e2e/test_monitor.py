@@ -1,0 +1,73 @@
+"""`slicectl status --json` on the real guest: pressure, memory.high events and throttling.
+
+A tenant running a memory hog under MemoryHigh must show memory pressure and `high` events
+while a quiet tenant shows none; a CPU-bound tenant under a quota must show throttling.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import guest
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+TENANTS = """\
+version: 1
+tenants:
+  hog: {memory_high: 48M, memory_max: 96M, memory_swap_max: 0}
+  quiet: {memory_max: 256M}
+  burner: {cpus: 1, cpu_quota: 30%}
+"""
+
+
+@pytest.fixture
+def tenants(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "tenants.yaml"
+    path.write_text(TENANTS)
+    yield path
+    Path("/etc/systemd/system/.slicectl-manifest.json").unlink(missing_ok=True)
+
+
+def by_unit(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["unit"]: s for s in status["slices"]}
+
+
+def test_status_shows_pressure_high_events_and_throttling(
+        slicectl: Run, tenants: Path, units: Any) -> None:
+    proc = slicectl("apply", str(tenants), "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    jobs = {
+        "hog": ["stress-ng", "--vm", "1", "--vm-bytes", "80M", "--vm-keep", "--timeout", "60s"],
+        "quiet": ["sleep", "120"],
+        "burner": ["stress-ng", "--cpu", "2", "--timeout", "60s"],
+    }
+    for name, cmd in jobs.items():
+        guest.run(["systemd-run", f"--unit=mon-{name}", f"--slice=tenants-{name}.slice", *cmd],
+                  check=True)
+        units.track(f"mon-{name}.service")
+    time.sleep(6)  # let the hog reach memory.high and the burner exhaust its quota
+    proc = slicectl("status", "--json", "--interval", "3")
+    assert proc.returncode == 0, proc.stderr
+    s = by_unit(json.loads(proc.stdout))
+    hog, quiet, burner = s["tenants-hog.slice"], s["tenants-quiet.slice"], s["tenants-burner.slice"]
+    assert hog["limits"]["memory_high"] == 48 << 20
+    assert hog["events"]["high"] > 0, hog
+    assert hog["pressure"]["memory"]["some"]["rate"] > 0, hog["pressure"]
+    assert quiet["events"]["high"] == 0 and quiet["events"]["max"] == 0
+    assert quiet["pressure"]["memory"]["some"]["rate"] == 0
+    assert burner["limits"]["cpu_quota_cores"] == pytest.approx(0.3)
+    assert burner["cpu"]["throttled_percent"] > 0, burner["cpu"]
+    assert burner["cpu"]["cores"] <= 0.4  # held at its 30% quota
+    assert "throttled" in burner["trouble"]
+    # the human view shows the same slices
+    top = slicectl("top", "-n", "2", "--interval", "1")
+    assert top.returncode == 0, top.stderr
+    assert "tenants-hog.slice" in top.stdout and "tenants-burner.slice" in top.stdout
