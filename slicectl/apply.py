@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -320,11 +320,14 @@ async def _verify(sd: Systemd, plan: Plan, options: ApplyOptions) -> tuple[list[
 
 
 async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
-                     dry_run: bool = False, confirm: object = None) -> ApplyReport:
+                     dry_run: bool = False, confirm: object = None,
+                     progress: Callable[[str], None] | None = None) -> ApplyReport:
     """Apply `config` to the host; roll back and raise ApplyError on any failure.
 
-    `confirm`, if given, is called with the Diff and returns False to cancel.
+    `confirm`, if given, is called with the Diff and returns False to cancel; `progress`, if
+    given, is called with one line per phase (the CLI prints them on stderr).
     """
+    say = progress or (lambda _line: None)
     from slicectl.systemd import Systemd
 
     unit_dir = UnitDir(options.unit_dir)
@@ -345,6 +348,8 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
             touched: dict[str, UnitState] = {}
             try:
                 if diff.files.changed:
+                    say(f"writing {len(diff.files.created) + len(diff.files.updated)} file(s), "
+                        f"removing {len(diff.files.removed)}, reloading systemd")
                     manifest = Manifest(placements=plan.placements(),
                                         source=Path(config.path).name)
                     _, journal = unit_dir.write(files, manifest)
@@ -352,6 +357,8 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
                     report.reloaded = True
                 for unit in diff.start:
                     touched.setdefault(unit, states[unit])
+                if diff.start:
+                    say(f"starting {len(diff.start)} slice(s)")
                 await _gather_all([sd.start_unit(unit) for unit in diff.start])
                 report.started.extend(diff.start)
                 # After reload and start, set whatever still differs at runtime.
@@ -361,18 +368,22 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
                     by_unit.setdefault(c.unit, {})[c.prop] = c.want
                 for unit in by_unit:
                     touched.setdefault(unit, states[unit])
+                if by_unit:
+                    say(f"setting {len(remaining)} live propert(ies) on {len(by_unit)} unit(s)")
                 await _gather_all([_set_live(sd, unit, props, options.control_dir)
                                    for unit, props in by_unit.items()])
                 report.set_live = remaining
                 for unit in diff.stop:
                     await sd.stop_unit(unit)
                     report.stopped.append(unit)
+                say(f"verifying {len(managed_units(plan))} unit(s) in their cgroups")
                 problems, report.verified = await _verify(sd, plan, options)
                 if problems:
                     raise ApplyError("verification failed: " + "; ".join(problems),
                                      "the kernel or systemd did not take the values; see "
                                      "`systemctl status` of the unit")
             except (SlicectlError, OSError) as e:
+                say("failed: rolling back files and live properties")
                 await _rollback(sd, journal, touched, report, options)
                 reason = e.message if isinstance(e, SlicectlError) else str(e)
                 hint = e.hint if isinstance(e, SlicectlError) else ""

@@ -291,8 +291,12 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     from slicectl.apply import Diff
 
+    def progress(line: str) -> None:
+        print(f"slicectl: {line}", file=sys.stderr, flush=True)
+
     report = asyncio.run(apply_plan(config, topo, options, dry_run=args.dry_run,
-                                    confirm=confirm if ask else None))
+                                    confirm=confirm if ask else None,
+                                    progress=None if args.json else progress))
     if args.json:
         print(json.dumps({
             "dry_run": args.dry_run, "profile": config.profile,
