@@ -1,0 +1,73 @@
+"""slicectl's terminal UI (Textual). `run_tui` is the entry point of `slicectl tui`.
+
+Importing this package does not import textual: the app is loaded inside `run_tui`, after
+the cgroup root, tenants.yaml and the topology have been checked, so a wrong path ends in
+`error:`/`hint:` lines and exit status 1 rather than a traceback in a half-drawn screen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from slicectl.errors import SlicectlError
+
+if TYPE_CHECKING:
+    from slicectl.apply import ApplyOptions
+    from slicectl.tui.app import TuiSettings
+
+__all__ = ["run_tui", "tui_settings"]
+
+
+def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
+                 sysfs: str | None = None, topology_file: str | None = None, *,
+                 options: ApplyOptions | None = None, proc_root: Path = Path("/proc"),
+                 euid: int | None = None) -> TuiSettings:
+    """Resolve the command line into settings; raises ConfigError/TopologyError for bad input."""
+    from slicectl.apply import ApplyOptions
+    from slicectl.tui.app import TuiSettings
+    from slicectl.tui.model import readonly_reasons
+
+    cgroup_root = Path(cgroup_root)
+    options = options or ApplyOptions(cgroup_root=cgroup_root)
+    config = None
+    if tenants is not None:
+        from slicectl.config import load_config
+
+        config = load_config(tenants)
+    topology, topology_error = None, ""
+    try:
+        if topology_file is not None:
+            from slicectl.topology import load_topology_file
+
+            topology = load_topology_file(topology_file)
+        else:
+            from slicectl.sysfs import read_topology
+
+            topology = read_topology(sysfs or "/sys")
+    except SlicectlError as e:
+        if sysfs is not None or topology_file is not None:
+            raise  # asked for explicitly: a mistake to report, not to paper over
+        topology_error = e.message
+    readonly = readonly_reasons(tenants, options.cgroup_root, options.bus_address, euid)
+    if topology is None and tenants is not None:
+        readonly.append(f"no topology ({topology_error})")
+    return TuiSettings(cgroup_root=cgroup_root, interval=interval, tenants=tenants,
+                       config=config, topology=topology, topology_error=topology_error,
+                       options=options, proc_root=Path(proc_root), readonly=readonly)
+
+
+def run_tui(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
+            sysfs: str | None = None, topology_file: str | None = None, *,
+            options: ApplyOptions | None = None, proc_root: Path = Path("/proc")) -> int:
+    """`slicectl tui`: raises SamplerError (no cgroup v2 root), ConfigError or TopologyError
+    before the screen is taken over; returns the exit status."""
+    from slicectl.sampler import Sampler
+
+    with Sampler(Path(cgroup_root)) as sampler:  # the cgroup root first: the likeliest mistake
+        settings = tui_settings(tenants, cgroup_root, interval, sysfs, topology_file,
+                                options=options, proc_root=proc_root)
+        from slicectl.tui.app import SlicectlApp
+
+        result = SlicectlApp(settings, sampler).run()
+    return result or 0

@@ -1,0 +1,342 @@
+"""The Textual app: owns the poll loop, the shared state and the edit → plan → apply flow.
+
+Polling: one thread worker reads the cgroup tree and posts one `Sampled` message; only when
+that message has been handled is a one-shot timer armed for the next poll, so a slow read
+(thousands of slices, a stalled kernfs) stretches the interval instead of stacking reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.timer import Timer
+
+from slicectl.errors import SlicectlError
+from slicectl.metrics import SliceMetrics, compute
+from slicectl.sampler import Sampler, Snapshot
+from slicectl.tui.messages import Applied, DiffReady, Sampled, SampleFailed
+from slicectl.tui.model import History, SortKey, clamp_interval, next_interval
+from slicectl.tui.screens.base import DataScreen
+from slicectl.tui.screens.overview import OverviewScreen
+
+if TYPE_CHECKING:
+    from slicectl.apply import ApplyOptions
+    from slicectl.config import Config
+    from slicectl.plan import Plan
+    from slicectl.topology import Topology
+    from slicectl.tui.screens.edit import EditResult
+
+
+@dataclass
+class TuiSettings:
+    """Everything the app needs from the command line, resolved before it starts."""
+
+    cgroup_root: Path
+    interval: float = 1.0
+    tenants: str | None = None
+    config: Config | None = None
+    topology: Topology | None = None
+    topology_error: str = ""
+    options: ApplyOptions | None = None
+    proc_root: Path = Path("/proc")
+    readonly: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PendingChange:
+    """An edit or profile switch between planning and applying."""
+
+    title: str
+    config: Config  # with the profile applied: what apply gets
+    base: Config  # without it: what the app keeps
+    profile: str | None
+    text: str | None  # new tenants.yaml text, or None when the file does not change
+
+
+class SlicectlApp(App[int]):
+    """slicectl's TUI."""
+
+    CSS_PATH = "slicectl.tcss"
+    TITLE = "slicectl"
+    ENABLE_COMMAND_PALETTE = False  # its ctrl+p entry would crowd the footer at 80 columns
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("plus", "slower", "Slower"),
+        Binding("minus", "faster", "Faster"),
+    ]
+
+    def __init__(self, settings: TuiSettings, sampler: Sampler) -> None:
+        super().__init__()
+        self.settings = settings
+        self.sampler = sampler
+        self.interval, clamped = clamp_interval(settings.interval)
+        self.notes = [*settings.notes, *([clamped] if clamped else [])]
+        self.metrics: list[SliceMetrics] = []
+        self.history = History()
+        self.sort_key = SortKey.CPU
+        self.sort_reverse = False
+        self.config = settings.config
+        self.profile: str | None = None
+        self.readonly = list(settings.readonly)
+        self.samples = 0
+        self._prev: Snapshot | None = None
+        self._timer: Timer | None = None
+        self._polling = False
+        self._pending: PendingChange | None = None
+
+    # -- polling --------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.sub_title = f"every {self.interval:g}s"
+        self.push_screen(OverviewScreen())
+        for note in self.notes:
+            self.notify(note, severity="warning", timeout=10)
+        self.poll_now()
+
+    def poll_now(self) -> None:
+        """Sample now (unless a sample is in flight: its result re-arms the timer)."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        if self._polling:
+            return
+        self._polling = True
+        self._sample()
+
+    @work(thread=True, exclusive=True, group="sample")
+    def _sample(self) -> None:
+        try:
+            snapshot = self.sampler.sample()
+            metrics = compute(self._prev, snapshot)
+        except SlicectlError as e:
+            self.post_message(SampleFailed(e.message, e.hint))
+            return
+        except OSError as e:
+            self.post_message(SampleFailed(f"cannot read the cgroup tree: {e}", ""))
+            return
+        self.post_message(Sampled(snapshot, metrics))
+
+    def on_sampled(self, message: Sampled) -> None:
+        self._polling = False
+        self._prev = message.snapshot
+        self.metrics = message.metrics
+        self.history.add(message.metrics)
+        self.samples += 1
+        self.refresh_screens()
+        self._arm()
+
+    def on_sample_failed(self, message: SampleFailed) -> None:
+        self._polling = False
+        hint = f"\nhint: {message.hint}" if message.hint else ""
+        self.notify(message.message + hint, severity="error", timeout=5)
+        self._arm()
+
+    def _arm(self) -> None:
+        self._timer = self.set_timer(self.interval, self.poll_now)
+
+    def refresh_screens(self) -> None:
+        """Redraw every data screen on the stack (the hidden ones too, so back is current)."""
+        for screen in self.screen_stack:
+            if isinstance(screen, DataScreen):
+                screen.refresh_data()
+
+    def set_interval_s(self, seconds: float) -> None:
+        """Change the refresh interval (clamped to the 30 ms floor, with a message)."""
+        self.interval, clamped = clamp_interval(seconds)
+        self.sub_title = f"every {self.interval:g}s"
+        self.notify(clamped or f"refresh every {self.interval:g}s",
+                    severity="warning" if clamped else "information", timeout=3)
+        if not self._polling:
+            self.poll_now()  # re-arm with the new interval (and show it at once)
+
+    def action_slower(self) -> None:
+        """Longer refresh interval."""
+        self.set_interval_s(next_interval(self.interval, slower=True))
+
+    def action_faster(self) -> None:
+        """Shorter refresh interval (stops at the cpu controller's 30 ms window)."""
+        if self.interval <= clamp_interval(0.0)[0]:
+            self.notify(clamp_interval(0.0)[1], severity="warning", timeout=5)
+            return
+        self.set_interval_s(next_interval(self.interval, slower=False))
+
+    def action_help(self) -> None:
+        """Show the key bindings."""
+        from slicectl.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    # -- tenants and plans ----------------------------------------------------------------
+
+    def tenant_of(self, cgroup: str | None) -> str | None:
+        """The tenant whose slice is `cgroup`, if any."""
+        if self.config is None or cgroup is None:
+            return None
+        unit = cgroup.rpartition("/")[2]
+        return next((t.name for t in self.config.tenants
+                     if self.config.slice_unit(t.name) == unit), None)
+
+    def current_plan(self) -> tuple[Plan | None, str]:
+        """The plan for the current config and profile, or None and why not."""
+        if self.config is None or self.settings.topology is None:
+            return None, ""
+        from slicectl.plan import build_plan
+        from slicectl.unitdir import UnitDir
+
+        previous = None
+        if self.settings.options is not None:
+            previous = UnitDir(self.settings.options.unit_dir).manifest().placements
+        try:
+            config = self.config.with_profile(self.profile)
+            return build_plan(config, self.settings.topology, previous), ""
+        except SlicectlError as e:
+            return None, f"{e.message}" + (f" (hint: {e.hint})" if e.hint else "")
+
+    def _can_edit(self) -> bool:
+        if self.readonly:
+            self.notify("read-only: " + "; ".join(self.readonly), severity="warning")
+            return False
+        if self._pending is not None:
+            self.notify("a change is being planned or applied; wait for it", severity="warning")
+            return False
+        return True
+
+    def start_edit(self, tenant: str | None) -> None:
+        """Open the edit dialog for `tenant` (or the first tenant)."""
+        if not self._can_edit() or self.config is None or self.settings.tenants is None:
+            return
+        from slicectl.tui.screens.edit import EditScreen
+
+        path = self.settings.tenants
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as e:
+            self.notify(f"cannot read {path}: {e.strerror}", severity="error")
+            return
+        names = [t.name for t in self.config.tenants]
+        if not names:
+            self.notify(f"{path} has no tenants to edit", severity="warning")
+            return
+        self.push_screen(EditScreen(text, path, names, tenant), self._edited)
+
+    def _edited(self, result: EditResult | None) -> None:
+        if result is None:
+            return
+        try:
+            config = result.config.with_profile(self.profile)
+        except SlicectlError as e:
+            self.notify(e.message, severity="error")
+            return
+        self._pending = PendingChange(f"Edit {result.tenant}: plan", config, result.config,
+                                      self.profile, result.text)
+        self._plan()
+
+    def start_profile(self) -> None:
+        """Open the profile chooser."""
+        if not self._can_edit() or self.config is None:
+            return
+        if not self.config.profiles:
+            self.notify("tenants.yaml defines no profiles", severity="warning")
+            return
+        from slicectl.tui.screens.edit import ProfileScreen
+
+        self.push_screen(ProfileScreen(sorted(self.config.profiles), self.profile),
+                         self._profile_chosen)
+
+    def _profile_chosen(self, name: str | None) -> None:
+        from slicectl.tui.screens.edit import BASE
+
+        if name is None or self.config is None:
+            return
+        profile = None if name == BASE else name
+        self._pending = PendingChange(f"Switch to {name}: plan",
+                                      self.config.with_profile(profile), self.config, profile,
+                                      None)
+        self._plan()
+
+    @work(exclusive=True, group="apply")
+    async def _plan(self) -> None:
+        from slicectl.apply import compute_diff
+
+        p, options, topo = self._pending, self.settings.options, self.settings.topology
+        assert p is not None and options is not None and topo is not None
+        try:
+            diff = await compute_diff(p.config, topo, options)
+        except SlicectlError as e:
+            self.post_message(DiffReady([], [], False, e.message, e.hint))
+            return
+        self.post_message(DiffReady(diff.lines(options.unit_dir), diff.notes, diff.changed))
+
+    def on_diff_ready(self, message: DiffReady) -> None:
+        p = self._pending
+        if p is None:
+            return
+        if message.error:
+            self._pending = None
+            hint = f"\nhint: {message.hint}" if message.hint else ""
+            self.notify(f"cannot plan: {message.error}{hint}", severity="error", timeout=10)
+            return
+        from slicectl.tui.screens.edit import DiffScreen
+
+        if not message.changed and p.text is None:
+            self._pending = None
+            self.notify("nothing to change: the host already matches", timeout=4)
+            return
+        self.push_screen(DiffScreen(p.title, message.lines, message.notes, message.changed,
+                                    rewrites_file=p.text is not None), self._confirmed)
+
+    def _confirmed(self, yes: bool | None) -> None:
+        if not yes:
+            self._pending = None
+            self.notify("cancelled; nothing was changed", timeout=3)
+            return
+        self._apply()
+
+    @work(exclusive=True, group="apply")
+    async def _apply(self) -> None:
+        from slicectl.apply import apply_plan
+        from slicectl.tui.yamledit import write_atomically
+
+        p, options, topo = self._pending, self.settings.options, self.settings.topology
+        assert p is not None and options is not None and topo is not None
+        try:
+            report = await apply_plan(p.config, topo, options)
+            # Written only after a successful apply: a rolled-back apply leaves the file as is.
+            if p.text is not None and self.settings.tenants is not None:
+                write_atomically(Path(self.settings.tenants), p.text)
+        except SlicectlError as e:
+            self.post_message(Applied("", e.message, e.hint))
+            return
+        except OSError as e:
+            self.post_message(Applied("", f"cannot write {self.settings.tenants}: {e}"))
+            return
+        files = report.diff.files
+        n_files = len(files.created) + len(files.updated) + len(files.removed)
+        self.post_message(Applied(
+            f"applied: {len(report.set_live)} live change(s), {n_files} file(s), "
+            f"{len(report.started)} slice(s) started, verified {len(report.verified)} unit(s)"
+            + ("; tenants.yaml written" if p.text is not None else "")))
+
+    def on_applied(self, message: Applied) -> None:
+        p, self._pending = self._pending, None
+        if message.error:
+            hint = f"\nhint: {message.hint}" if message.hint else ""
+            self.notify(message.error + hint, severity="error", timeout=15)
+            return
+        if p is not None:
+            self.config, self.profile = p.base, p.profile
+        self.notify(message.summary, timeout=6)
+        self.poll_now()  # show the effect now, not one interval later
+        from slicectl.tui.screens.numa import NumaScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, NumaScreen):
+                screen.show_map()

@@ -1,0 +1,66 @@
+"""Every message the TUI's workers post: each worker run ends in exactly one of these."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from slicectl.metrics import SliceMetrics
+from slicectl.sampler import Snapshot
+from slicectl.tui.model import Process
+
+
+class Sampled(Message):
+    """A new snapshot and the metrics computed from it and the previous one."""
+
+    def __init__(self, snapshot: Snapshot, metrics: list[SliceMetrics]) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.metrics = metrics
+
+    def can_replace(self, message: Message) -> bool:
+        # A newer sample makes a pending older one worthless: coalesce.
+        return isinstance(message, Sampled)
+
+
+class SampleFailed(Message):
+    """The sampler raised; the poll loop keeps going."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__()
+        self.message = message
+        self.hint = hint
+
+
+class ProcessesRead(Message):
+    """The processes of the slice a detail screen shows."""
+
+    def __init__(self, cgroup: str, processes: list[Process]) -> None:
+        super().__init__()
+        self.cgroup = cgroup
+        self.processes = processes
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ProcessesRead) and message.cgroup == self.cgroup
+
+
+class DiffReady(Message):
+    """What apply would change (or why it cannot tell), for the confirmation dialog."""
+
+    def __init__(self, lines: list[str], notes: list[str], changed: bool,
+                 error: str = "", hint: str = "") -> None:
+        super().__init__()
+        self.lines = lines
+        self.notes = notes
+        self.changed = changed
+        self.error = error
+        self.hint = hint
+
+
+class Applied(Message):
+    """Apply finished: a one-line summary, or an error with its hint."""
+
+    def __init__(self, summary: str, error: str = "", hint: str = "") -> None:
+        super().__init__()
+        self.summary = summary
+        self.error = error
+        self.hint = hint

@@ -1,0 +1,200 @@
+"""Headless state of the TUI: history, sorting, processes, refresh interval, access checks.
+
+No textual imports here (DESIGN §1): everything in this module is testable without a
+terminal, and the screens only format what it returns.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from slicectl.metrics import MIN_RATE_WINDOW, SliceMetrics
+
+HISTORY = 120  # samples kept per slice: two minutes at the default interval
+SPARK = "▁▂▃▄▅▆▇█"
+# The interval ladder for `+`/`-`; the floor is the cpu controller's accuracy window
+# (seed 002: accounting over windows shorter than ~30 ms reads 0% or 50% instead of 25%).
+INTERVALS = (MIN_RATE_WINDOW, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+MAX_PROCESSES = 2000
+
+
+class SortKey(StrEnum):
+    """Overview orderings; `s` cycles through them in this order."""
+
+    CPU = "cpu"
+    MEMORY = "memory"
+    PRESSURE = "pressure"
+    THROTTLED = "throttled"
+    NAME = "name"
+
+
+def clamp_interval(seconds: float) -> tuple[float, str]:
+    """The interval to use and, when it had to be raised, a message saying why."""
+    if seconds < MIN_RATE_WINDOW:
+        return MIN_RATE_WINDOW, (
+            f"interval {seconds:g}s is below the cpu controller's {MIN_RATE_WINDOW * 1000:.0f} ms "
+            "accuracy window (seed 002): using 0.03s")
+    return seconds, ""
+
+
+def next_interval(current: float, slower: bool) -> float:
+    """The next step on the ladder above (slower) or below (faster) `current`."""
+    if slower:
+        return next((s for s in INTERVALS if s > current + 1e-9), INTERVALS[-1])
+    return next((s for s in reversed(INTERVALS) if s < current - 1e-9), INTERVALS[0])
+
+
+def worst_pressure(m: SliceMetrics) -> float:
+    """Highest PSI `some` share of cpu, memory and io (rate over the interval, else avg10)."""
+    worst = 0.0
+    for p in (m.cpu_pressure, m.memory_pressure, m.io_pressure):
+        if p is not None:
+            worst = max(worst, p.some.rate if p.some.rate is not None else p.some.avg10)
+    return worst
+
+
+def sort_metrics(metrics: Iterable[SliceMetrics], key: SortKey,
+                 reverse: bool = False) -> list[SliceMetrics]:
+    """Busiest first for the numeric keys, alphabetical for NAME; `reverse` flips either."""
+    by_name = sorted(metrics, key=lambda m: (m.unit, m.cgroup))
+    if key is SortKey.NAME:
+        return by_name[::-1] if reverse else by_name
+    value = {
+        SortKey.CPU: lambda m: m.cpu_cores or 0.0,
+        SortKey.MEMORY: lambda m: float(m.memory_current or 0),
+        SortKey.PRESSURE: worst_pressure,
+        SortKey.THROTTLED: lambda m: m.throttled_percent or 0.0,
+    }[key]
+    # sorted() is stable: equal values keep the name order in both directions.
+    return sorted(by_name, key=value, reverse=not reverse)
+
+
+def spark(values: Sequence[float | None], width: int, top: float | None = None) -> str:
+    """The last `width` values as block characters scaled to `top` (default: their max)."""
+    tail = list(values)[-width:]
+    known = [v for v in tail if v is not None]
+    scale = top if top else max(known, default=0.0)
+    out = []
+    for v in tail:
+        if v is None:
+            out.append(" ")
+        elif scale <= 0:
+            out.append(SPARK[0])
+        else:
+            out.append(SPARK[min(len(SPARK) - 1, int(v / scale * (len(SPARK) - 1) + 0.5))])
+    return "".join(out).rjust(width)
+
+
+@dataclass
+class SliceHistory:
+    """Recent values of one slice, oldest first."""
+
+    cpu: deque[float | None]
+    memory: deque[float | None]
+    psi_cpu: deque[float | None]
+    psi_memory: deque[float | None]
+    psi_io: deque[float | None]
+
+    @classmethod
+    def empty(cls) -> SliceHistory:
+        return cls(*(deque(maxlen=HISTORY) for _ in range(5)))
+
+
+def _some(m: SliceMetrics, which: str) -> float | None:
+    p = getattr(m, f"{which}_pressure")
+    if p is None:
+        return None
+    return float(p.some.rate if p.some.rate is not None else p.some.avg10)
+
+
+class History:
+    """Per-slice histories keyed by cgroup path; slices that vanish are forgotten."""
+
+    def __init__(self) -> None:
+        self.slices: dict[str, SliceHistory] = {}
+
+    def add(self, metrics: Iterable[SliceMetrics]) -> None:
+        """Append one sample of every slice."""
+        seen = set()
+        for m in metrics:
+            seen.add(m.cgroup)
+            h = self.slices.get(m.cgroup)
+            if h is None:
+                h = self.slices[m.cgroup] = SliceHistory.empty()
+            h.cpu.append(m.cpu_cores)
+            h.memory.append(None if m.memory_current is None else float(m.memory_current))
+            h.psi_cpu.append(_some(m, "cpu"))
+            h.psi_memory.append(_some(m, "memory"))
+            h.psi_io.append(_some(m, "io"))
+        for gone in set(self.slices) - seen:
+            del self.slices[gone]
+
+    def of(self, cgroup: str) -> SliceHistory:
+        """The history of one slice (empty when unknown)."""
+        return self.slices.get(cgroup) or SliceHistory.empty()
+
+
+@dataclass(frozen=True)
+class Process:
+    """One process in a slice's subtree."""
+
+    pid: int
+    comm: str
+    cgroup: str  # relative to the slice
+
+
+def read_processes(cgroup_root: Path, cgroup: str, proc_root: Path = Path("/proc"),
+                   limit: int = MAX_PROCESSES) -> list[Process]:
+    """Processes of a cgroup and everything below it: `cgroup.procs` plus `/proc/PID/comm`."""
+    top = Path(cgroup_root) / cgroup.lstrip("/")
+    found: list[Process] = []
+    for folder, dirs, files in os.walk(top):
+        dirs.sort()
+        if "cgroup.procs" not in files:
+            continue
+        try:
+            pids = Path(folder, "cgroup.procs").read_text().split()
+        except OSError:
+            continue  # the cgroup went away while we walked
+        rel = os.path.relpath(folder, top)
+        for pid in pids:
+            try:
+                comm = (proc_root / pid / "comm").read_text().strip()
+            except OSError:
+                continue  # exited between the two reads
+            found.append(Process(int(pid), comm, "" if rel == "." else rel))
+            if len(found) >= limit:
+                return sorted(found, key=lambda p: p.pid)
+    return sorted(found, key=lambda p: p.pid)
+
+
+def _bus_socket(address: str | None) -> Path | None:
+    """The socket path of a D-Bus address (None: abstract or not a unix path)."""
+    address = address or os.environ.get("DBUS_SYSTEM_BUS_ADDRESS",
+                                        "unix:path=/run/dbus/system_bus_socket")
+    for part in address.split(";")[0].partition(":")[2].split(","):
+        key, _, value = part.partition("=")
+        if key == "path":
+            return Path(value)
+    return None
+
+
+def readonly_reasons(tenants: str | None, cgroup_root: Path, bus_address: str | None,
+                     euid: int | None = None) -> list[str]:
+    """Why editing is off (empty list: it is on): no TENANTS, not root, no bus, no cgroup v2."""
+    reasons = []
+    if tenants is None:
+        reasons.append("no TENANTS file given")
+    if (os.geteuid() if euid is None else euid) != 0:
+        reasons.append("not root")
+    socket = _bus_socket(bus_address)
+    if socket is not None and not socket.exists():
+        reasons.append(f"no system bus ({socket} missing)")
+    if not (Path(cgroup_root) / "cgroup.controllers").is_file():
+        reasons.append(f"no cgroup v2 at {cgroup_root}")
+    return reasons

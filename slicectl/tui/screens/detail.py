@@ -1,0 +1,120 @@
+"""One slice: its limits, PSI and memory history, and its processes."""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Static
+
+from slicectl.cpulist import format_cpulist
+from slicectl.metrics import PressureMetrics, SliceMetrics
+from slicectl.monitor import COLUMNS, _size, row, row_style
+from slicectl.tui.messages import ProcessesRead
+from slicectl.tui.model import read_processes, spark
+from slicectl.tui.screens.base import DataScreen
+
+SPARK_WIDTH = 48
+
+
+def _psi(p: PressureMetrics | None) -> str:
+    if p is None:
+        return "-"
+    some = p.some.rate if p.some.rate is not None else p.some.avg10
+    if p.full is None:
+        return f"{some:.1f}/-%"
+    full = p.full.rate if p.full.rate is not None else p.full.avg10
+    return f"{some:.1f}/{full:.1f}%"
+
+
+def limits_text(m: SliceMetrics) -> str:
+    """Limits beside usage, one topic per line."""
+    cells = dict(zip(COLUMNS, row(m), strict=True))
+    cpus = format_cpulist(m.cpus) if m.cpus else "all"
+    weight = "-" if m.cpu_weight is None else str(m.cpu_weight)
+    return "\n".join((
+        f"CPU     {cells['cpu cores/allowed']} cores  CPUs {cpus}  weight {weight}  "
+        f"quota {cells['quota']}  throttled {cells['throttled']}",
+        f"memory  {_size(m.memory_current)}  anon {_size(m.anon)}  file {_size(m.file)}  "
+        f"swap {_size(m.swap_current)}  nodes {format_cpulist(m.mems) if m.mems else 'all'}",
+        f"limits  min {_size(m.memory_min or 0)}  low {_size(m.memory_low or 0)}  "
+        f"high {_size(m.memory_high)}  max {_size(m.memory_max)}  swap max {_size(m.swap_max)}",
+        f"PSI some/full  cpu {_psi(m.cpu_pressure)}  memory {_psi(m.memory_pressure)}  "
+        f"io {_psi(m.io_pressure)}",
+        f"events  {cells['events']}  tasks {cells['tasks']}",
+    ))
+
+
+class DetailScreen(DataScreen):
+    """The detail of one slice, refreshed with every sample."""
+
+    BINDINGS = [
+        Binding("escape,backspace", "app.pop_screen", "Back"),
+        Binding("e", "edit", "Edit"),
+    ]
+
+    def __init__(self, cgroup: str) -> None:
+        super().__init__()
+        self.cgroup = cgroup
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="detail-title")
+        yield Static(id="limits")
+        yield Static(id="history")
+        yield Static("processes", id="procs-title")
+        yield DataTable(id="procs", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#procs", DataTable)
+        table.add_columns("PID", "command", "cgroup")
+        self.refresh_data()
+
+    def metric(self) -> SliceMetrics | None:
+        """This slice's latest metrics (None: it vanished)."""
+        return next((m for m in self.tui.metrics if m.cgroup == self.cgroup), None)
+
+    def refresh_data(self) -> None:
+        m = self.metric()
+        title = self.query_one("#detail-title", Static)
+        if m is None:
+            title.update(f"{self.cgroup}: gone (the slice was stopped)")
+            return
+        title.update(f"{m.unit}  {m.cgroup}")
+        limits = self.query_one("#limits", Static)
+        limits.update(limits_text(m))
+        limits.set_class(bool(row_style(m)), "trouble")
+        h = self.tui.history.of(self.cgroup)
+        last = [v for v in h.memory if v is not None]
+        lines = [
+            f"cpu cores  {spark(h.cpu, SPARK_WIDTH, float(m.allowed_cpus))} "
+            f"{(m.cpu_cores or 0.0):.2f}",
+            f"memory     {spark(h.memory, SPARK_WIDTH, float(m.memory_max or 0) or None)} "
+            f"{_size(int(last[-1])) if last else '-'}",
+            f"psi cpu    {spark(h.psi_cpu, SPARK_WIDTH, 100.0)} {_psi(m.cpu_pressure)}",
+            f"psi memory {spark(h.psi_memory, SPARK_WIDTH, 100.0)} {_psi(m.memory_pressure)}",
+            f"psi io     {spark(h.psi_io, SPARK_WIDTH, 100.0)} {_psi(m.io_pressure)}",
+        ]
+        self.query_one("#history", Static).update("\n".join(lines))
+        self._read_processes()
+
+    @work(thread=True, exclusive=True, group="procs")
+    def _read_processes(self) -> None:
+        settings = self.tui.settings
+        procs = read_processes(settings.cgroup_root, self.cgroup, settings.proc_root)
+        self.post_message(ProcessesRead(self.cgroup, procs))
+
+    def on_processes_read(self, message: ProcessesRead) -> None:
+        if message.cgroup != self.cgroup:
+            return
+        table = self.query_one("#procs", DataTable)
+        table.clear()
+        for p in message.processes:
+            table.add_row(str(p.pid), p.comm, p.cgroup or ".", key=str(p.pid))
+        self.query_one("#procs-title", Static).update(
+            f"processes ({len(message.processes)})")
+
+    def action_edit(self) -> None:
+        """Edit this slice's tenant."""
+        self.tui.start_edit(self.tui.tenant_of(self.cgroup))

@@ -1,0 +1,157 @@
+"""Editing dialogs: a tenant's settings, the profile, and the plan diff to confirm."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Select, Static
+from textual.widgets.option_list import Option
+
+from slicectl.config import Config
+from slicectl.errors import ConfigError
+from slicectl.tui.yamledit import EDITABLE, current_values, edit_tenant
+
+HINTS = {
+    "cpus": "count or cpulist 0-3,8",
+    "cpu_weight": "1..10000",
+    "cpu_quota": "e.g. 600%",
+    "memory_max": "e.g. 24G or infinity",
+    "memory_high": "e.g. 22G",
+    "memory_low": "e.g. 16G",
+    "memory_min": "e.g. 0",
+}
+BASE = "(base)"  # the profile list's entry for "no profile"
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """A validated edit: the new tenants.yaml text and the config it parses to."""
+
+    tenant: str
+    text: str
+    config: Config
+
+
+class EditScreen(ModalScreen[EditResult | None]):
+    """Change one tenant's CPUs, weight, quota or memory limits; empty = unset."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "plan", "Plan")]
+
+    def __init__(self, text: str, path: str, tenants: list[str], tenant: str | None) -> None:
+        super().__init__()
+        self.text = text
+        self.path = path
+        self.tenants = tenants
+        self.tenant = tenant if tenant in tenants else tenants[0]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="edit-box", classes="dialog"):
+            yield Label(f"Edit tenant ({self.path})", classes="dialog-title")
+            yield Select([(t, t) for t in self.tenants], value=self.tenant, allow_blank=False,
+                         id="tenant", compact=True)
+            with Grid(id="edit-grid"):
+                for key in EDITABLE:
+                    yield Label(key)
+                    yield Input(placeholder=HINTS[key], id=f"f-{key}", compact=True)
+            yield Static(id="edit-error")
+            with Horizontal(classes="buttons"):
+                yield Button("Plan", id="plan", variant="primary", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+
+    def on_mount(self) -> None:
+        self._fill()
+        self.query_one(f"#f-{EDITABLE[0]}", Input).focus()
+
+    def _fill(self) -> None:
+        for key, value in current_values(self.text, self.path, self.tenant).items():
+            self.query_one(f"#f-{key}", Input).value = value
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str) and event.value != self.tenant:
+            self.tenant = event.value
+            self._fill()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.action_plan()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "plan":
+            self.action_plan()
+        else:
+            self.action_cancel()
+
+    def action_cancel(self) -> None:
+        """Close without changing anything."""
+        self.dismiss(None)
+
+    def action_plan(self) -> None:
+        """Validate the edit; on success hand it back for planning."""
+        values = {key: self.query_one(f"#f-{key}", Input).value for key in EDITABLE}
+        try:
+            text, config = edit_tenant(self.text, self.path, self.tenant, values)
+        except ConfigError as e:
+            self.query_one("#edit-error", Static).update(
+                "\n".join(f"{p.key}: {p.message}" + (f" ({p.hint})" if p.hint else "")
+                          for p in e.problems))
+            return
+        self.dismiss(EditResult(self.tenant, text, config))
+
+
+class ProfileScreen(ModalScreen[str | None]):
+    """Pick a profile (or the base configuration) to apply."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, profiles: list[str], current: str | None) -> None:
+        super().__init__()
+        self.profiles = profiles
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="profile-box", classes="dialog"):
+            yield Label("Switch profile", classes="dialog-title")
+            active = self.current or BASE
+            yield OptionList(*(Option(name + (" (active)" if name == active else ""), id=name)
+                               for name in [BASE, *self.profiles]), id="profiles")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        """Close without choosing."""
+        self.dismiss(None)
+
+
+class DiffScreen(ModalScreen[bool]):
+    """The plan diff of a pending change; `y` applies it, `n` or escape cancels."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Apply"),
+                Binding("n,escape", "answer(False)", "Cancel")]
+
+    def __init__(self, title: str, lines: list[str], notes: list[str], changed: bool,
+                 rewrites_file: bool) -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = lines
+        self.notes = notes
+        self.changed = changed
+        self.rewrites_file = rewrites_file
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="diff-box", classes="dialog"):
+            yield Label(self.title_text, classes="dialog-title")
+            body = list(self.lines) or ["The host already matches: no live change."]
+            if self.rewrites_file:
+                body.append("tenants.yaml will be rewritten (comments kept).")
+            body += [f"note: {n}" for n in self.notes]
+            with VerticalScroll(id="diff-lines"):
+                yield Static("\n".join(body), id="diff-text")
+            yield Label("Apply these changes? [y] yes  [n] no", id="diff-question")
+
+    def action_answer(self, yes: bool) -> None:
+        """Close with the answer."""
+        self.dismiss(yes)

@@ -1,0 +1,37 @@
+"""The `?` screen: every key binding on one page."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+HELP = """\
+[b]slicectl tui[/b] — per-slice CPU, memory and pressure, live
+
+[b]Overview[/b]
+  ↑/↓        move            enter  slice detail (processes, history)
+  s          cycle sort (cpu, memory, pressure, throttled, name)
+  r          reverse sort    m      NUMA map
+  e          edit tenant     p      switch profile
+[b]Everywhere[/b]
+  + / -      refresh slower / faster (never below 30 ms, seed 002)
+  ?          this help       escape back     q quit
+[b]Colours[/b]
+  [bold red]oom kill[/]  [red]near memory limit[/]  [yellow]pressure[/]  [magenta]throttled[/]
+[b]Editing[/b] (needs TENANTS, root, the system bus and cgroup v2)
+  change CPUs, weight, quota or memory → review the plan → apply live;
+  tenants.yaml is written back with its comments kept.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    """Key bindings; any of escape, ? or q closes it."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Static(HELP, id="help-text")
