@@ -224,7 +224,8 @@ def _protection(t: Tenant, ram: int) -> int:
     return sum(ram if v == INFINITY else v for v in (t.memory_low, t.memory_min) if v)
 
 
-def _overcommit_rule(c: Config, topo: Topology) -> Iterator[Finding]:
+def overcommit_rule(c: Config, topo: Topology) -> Iterator[Finding]:
+    """protection-overcommit: also enforced by build_plan, so nothing is generated."""
     ram = topo.total_memory
     if ram <= 0:  # sysfs without NUMA nodes: RAM unknown, nothing to compare with
         return
@@ -274,7 +275,7 @@ def lint(config: Config, topology: Topology | None) -> list[Finding]:
     findings += _confine_rules(config)
     findings += _housekeeping_rules(config)
     if topology is not None and layout is not None:
-        findings += _overcommit_rule(config, topology)
+        findings += overcommit_rule(config, topology)
         findings += _cross_node_rule(config, topology, layout)
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule))
 

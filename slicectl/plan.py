@@ -13,6 +13,7 @@ from typing import Any
 
 from slicectl.config import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.cpulist import format_cpulist, parse_cpulist
+from slicectl.errors import PlacementError
 from slicectl.placement import Layout, place
 from slicectl.topology import Topology
 from slicectl.values import INFINITY, format_duration_us, format_size
@@ -211,6 +212,12 @@ def build_plan(
 ) -> Plan:
     """Place tenants and derive the unit files; `previous` keeps tenants where they were."""
     layout = place(config, topo, previous)
+    from slicectl.lint import overcommit_rule
+
+    # Protection beyond RAM protects nobody (issue 5): refuse it here, not only in lint.
+    for finding in overcommit_rule(config, topo):
+        raise PlacementError(f"{finding.file}:{finding.line}: {finding.message}",
+                             f"{finding.fix} (source: {finding.source})")
     units: list[UnitPlan] = []
     parent = config.slice_unit()
     parent_props: dict[str, PropValue] = {}

@@ -213,8 +213,8 @@ EVERYTHING = """\
 version: 1
 housekeeping: {{cpus: {hk}}}
 confine:
-  system.slice: {{memory_high: 2G, memory_max: 3G, cpu_weight: 50}}
-  user.slice: {{memory_max: 2G, cpu_quota: 150%}}
+  system.slice: {{memory_high: 1G, memory_max: 1536M, cpu_weight: 50}}
+  user.slice: {{memory_max: 1G, cpu_quota: 150%}}
   cron.service: {{memory_max: 512M, cpu_quota: 50%, memory_swap_max: 0}}
 tenants:
   db:

@@ -37,11 +37,15 @@ def events(unit: str) -> dict[str, int]:
                                    guest.cgroup_file(unit, "memory.events").splitlines())}
 
 
-def test_cron_hog_is_held_at_its_memory_max(slicectl: Run, tmp_path: Path,
+def test_cron_hog_is_held_at_its_memory_max(slicectl: Run, tmp_path: Path, units: Any,
                                             manifest_cleanup: None) -> None:
     (tmp_path / "t.yaml").write_text(
         "version: 1\nconfine:\n  cron.service: {memory_max: 64M, memory_swap_max: 0}\n"
         "tenants:\n  a: {}\n")
+    was_active = guest.unit_property("cron.service", "ActiveState") == "active"
+    guest.systemctl("start", "cron.service")
+    if not was_active:
+        units.track("cron.service")
     proc = slicectl("apply", str(tmp_path / "t.yaml"), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert guest.cgroup_file("cron.service", "memory.max") == str(64 * MiB)
@@ -92,10 +96,12 @@ def test_memory_low_protects_a_tenants_page_cache(slicectl: Run, tmp_path: Path,
         for f in files.values():
             f.unlink(missing_ok=True)
     after = {n: stat(f"tenants-{n}.slice") for n in files}
-    kept, lost = after["kept"], after["lost"]
-    print(f"page cache before: {warm}; after: kept={kept['file']} lost={lost['file']}; "
-          f"refaults kept={kept.get('workingset_refault_file', 0) - refaults['kept']} "
-          f"lost={lost.get('workingset_refault_file', 0) - refaults['lost']}")
-    assert kept["file"] >= size * 0.8, "MemoryLow did not protect the tenant's page cache"
-    assert lost["file"] < kept["file"] * 0.8, "the hog did not create enough pressure"
-    assert events("tenants-lost.slice")["low"] == 0
+    refaulted = {n: after[n].get("workingset_refault_file", 0) - refaults[n] for n in files}
+    # Measured on the guest: kept ≈ 0 refaults, lost ≈ 16,000 pages (≈ 64 MiB read again).
+    print(f"page cache before: {warm}; after: kept={after['kept']['file']} "
+          f"lost={after['lost']['file']}; workingset refaults: {refaulted}")
+    # The unprotected tenant's pages were evicted and had to be read back (it keeps reading,
+    # so its cache refills: refaults, not the final size, show the damage — seed 001).
+    assert refaulted["lost"] > 1000, "the hog did not create enough pressure"
+    assert refaulted["kept"] * 10 < refaulted["lost"], refaulted
+    assert after["kept"]["file"] >= size * 0.8, "MemoryLow did not keep the page cache"
