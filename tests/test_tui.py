@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cgtree import Motion, MovingTree, make_root
@@ -432,3 +433,39 @@ async def test_read_only_mode_refuses_edits(tree: MovingTree, tmp_path: Path) ->
         assert any("read-only" in n.message for n in app._notifications)  # noqa: SLF001
         await pilot.press("p")
         assert not isinstance(app.screen, ProfileScreen)
+
+
+# -- snapshots (SVG, tests/snapshots/; update with `pytest --snapshot-update`) --------------
+
+
+@pytest.fixture
+def svg_snapshot(request: pytest.FixtureRequest) -> Any:
+    """syrupy's `snapshot`, one SVG file per test in tests/snapshots/ (skipped without it)."""
+    single_file = pytest.importorskip("syrupy.extensions.single_file")
+
+    class SvgFile(single_file.SingleFileSnapshotExtension):  # type: ignore[misc, name-defined]
+        _file_extension = "svg"
+        _write_mode = single_file.WriteMode.TEXT
+
+        @classmethod
+        def dirname(cls, *, test_location: Any) -> str:
+            return str(Path(test_location.filepath).parent / "snapshots")
+
+    return request.getfixturevalue("snapshot").use_extension(SvgFile)
+
+
+def snapshot_settings() -> TuiSettings:
+    """The static fixture tree, one sample only (a long interval), fixed read-only reason."""
+    config = edit_tenant(YAML, "tenants.yaml", "db1", {})[1]
+    return TuiSettings(cgroup_root=FIXTURE, interval=3600, tenants="tenants.yaml",
+                       config=config, topology=make_topology(),
+                       readonly=["not root"])
+
+
+@pytest.mark.parametrize("keys", [(), ("s", "s", "s", "s", "down", "down", "enter"), ("m",),
+                                  ("question_mark",)], ids=["overview", "detail", "numa", "help"])
+async def test_snapshot(keys: tuple[str, ...], svg_snapshot: Any) -> None:
+    async with running(snapshot_settings()) as (app, pilot):
+        await pilot.press(*keys)
+        await pilot.pause(0.1)
+        assert svg_snapshot == app.export_screenshot(simplify=True)

@@ -14,7 +14,7 @@ from slicectl.tui.messages import ProcessesRead
 from slicectl.tui.model import read_processes, spark
 from slicectl.tui.screens.base import DataScreen
 
-SPARK_WIDTH = 48
+SPARK_WIDTH = 40
 
 
 def _psi(p: PressureMetrics | None) -> str:

@@ -150,7 +150,8 @@ class DiffScreen(ModalScreen[bool]):
             body += [f"note: {n}" for n in self.notes]
             with VerticalScroll(id="diff-lines"):
                 yield Static("\n".join(body), id="diff-text")
-            yield Label("Apply these changes? [y] yes  [n] no", id="diff-question")
+            yield Label("Apply these changes? y: yes, apply live   n/esc: no", id="diff-question",
+                        markup=False)
 
     def action_answer(self, yes: bool) -> None:
         """Close with the answer."""
