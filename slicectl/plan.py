@@ -78,6 +78,7 @@ class UnitPlan:
     description: str | None = None
     slice: str | None = None  # member units: Slice= (takes effect on restart)
     tenant: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)  # file-only settings (OOMPolicy)
 
     def formatted(self) -> list[tuple[str, str]]:
         """(key, value) pairs in file order, values formatted for a unit file."""
@@ -88,6 +89,7 @@ class UnitPlan:
         return {
             "unit": self.unit, "path": self.path, "kind": self.kind, "section": self.section,
             "description": self.description, "slice": self.slice, "tenant": self.tenant,
+            "extra": dict(sorted(self.extra.items())),
             "properties": {k: _json_value(k, self.properties[k])
                            for k in RESOURCE_PROPS if k in self.properties},
         }
@@ -97,6 +99,7 @@ class UnitPlan:
         return cls(
             unit=d["unit"], path=d["path"], kind=d["kind"], section=d["section"],
             description=d.get("description"), slice=d.get("slice"), tenant=d.get("tenant"),
+            extra=dict(d.get("extra", {})),
             properties={k: _from_json_value(k, v) for k, v in d["properties"].items()},
         )
 
@@ -247,9 +250,15 @@ def build_plan(
     for unit in sorted(set(HOUSEKEEPING_UNITS) | set(confined)):
         props = _confine_props(confined.get(unit), layout.housekeeping,
                                unit in HOUSEKEEPING_UNITS)
+        # A confined service must survive its jobs hitting MemoryMax: systemd's default
+        # OOMPolicy=stop stops the whole unit when the kernel OOM-kills one of its processes
+        # (measured in the testbed: cron stopped and restarted); "continue" kills only the
+        # runaway job (systemd.service(5), OOMPolicy=).
+        extra = ({"OOMPolicy": "continue"}
+                 if unit.endswith(".service") and unit in confined else {})
         if props:
             units.append(UnitPlan(unit=unit, path=f"{unit}.d/{DROPIN_NAME}", kind="dropin",
-                                  section=_section(unit), properties=props))
+                                  section=_section(unit), properties=props, extra=extra))
     for t in config.tenants:
         for svc in t.services:
             units.append(UnitPlan(unit=svc, path=f"{svc}.d/{DROPIN_NAME}", kind="dropin",

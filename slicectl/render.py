@@ -76,6 +76,7 @@ def _context(u: UnitPlan, head: list[str]) -> dict[str, object]:
     context: dict[str, object] = {"header": [check_value(u.unit, "#", h) for h in head],
                                   "unit": u.unit, "section": u.section, "properties": props,
                                   "slice": None, "description": None}
+    context["extra"] = [(k, check_value(u.unit, k, v)) for k, v in sorted(u.extra.items())]
     if u.slice is not None:
         context["slice"] = check_value(u.unit, "Slice", u.slice)
     if u.description is not None:
