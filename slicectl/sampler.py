@@ -36,7 +36,13 @@ _FILES = (
 )  # fmt: skip
 _CPUS_SLOT = _FILES.index("cpuset.cpus.effective")
 # One more descriptor per cgroup: `cgroup.controllers`, checked at re-discovery only.
-FILES_PER_CGROUP = len(_FILES) + 1
+FILES_PER_CGROUP = len(_FILES) + 2  # + cgroup.controllers + cgroup.events
+# An empty cgroup ("populated 0" in cgroup.events) has no task that could move its counters
+# (CPU time, pressure stalls, memory events); it is re-read in full only every Nth refresh
+# (staggered across cgroups) or after invalidate(), e.g. once apply changed limits. Each
+# pread costs ~20 µs even for a one-number file in the testbed, so this is what keeps a
+# refresh of 1,000 mostly idle slices well under systemd-cgtop's cost (BENCHMARKS.md).
+IDLE_FULL_EVERY = 10
 
 
 class PsiLine(NamedTuple):
@@ -164,6 +170,7 @@ class _Cgroup:
 
     __slots__ = (
         "path", "unit", "inode", "fds", "controllers_fd", "controllers", "pinned", "raw", "last",
+        "events_fd", "slot",
     )  # fmt: skip
 
     def __init__(self, path: str, inode: int) -> None:
@@ -173,6 +180,8 @@ class _Cgroup:
         self.fds: list[int] = []
         self.controllers_fd = -1
         self.controllers = b""
+        self.events_fd = -1
+        self.slot = 0
         self.pinned = False
         # What the previous read returned, so unchanged files are not parsed again.
         self.raw: list[bytes | None] = []
@@ -205,6 +214,9 @@ class Sampler:
         self._open_fds = 0
         self._fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         self._next_discovery = 0.0
+        self._refresh = 0
+        self._added = 0
+        self._force_full = False
         self.host_cpus = len(online_cpus) if online_cpus else self._root_cpus()
         self._discover()
 
@@ -235,9 +247,11 @@ class Sampler:
         else:
             self._check_watched()
         now = time.monotonic()
+        self._refresh += 1
+        force, self._force_full = self._force_full, False
         out: dict[str, CgroupSample] = {}
         for cg in list(self._cgroups.values()):
-            s = self._read(cg)
+            s = self._read(cg, force)
             if s is None:
                 s = self._reopen(cg)
             if s is not None:
@@ -246,8 +260,23 @@ class Sampler:
 
     # -- reading (hot path) -------------------------------------------------------------
 
-    def _read(self, cg: _Cgroup) -> CgroupSample | None:
+    def invalidate(self) -> None:
+        """Read every cgroup in full at the next sample (limits may have changed)."""
+        self._force_full = True
+
+    def _read(self, cg: _Cgroup, force: bool = False) -> CgroupSample | None:
         """Read and parse one cgroup; None when it vanished."""
+        if (not force and cg.last is not None and cg.events_fd >= 0
+                and (self._refresh + cg.slot) % IDLE_FULL_EVERY):
+            try:
+                state = os.pread(cg.events_fd, 64, 0)
+            except OSError as e:
+                if e.errno not in _GONE:
+                    raise
+                self._close(cg)
+                return None
+            if state.startswith(b"populated 0"):
+                return cg.last  # no task inside: nothing but reclaim can have moved
         if not cg.pinned and not self._open(cg, pin=False):
             return None
         pread = os.pread
@@ -353,6 +382,7 @@ class Sampler:
             if fds[_CPUS_SLOT] < 0:  # no effective list on old kernels: use the configured one
                 fds[_CPUS_SLOT] = _open_at("cpuset.cpus", dfd)
             if pin:
+                cg.events_fd = _open_at("cgroup.events", dfd)
                 cg.controllers_fd = _open_at("cgroup.controllers", dfd)
                 if cg.controllers_fd >= 0:
                     cg.controllers = os.pread(cg.controllers_fd, 4096, 0)
@@ -383,6 +413,9 @@ class Sampler:
                 os.close(fd)
         if cg.controllers_fd >= 0:
             os.close(cg.controllers_fd)
+        if cg.events_fd >= 0:
+            os.close(cg.events_fd)
+        cg.events_fd = -1
         if cg.pinned:
             self._open_fds -= FILES_PER_CGROUP
         cg.fds = []
@@ -392,6 +425,8 @@ class Sampler:
     def _add(self, path: str, inode: int) -> _Cgroup:
         """Register a newly found cgroup, pinning its files while descriptors allow."""
         cg = _Cgroup(path, inode)
+        cg.slot = self._added  # staggers the full re-reads of idle cgroups
+        self._added += 1
         # Beyond the descriptor budget a cgroup is still sampled, with open/read/close.
         if self._open_fds + FILES_PER_CGROUP > self._fd_limit - _FD_RESERVE or self._open(
             cg, pin=True

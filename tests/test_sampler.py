@@ -222,3 +222,32 @@ def test_idle_slice_then_limit_change(tree: MovingTree, sampler: Sampler) -> Non
     assert second.memory_high == 1 << 30 and first.memory_high is None
     assert second.io_pressure is not None and second.io_pressure.some.total == 1000
     assert second.memory_pressure == first.memory_pressure
+
+
+def test_empty_cgroup_is_reread_only_every_nth_refresh_or_after_invalidate(
+        tree: MovingTree, sampler: Sampler) -> None:
+    from slicectl.sampler import IDLE_FULL_EVERY
+
+    web = "tenants.slice/tenants-web.slice"
+    (tree.root / web / "cgroup.events").write_text("populated 0\nfrozen 0\n")  # no task in it
+    first = sampler.sample().cgroups[web]
+    tree.cgroups[web].memory_current = 123 << 20  # e.g. its page cache was reclaimed
+    tree.advance(1.0)
+    (tree.root / web / "cgroup.events").write_text("populated 0\nfrozen 0\n")
+    seen = [sampler.sample().cgroups[web] for _ in range(IDLE_FULL_EVERY)]
+    # Until its staggered turn comes, an empty cgroup is handed back as it was...
+    assert seen[0] is first
+    # ... but within IDLE_FULL_EVERY refreshes it is read in full again.
+    assert any(s.memory_current == 123 << 20 for s in seen)
+    # A populated cgroup is read every time: db1's CPU time moves with each advance.
+    before = sampler.sample().cgroups[DB1].usage_usec
+    tree.advance(1.0)
+    (tree.root / web / "cgroup.events").write_text("populated 0\nfrozen 0\n")
+    after = sampler.sample().cgroups[DB1].usage_usec
+    assert before is not None and after is not None and after > before
+    # invalidate(): the next sample reads everything (limits may have changed after apply).
+    tree.cgroups[web].memory_max = "1073741824"
+    tree.advance(0)
+    (tree.root / web / "cgroup.events").write_text("populated 0\nfrozen 0\n")
+    sampler.invalidate()
+    assert sampler.sample().cgroups[web].memory_max == 1 << 30
