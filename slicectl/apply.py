@@ -294,29 +294,31 @@ def _verify_cgroup(options: ApplyOptions, unit: str, control_group: str,
     return problems
 
 
-async def _verify(sd: Systemd, plan: Plan, options: ApplyOptions) -> tuple[list[str],
-                                                                           list[str]]:
-    """Read back every managed unit: D-Bus properties and the cgroup files themselves."""
+async def _verify(sd: Systemd, plan: Plan, options: ApplyOptions,
+                  only: set[str] | None = None) -> tuple[dict[str, list[str]],
+                                                         list[PropChange]]:
+    """Read back managed units (all, or `only`): what systemd reports and, where that
+    matches, the cgroup files themselves. Returns cgroup problems per unit and the live
+    properties that still differ (the caller sets those, then verifies those units again)."""
     import asyncio
 
-    problems: list[str] = []
-    verified: list[str] = []
-    managed = managed_units(plan)
+    problems: dict[str, list[str]] = {}
+    differ: list[PropChange] = []
+    managed = [(u, o) for u, o in managed_units(plan) if only is None or u.unit in only]
     states = await asyncio.gather(*(sd.get_unit_properties(u.unit) for u, _ in managed))
     for (u, owned), st in zip(managed, states, strict=True):
         if not st.control_group:
             continue
         want = desired(u, owned)
         live = st.props
-        for prop, value in want.items():
-            if live.get(prop) != value:
-                problems.append(f"{u.unit}: systemd reports {prop}="
-                                f"{format_live(prop, live.get(prop))}, expected "
-                                f"{format_live(prop, value)}")
-        problems += _verify_cgroup(options, u.unit, st.control_group,
-                                   cgroup_expectations(want))
-        verified.append(u.unit)
-    return problems, verified
+        wrong = [PropChange(u.unit, p, live.get(p), v) for p, v in want.items()
+                 if live.get(p) != v]
+        if wrong:
+            differ += wrong
+            continue
+        problems[u.unit] = _verify_cgroup(options, u.unit, st.control_group,
+                                          cgroup_expectations(want))
+    return problems, differ
 
 
 async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
@@ -359,25 +361,40 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
                     touched.setdefault(unit, states[unit])
                 if diff.start:
                     say(f"starting {len(diff.start)} slice(s)")
-                await _gather_all([sd.start_unit(unit) for unit in diff.start])
+                    # The parent Wants= its tenant slices: one job starts them all; start
+                    # individually only what that did not bring up.
+                    parent = plan.units[0].unit
+                    await sd.start_unit(parent)
+                    later = await _gather_states(sd, [u for u in diff.start if u != parent])
+                    await _gather_all([sd.start_unit(u) for u, st in later.items()
+                                       if st.active_state != "active"])
                 report.started.extend(diff.start)
-                # After reload and start, set whatever still differs at runtime.
-                remaining, _, _ = await live_diff(sd, plan, options.unit_dir)
-                by_unit: dict[str, dict[str, LiveValue]] = {}
-                for c in remaining:
-                    by_unit.setdefault(c.unit, {})[c.prop] = c.want
-                for unit in by_unit:
-                    touched.setdefault(unit, states[unit])
-                if by_unit:
-                    say(f"setting {len(remaining)} live propert(ies) on {len(by_unit)} unit(s)")
-                await _gather_all([_set_live(sd, unit, props, options.control_dir)
-                                   for unit, props in by_unit.items()])
-                report.set_live = remaining
                 for unit in diff.stop:
                     await sd.stop_unit(unit)
                     report.stopped.append(unit)
+                # Reload has applied the files to running cgroups (measured on systemd 252);
+                # read everything back once, set at runtime only what still differs (e.g. a
+                # `systemctl set-property` value), then read those units back again.
                 say(f"verifying {len(managed_units(plan))} unit(s) in their cgroups")
-                problems, report.verified = await _verify(sd, plan, options)
+                checked, remaining = await _verify(sd, plan, options)
+                if remaining:
+                    by_unit: dict[str, dict[str, LiveValue]] = {}
+                    for c in remaining:
+                        by_unit.setdefault(c.unit, {})[c.prop] = c.want
+                        touched.setdefault(c.unit, states[c.unit])
+                    say(f"setting {len(remaining)} live propert(ies) on {len(by_unit)} "
+                        "unit(s)")
+                    await _gather_all([_set_live(sd, unit, props, options.control_dir)
+                                       for unit, props in by_unit.items()])
+                    report.set_live = remaining
+                    again, still = await _verify(sd, plan, options, set(by_unit))
+                    checked.update(again)
+                    for c in still:
+                        checked.setdefault(c.unit, []).append(
+                            f"{c.unit}: systemd reports {c.prop}={format_live(c.prop, c.live)}"
+                            f", expected {format_live(c.prop, c.want)}")
+                report.verified = sorted(checked)
+                problems = [p for unit in sorted(checked) for p in checked[unit]]
                 if problems:
                     raise ApplyError("verification failed: " + "; ".join(problems),
                                      "the kernel or systemd did not take the values; see "
@@ -390,6 +407,14 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
                 raise ApplyError(f"apply failed: {reason}; rolled back to the previous state",
                                  hint) from e
     return report
+
+
+async def _gather_states(sd: Systemd, units: list[str]) -> dict[str, UnitState]:
+    """Properties of several units, read concurrently."""
+    import asyncio
+
+    got = await asyncio.gather(*(sd.get_unit_properties(u) for u in units))
+    return dict(zip(units, got, strict=True))
 
 
 async def _gather_all(calls: list[Coroutine[Any, Any, Any]]) -> None:

@@ -79,6 +79,7 @@ class UnitPlan:
     slice: str | None = None  # member units: Slice= (takes effect on restart)
     tenant: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)  # file-only settings (OOMPolicy)
+    wants: tuple[str, ...] = ()  # the parent slice pulls its tenant slices in: one transaction
 
     def formatted(self) -> list[tuple[str, str]]:
         """(key, value) pairs in file order, values formatted for a unit file."""
@@ -89,7 +90,7 @@ class UnitPlan:
         return {
             "unit": self.unit, "path": self.path, "kind": self.kind, "section": self.section,
             "description": self.description, "slice": self.slice, "tenant": self.tenant,
-            "extra": dict(sorted(self.extra.items())),
+            "extra": dict(sorted(self.extra.items())), "wants": list(self.wants),
             "properties": {k: _json_value(k, self.properties[k])
                            for k in RESOURCE_PROPS if k in self.properties},
         }
@@ -99,7 +100,7 @@ class UnitPlan:
         return cls(
             unit=d["unit"], path=d["path"], kind=d["kind"], section=d["section"],
             description=d.get("description"), slice=d.get("slice"), tenant=d.get("tenant"),
-            extra=dict(d.get("extra", {})),
+            extra=dict(d.get("extra", {})), wants=tuple(d.get("wants", ())),
             properties={k: _from_json_value(k, v) for k, v in d["properties"].items()},
         )
 
@@ -235,9 +236,12 @@ def build_plan(
         parent_props["MemoryMin"] = mins
     if low:
         parent_props["MemoryLow"] = low
+    # Wants= the tenant slices: starting the parent (apply does, and so does the first member
+    # service after a boot) brings every tenant slice up in one systemd transaction.
     units.append(UnitPlan(unit=parent, path=parent, kind="unit", section="Slice",
                           properties=parent_props,
-                          description=f"slicectl tenants ({config.slice})"))
+                          description=f"slicectl tenants ({config.slice})",
+                          wants=tuple(config.slice_unit(t.name) for t in config.tenants)))
     for t in config.tenants:
         p = layout.of(t.name)
         name = config.slice_unit(t.name)

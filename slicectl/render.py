@@ -77,6 +77,7 @@ def _context(u: UnitPlan, head: list[str]) -> dict[str, object]:
                                   "unit": u.unit, "section": u.section, "properties": props,
                                   "slice": None, "description": None}
     context["extra"] = [(k, check_value(u.unit, k, v)) for k, v in sorted(u.extra.items())]
+    context["wants"] = [check_value(u.unit, "Wants", w) for w in u.wants]
     if u.slice is not None:
         context["slice"] = check_value(u.unit, "Slice", u.slice)
     if u.description is not None:
