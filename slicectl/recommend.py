@@ -13,9 +13,7 @@ import csv
 import io
 import json
 import math
-import os
 import re
-import tempfile
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from slicectl.atomic import write_atomically
 from slicectl.errors import SlicectlError
 from slicectl.values import format_size, parse_size
 
@@ -276,7 +275,7 @@ def write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
     if new_text is None or not _has_values(new_text, path, values):
         new_text = _round_trip(text, values)
     parse_config(load_yaml(new_text, path), path)  # never write a file slicectl cannot read
-    _replace_atomically(Path(path), new_text)
+    write_atomically(Path(path), new_text)
     return list(values)
 
 
@@ -374,23 +373,6 @@ def _round_trip(text: str, values: Mapping[str, Mapping[str, str]]) -> str:
     out = io.StringIO()
     yaml.dump(data, out)
     return out.getvalue()
-
-
-def _replace_atomically(path: Path, text: str) -> None:
-    """Write `text` to a temporary file next to `path`, then rename it over `path`."""
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # --- CLI entry point ------------------------------------------------------------------------

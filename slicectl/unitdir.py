@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from slicectl import __version__
+from slicectl.atomic import write_atomically
 from slicectl.cpulist import format_cpulist, parse_cpulist
 from slicectl.errors import OutputError
 
@@ -114,18 +114,8 @@ class Journal:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """temp file in the same directory + fsync + rename: readers see old or new, never half."""
-    tmp = path.with_name(f".{path.name}.slicectl-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Atomic replace (slicectl.atomic); a separate name so tests can make writes fail."""
+    write_atomically(path, data)
 
 
 class UnitDir:
