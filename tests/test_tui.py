@@ -246,6 +246,12 @@ async def test_overview_lists_slices_and_updates(tree: MovingTree) -> None:
         db1 = next(r for r in table_rows(app) if r[0] == "tenants-db1.slice")
         assert db1[1].endswith("/ 4") and db1[1] != "- / 4"  # cores / allowed CPUs
         assert "900.0M / 950.0M / 1.0G" in db1
+        # trouble colours: db1 is at 95 % of memory.high, system.slice is fine
+        table = app.screen.query_one(SliceTable)
+        styles = {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[0].style)
+                  for i in range(table.row_count)}
+        assert styles["tenants-db1.slice"] == "red"
+        assert styles["system.slice"] == ""
         assert "READ-ONLY" in static_text(app, "#banner")
 
 
@@ -454,6 +460,18 @@ def svg_snapshot(request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue("snapshot").use_extension(SvgFile)
 
 
+async def settled_screenshot(app: SlicectlApp, pilot: Pilot[int]) -> str:
+    """A screenshot once the footer shows its keys and two frames in a row agree."""
+    svg = ""
+    for _ in range(60):
+        await pilot.pause(0.05)
+        new = app.export_screenshot(simplify=True)
+        if new == svg and "Quit" in new:
+            break
+        svg = new
+    return svg
+
+
 def snapshot_settings() -> TuiSettings:
     """The static fixture tree, one sample only (a long interval), fixed read-only reason."""
     config = edit_tenant(YAML, "tenants.yaml", "db1", {})[1]
@@ -467,5 +485,15 @@ def snapshot_settings() -> TuiSettings:
 async def test_snapshot(keys: tuple[str, ...], svg_snapshot: Any) -> None:
     async with running(snapshot_settings()) as (app, pilot):
         await pilot.press(*keys)
-        await pilot.pause(0.1)
-        assert svg_snapshot == app.export_screenshot(simplify=True)
+        assert svg_snapshot == await settled_screenshot(app, pilot)
+
+
+def test_entry_point_reports_a_missing_cgroup_root_without_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "slicectl.tui", "--cgroup-root",
+                           str(tmp_path / "missing")], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: ") and "hint: " in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.timer import Timer
 
 from slicectl.errors import SlicectlError
@@ -144,8 +145,11 @@ class SlicectlApp(App[int]):
     def refresh_screens(self) -> None:
         """Redraw every data screen on the stack (the hidden ones too, so back is current)."""
         for screen in self.screen_stack:
-            if isinstance(screen, DataScreen):
-                screen.refresh_data()
+            if isinstance(screen, DataScreen) and screen.is_mounted:
+                try:
+                    screen.refresh_data()
+                except NoMatches:
+                    pass  # still composing, or torn down on exit: the next sample draws it
 
     def set_interval_s(self, seconds: float) -> None:
         """Change the refresh interval (clamped to the 30 ms floor, with a message)."""

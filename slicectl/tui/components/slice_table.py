@@ -27,8 +27,6 @@ class SliceTable(DataTable[Text]):
     def on_mount(self) -> None:
         self.cursor_type = "row"
         self.zebra_stripes = False
-        for name in HEADERS:
-            self.add_column(name, key=name)
 
     @property
     def selected(self) -> str | None:
@@ -42,21 +40,41 @@ class SliceTable(DataTable[Text]):
         return key.value
 
     def show(self, metrics: Sequence[SliceMetrics], history: History) -> None:
-        """Replace the rows, keeping the cursor on the same slice."""
-        keep = self.selected
-        self.clear()
-        for m in metrics:
-            cells = row(m)
-            h = history.of(m.cgroup)
-            top = float(m.allowed_cpus)
-            mem_top = float(m.memory_max or m.memory_high or 0) or None
-            cells = [*cells[:CPU_AT], spark(h.cpu, SPARK_WIDTH, top), *cells[CPU_AT:MEM_AT],
-                     spark(h.memory, SPARK_WIDTH, mem_top), *cells[MEM_AT:]]
-            style = row_style(m)
-            self.add_row(*(Text(c, style=style, justify="right" if name in RIGHT else "left")
-                           for name, c in zip(HEADERS, cells, strict=True)), key=m.cgroup)
+        """Show these slices in this order, keeping the cursor and the scroll position."""
+        rows = [(m.cgroup, _cells(m, history)) for m in metrics]
+        have = {key.value: column.width for key, column in self.columns.items()}
+        # Explicit column widths that only grow: DataTable's auto widths are measured on idle
+        # and rows drawn before that stay truncated until the next change.
+        want = {name: max([have.get(name, 0), len(name), *(cells[i].cell_len for _, cells in rows)])
+                for i, name in enumerate(HEADERS)}
+        if want == have and [key for key, _ in rows] == [key.value for key in self.rows]:
+            # Same slices, same order: update in place (clear() would reset the scroll).
+            for key, cells in rows:
+                for name, cell in zip(HEADERS, cells, strict=True):
+                    self.update_cell(key, name, cell)
+            return
+        keep, scroll_x = self.selected, self.scroll_x
+        self.clear(columns=want != have)
+        if not self.columns:
+            for name in HEADERS:
+                self.add_column(name, key=name, width=want[name])
+        for key, cells in rows:
+            self.add_row(*cells, key=key)
         if keep is not None:
             try:
                 self.move_cursor(row=self.get_row_index(keep), animate=False)
             except RowDoesNotExist:
                 pass
+        self.call_after_refresh(self.scroll_to, x=scroll_x, animate=False)
+
+
+def _cells(m: SliceMetrics, history: History) -> list[Text]:
+    """The row of one slice: the shared render layer's cells plus two sparklines."""
+    cells = row(m)
+    h = history.of(m.cgroup)
+    mem_top = float(m.memory_max or m.memory_high or 0) or None
+    cells = [*cells[:CPU_AT], spark(h.cpu, SPARK_WIDTH, float(m.allowed_cpus)),
+             *cells[CPU_AT:MEM_AT], spark(h.memory, SPARK_WIDTH, mem_top), *cells[MEM_AT:]]
+    style = row_style(m)
+    return [Text(c, style=style, justify="right" if name in RIGHT else "left")
+            for name, c in zip(HEADERS, cells, strict=True)]
