@@ -125,6 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", metavar="TENANTS",
                    help="write the suggestions into TENANTS (comments preserved)")
 
+    p = sub.add_parser("tui", help="interactive view of every slice; edit and apply live")
+    p.add_argument("tenants", metavar="TENANTS", nargs="?",
+                   help="tenants.yaml to show on the NUMA map and to edit (omit: view only)")
+    p.add_argument("--cgroup-root", metavar="DIR", default="/sys/fs/cgroup")
+    p.add_argument("--interval", metavar="S", type=float, default=1.0,
+                   help="refresh interval (default 1 s; never below 0.03 s, seed 002)")
+    _add_topology_args(p)
+    p.add_argument("--unit-dir", metavar="DIR", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--bus", metavar="ADDRESS", default=None, help=argparse.SUPPRESS)
+
     p = sub.add_parser("status", help="per-slice CPU, memory and pressure, two samples ~1 s "
                                       "apart")
     p.add_argument("--cgroup-root", metavar="DIR", default="/sys/fs/cgroup")
@@ -367,6 +377,13 @@ def cmd_top(args: argparse.Namespace) -> int:
     return run_top(Path(args.cgroup_root), args.interval, args.iterations)
 
 
+def cmd_tui(args: argparse.Namespace) -> int:
+    from slicectl.tui import run_tui
+
+    return run_tui(args.tenants, Path(args.cgroup_root), args.interval, args.sysfs,
+                   args.topology, options=_options(args))
+
+
 def cmd_lint(args: argparse.Namespace) -> int:
     from slicectl.lint import run_lint
 
@@ -391,7 +408,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 COMMANDS = {
     "topology": cmd_topology, "validate": cmd_validate, "plan": cmd_plan,
     "generate": cmd_generate, "apply": cmd_apply, "status": cmd_status, "top": cmd_top,
-    "lint": cmd_lint, "record": cmd_record, "recommend": cmd_recommend,
+    "lint": cmd_lint, "record": cmd_record, "recommend": cmd_recommend, "tui": cmd_tui,
 }
 
 

@@ -20,6 +20,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, OptionList, Static
 
 from slicectl.apply import ApplyOptions, apply_plan
+from slicectl.atomic import write_atomically
 from slicectl.config import load_config
 from slicectl.cpulist import parse_cpulist
 from slicectl.errors import ConfigError, SamplerError
@@ -43,7 +44,7 @@ from slicectl.tui.screens.detail import DetailScreen
 from slicectl.tui.screens.edit import DiffScreen, EditScreen, ProfileScreen
 from slicectl.tui.screens.help import HelpScreen
 from slicectl.tui.screens.numa import NumaScreen
-from slicectl.tui.yamledit import current_values, edit_tenant, write_atomically
+from slicectl.tui.yamledit import current_values, edit_tenant
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cgroup"
 
@@ -446,10 +447,10 @@ async def test_read_only_mode_refuses_edits(tree: MovingTree, tmp_path: Path) ->
 
 @pytest.fixture
 def svg_snapshot(request: pytest.FixtureRequest) -> Any:
-    """syrupy's `snapshot`, one SVG file per test in tests/snapshots/ (skipped without it)."""
-    single_file = pytest.importorskip("syrupy.extensions.single_file")
+    """syrupy's `snapshot`, one SVG file per test in tests/snapshots/."""
+    import syrupy.extensions.single_file as single_file
 
-    class SvgFile(single_file.SingleFileSnapshotExtension):  # type: ignore[misc, name-defined]
+    class SvgFile(single_file.SingleFileSnapshotExtension):
         _file_extension = "svg"
         _write_mode = single_file.WriteMode.TEXT
 

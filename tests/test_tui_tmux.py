@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import threading
@@ -19,8 +18,6 @@ from pathlib import Path
 
 import pytest
 from cgtree import Motion, MovingTree
-
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
 def tui_command(root: Path) -> str:

@@ -307,7 +307,7 @@ class SlicectlApp(App[int]):
     @work(exclusive=True, group="apply")
     async def _apply(self) -> None:
         from slicectl.apply import apply_plan
-        from slicectl.tui.yamledit import write_atomically
+        from slicectl.atomic import write_atomically
 
         p, options, topo = self._pending, self.settings.options, self.settings.topology
         assert p is not None and options is not None and topo is not None

@@ -9,10 +9,7 @@ No textual imports here.
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from slicectl.config import Config, load_yaml, parse_config
@@ -75,19 +72,3 @@ def edit_tenant(text: str, path: str, tenant: str, values: Mapping[str, str]) ->
     return new_text, config
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to a temporary file next to `path`, then rename it over `path`."""
-    path = Path(path)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
