@@ -51,14 +51,20 @@ def test_cron_hog_is_held_at_its_memory_max(slicectl: Run, tmp_path: Path, units
     assert guest.cgroup_file("cron.service", "memory.max") == str(64 * MiB)
     procs = guest.control_group("cron.service") / "cgroup.procs"
     before = events("cron.service")
-    # A job cron started: the process joins cron.service's cgroup, then allocates 200 MiB.
-    hog = subprocess.run(
-        ["sh", "-c", f"echo $$ > {procs}; exec python3 -c 'b = bytearray(200 << 20)'"],
-        capture_output=True, text=True, timeout=120)
+    # A job cron started: the process joins cron.service's cgroup, then grows 8 MiB at a time
+    # (touching every page) towards 200 MiB, printing how much it holds.
+    grow = ("import sys\nheld = []\nfor i in range(25):\n"
+            "    held.append(bytearray(8 << 20))\n    print(8 * (i + 1), flush=True)\n")
+    hog = subprocess.run(["sh", "-c", f"echo $$ > {procs} && exec python3 -c '{grow}'"],
+                         capture_output=True, text=True, timeout=180)
     after = events("cron.service")
-    assert hog.returncode != 0  # killed: it could not get past cron's limit
-    assert after["oom_kill"] > before["oom_kill"]
-    assert int(guest.cgroup_file("cron.service", "memory.peak")) <= 64 * MiB
+    held = [int(x) for x in hog.stdout.split()]
+    peak = int(guest.cgroup_file("cron.service", "memory.peak"))
+    detail = f"rc={hog.returncode} held={held[-1:]} peak={peak} {before} -> {after} {hog.stderr}"
+    assert hog.returncode != 0, detail  # it could not get its 200 MiB
+    assert held and held[-1] <= 64, detail
+    assert peak <= 64 * MiB, detail
+    assert after["max"] > before["max"], detail  # it ran into cron's MemoryMax
     assert guest.unit_property("cron.service", "ActiveState") == "active"  # cron survives
 
 
