@@ -3,6 +3,8 @@
 
 sampler.1000: CPU time per refresh of slicectl's sampler (sample + metrics) over a tree of
   1,000 slices, vs systemd-cgtop's CPU time per refresh on the same tree, same boot.
+tui.100: CPU use of the TUI refreshing at 1 Hz over 100 slices (headless Textual), vs
+  systemd-cgtop at 1 Hz on the same tree, as percent of one CPU.
 apply.100: wall time of `slicectl apply` for 100 tenants, vs a shell loop of
   `systemctl set-property` + `systemctl start` per tenant producing the same slices.
 Prints one line `BENCH-JSON {...}` for the host side.
@@ -22,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 CGROOT = Path("/sys/fs/cgroup")
-ONLY = set(filter(None, os.environ.get("BENCH_ONLY", "sampler.1000,apply.100").split(",")))
+ONLY = set(filter(None, os.environ.get("BENCH_ONLY",
+                                       "sampler.1000,tui.100,apply.100").split(",")))
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 
 
@@ -74,6 +77,52 @@ def bench_sampler() -> dict[str, Any]:
     r = result(ours, "s CPU/refresh", "systemd-cgtop", cgtop)
     r["cgroups"] = n
     return r
+
+
+TUI_SCRIPT = """
+import asyncio, sys, time
+from pathlib import Path
+from slicectl.sampler import Sampler
+from slicectl.tui import tui_settings
+from slicectl.tui.app import SlicectlApp
+
+async def main() -> None:
+    settings = tui_settings(None, Path("/sys/fs/cgroup"), 1.0)
+    with Sampler(settings.cgroup_root) as sampler:
+        app = SlicectlApp(settings, sampler)
+        async with app.run_test(size=(120, 40)) as pilot:
+            while app.samples < 2:
+                await pilot.pause(0.1)
+            t0, c0 = time.monotonic(), time.process_time()
+            await pilot.pause(float(sys.argv[1]))
+            print((time.process_time() - c0) / (time.monotonic() - t0) * 100)
+
+asyncio.run(main())
+"""
+
+
+def bench_tui() -> dict[str, Any]:
+    tree = CGROOT / "benchtui.slice"
+    tree.mkdir(exist_ok=True)
+    (tree / "cgroup.subtree_control").write_text("+cpu +io +memory +pids\n")
+    for i in range(100):
+        (tree / f"benchtui-s{i:03d}.slice").mkdir(exist_ok=True)
+    seconds = 10 if QUICK else 30
+    try:
+        proc = subprocess.run([sys.executable, "-c", TUI_SCRIPT, str(seconds)], check=True,
+                              capture_output=True, text=True)
+        ours = float(proc.stdout.strip().splitlines()[-1])
+        before = children_cpu()
+        start = time.monotonic()
+        subprocess.run(["systemd-cgtop", "--batch", f"--iterations={seconds}", "--delay=1",
+                        "--depth=3"], check=True, stdout=subprocess.DEVNULL)
+        cgtop = (children_cpu() - before) / (time.monotonic() - start) * 100
+    finally:
+        for d in sorted(tree.iterdir(), reverse=True):
+            if d.is_dir():
+                d.rmdir()
+        tree.rmdir()
+    return result(ours, "% of one CPU at 1 Hz", "systemd-cgtop at 1 Hz", cgtop)
 
 
 def tenants_yaml(n: int) -> str:
@@ -128,6 +177,8 @@ def main() -> int:
     out: dict[str, Any] = {}
     if "sampler.1000" in ONLY:
         out["sampler.1000"] = bench_sampler()
+    if "tui.100" in ONLY:
+        out["tui.100"] = bench_tui()
     if "apply.100" in ONLY:
         out["apply.100"] = bench_apply()
     print("BENCH-JSON " + json.dumps(out), flush=True)
