@@ -55,9 +55,10 @@ def test_every_rule_has_a_case() -> None:
     assert covered | {"root-tasks"} == set(RULES)  # root-tasks: live, tested below
 
 
-def test_web_batch_example() -> None:
-    """The confined web + batch example is sound: no findings at all."""
-    path = ROOT / "examples" / "web-batch.yaml"
+@pytest.mark.parametrize("example", ["web-batch.yaml", "linkedin-host.yaml"])
+def test_sound_examples_have_no_findings(example: str) -> None:
+    """The confined examples follow every recommendation: no findings at all."""
+    path = ROOT / "examples" / example
     findings = lint(load_config(str(path)), load_topology_file(_topo()))
     assert [(f.rule, f.level) for f in findings] == []
 
