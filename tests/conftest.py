@@ -41,7 +41,7 @@ def dbus_daemon() -> Iterator[str]:
     """A private dbus-daemon for one test; yields its address."""
     daemon = shutil.which("dbus-daemon")
     if daemon is None:
-        pytest.skip("dbus-daemon is not installed")
+        pytest.fail("dbus-daemon is not installed (tests/run installs it)")
     # Not tmp_path: a unix socket path must stay under ~108 bytes.
     folder = Path(tempfile.mkdtemp(prefix="slicectl-bus-"))
     config = folder / "bus.conf"
