@@ -451,7 +451,8 @@ def svg_snapshot(request: pytest.FixtureRequest) -> Any:
     import syrupy.extensions.single_file as single_file
 
     class SvgFile(single_file.SingleFileSnapshotExtension):
-        _file_extension = "svg"
+        file_extension = "svg"  # syrupy >= 5
+        _file_extension = "svg"  # syrupy 4
         _write_mode = single_file.WriteMode.TEXT
 
         @classmethod
