@@ -97,11 +97,12 @@ def test_memory_low_protects_a_tenants_page_cache(slicectl: Run, tmp_path: Path,
     try:
         guest.run(["systemd-run", "--wait", "--unit=pagecache-hog", "--slice=system.slice",
                    "dd", f"if={big}", "of=/dev/null", "bs=1M"], check=True, timeout=600)
+        # Measure before removing the files: deleting a file drops its page cache.
+        after = {n: stat(f"tenants-{n}.slice") for n in files}
     finally:
         big.unlink()
         for f in files.values():
             f.unlink(missing_ok=True)
-    after = {n: stat(f"tenants-{n}.slice") for n in files}
     refaulted = {n: after[n].get("workingset_refault_file", 0) - refaults[n] for n in files}
     # Measured on the guest: kept ≈ 0 refaults, lost ≈ 16,000 pages (≈ 64 MiB read again).
     print(f"page cache before: {warm}; after: kept={after['kept']['file']} "
