@@ -152,13 +152,14 @@ def _read_texts(paths: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _load_plan(config: Config, topology: Topology, unit_dir: UnitDir,
-               templates: str | None) -> tuple[Plan, dict[str, str]]:
+def load_plan(config: Config, topology: Topology, options: ApplyOptions) -> tuple[
+        Plan, dict[str, str]]:
+    """The plan (starting from where the last apply placed tenants) and its rendered files."""
     from slicectl.plan import build_plan
     from slicectl.render import render
 
-    plan = build_plan(config, topology, unit_dir.manifest().placements)
-    return plan, render(plan, templates)
+    plan = build_plan(config, topology, UnitDir(options.unit_dir).manifest().placements)
+    return plan, render(plan, options.templates)
 
 
 async def live_diff(sd: Systemd, plan: Plan, unit_dir: Path,
@@ -203,19 +204,29 @@ async def live_diff(sd: Systemd, plan: Plan, unit_dir: Path,
     return changes, start, states
 
 
-async def compute_diff(config: Config, topology: Topology, options: ApplyOptions) -> Diff:
-    """What `apply` would change on the host (files and live state); changes nothing."""
+async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str],
+                    options: ApplyOptions) -> tuple[Diff, dict[str, UnitState]]:
+    """What applying `plan` would change: files, live properties, slices to start and stop."""
+    unit_dir = UnitDir(options.unit_dir)
+    diff = Diff(files=unit_dir.diff(files))
+    notes: list[str] = []
+    diff.props, diff.start, states = await live_diff(sd, plan, options.unit_dir, notes)
+    diff.stop, diff.notes = await _removed_slices(sd, plan, unit_dir, options)
+    diff.notes += notes + await _member_notes(sd, plan)
+    return diff, states
+
+
+async def diff_plan(plan: Plan, files: Mapping[str, str], options: ApplyOptions) -> Diff:
+    """host_diff over a connection of its own; changes nothing."""
     from slicectl.systemd import Systemd
 
-    unit_dir = UnitDir(options.unit_dir)
-    plan, files = _load_plan(config, topology, unit_dir, options.templates)
-    diff = Diff(files=unit_dir.diff(files))
     async with await Systemd.connect(options.bus_address) as sd:
-        notes: list[str] = []
-        diff.props, diff.start, _ = await live_diff(sd, plan, options.unit_dir, notes)
-        diff.stop, diff.notes = await _removed_slices(sd, plan, unit_dir, options)
-        diff.notes += notes + await _member_notes(sd, plan)
-    return diff
+        return (await host_diff(sd, plan, files, options))[0]
+
+
+async def compute_diff(config: Config, topology: Topology, options: ApplyOptions) -> Diff:
+    """What `apply` would change on the host (files and live state); changes nothing."""
+    return await diff_plan(*load_plan(config, topology, options), options)
 
 
 async def _removed_slices(sd: Systemd, plan: Plan, unit_dir: UnitDir,
@@ -334,13 +345,9 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
 
     unit_dir = UnitDir(options.unit_dir)
     with apply_lock(options.lock_path):
-        plan, files = _load_plan(config, topology, unit_dir, options.templates)
+        plan, files = load_plan(config, topology, options)
         async with await Systemd.connect(options.bus_address) as sd:
-            diff = Diff(files=unit_dir.diff(files))
-            notes: list[str] = []
-            diff.props, diff.start, states = await live_diff(sd, plan, options.unit_dir, notes)
-            diff.stop, diff.notes = await _removed_slices(sd, plan, unit_dir, options)
-            diff.notes += notes + await _member_notes(sd, plan)
+            diff, states = await host_diff(sd, plan, files, options)
             report = ApplyReport(diff=diff, notes=list(diff.notes))
             if dry_run or not diff.changed:
                 return report

@@ -200,9 +200,6 @@ def _options(args: argparse.Namespace) -> ApplyOptions:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from slicectl.plan import build_plan
-    from slicectl.unitdir import UnitDir
-
     config = _load_config(args)
     topo = _load_topology(args)
     # Offline (a plan for another host, or a fixture) unless pointed at a host's units/bus.
@@ -212,21 +209,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if live:
         import asyncio
 
-        from slicectl.apply import Diff, compute_diff
+        from slicectl.apply import Diff, diff_plan, load_plan
+        from slicectl.unitdir import UnitDir
 
+        # Placed from where apply left tenants (the unit dir's manifest), so plan shows
+        # exactly what apply will do.
         options = _options(args)
+        plan, files = load_plan(config, topo, options)
         try:
-            diff = asyncio.run(compute_diff(config, topo, options))
+            diff = asyncio.run(diff_plan(plan, files, options))
         except SlicectlError as e:
             if args.exit_code:
                 raise
             # No systemd to ask (not root, a container, a build host): compare files only.
             warning = f"live state not compared: {e.message}"
-            diff = Diff(files=UnitDir(options.unit_dir).diff(_render(config, topo, options)))
-    # A live plan starts from where apply placed tenants last (the unit dir's manifest), so
-    # plan shows exactly what apply will do.
-    previous = (UnitDir(_options(args).unit_dir).manifest().placements if live else None)
-    plan = build_plan(config, topo, previous)
+            diff = Diff(files=UnitDir(options.unit_dir).diff(files))
+    else:
+        from slicectl.plan import build_plan
+
+        plan = build_plan(config, topo)
     if args.json:
         import json
 
@@ -254,15 +255,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.exit_code and diff is not None and diff.changed:
         return EXIT_DIFF
     return EXIT_OK
-
-
-def _render(config: Config, topo: Topology, options: ApplyOptions) -> dict[str, str]:
-    from slicectl.plan import build_plan
-    from slicectl.render import render
-    from slicectl.unitdir import UnitDir
-
-    previous = UnitDir(options.unit_dir).manifest().placements
-    return render(build_plan(config, topo, previous), options.templates)
 
 
 def _diff_json(diff: Diff) -> dict[str, object]:
