@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +41,29 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def bench_sampler() -> dict[str, Any]:
-    tree = CGROOT / "benchtree.slice"
+@contextmanager
+def slice_tree(name: str, n: int) -> Iterator[int]:
+    """N empty slices under /sys/fs/cgroup/NAME.slice with cpu, io, memory and pids enabled
+    (plain cgroup directories: the sampler and systemd-cgtop read the same tree)."""
+    tree = CGROOT / f"{name}.slice"
     for ctl in ("cpu", "io", "memory", "pids"):
         (CGROOT / "cgroup.subtree_control").write_text(f"+{ctl}\n")
     tree.mkdir(exist_ok=True)
     (tree / "cgroup.subtree_control").write_text("+cpu +io +memory +pids\n")
-    for i in range(1000):
-        (tree / f"benchtree-s{i:04d}.slice").mkdir(exist_ok=True)
-    refreshes = 10 if QUICK else 30
+    for i in range(n):
+        (tree / f"{name}-s{i:04d}.slice").mkdir(exist_ok=True)
     try:
+        yield n
+    finally:
+        for d in sorted(tree.iterdir(), reverse=True):
+            if d.is_dir():
+                d.rmdir()
+        tree.rmdir()
+
+
+def bench_sampler() -> dict[str, Any]:
+    refreshes = 10 if QUICK else 30
+    with slice_tree("benchtree", 1000):
         sys.path.insert(0, os.environ.get("SLICECTL_CHECKOUT", "."))
         from slicectl.metrics import compute
         from slicectl.sampler import Sampler
@@ -69,11 +84,6 @@ def bench_sampler() -> dict[str, Any]:
         subprocess.run(["systemd-cgtop", "--batch", f"--iterations={refreshes}",
                         "--delay=0.05", "--depth=3"], check=True, stdout=subprocess.DEVNULL)
         cgtop = (children_cpu() - before) / refreshes
-    finally:
-        for d in sorted(tree.iterdir(), reverse=True):
-            if d.is_dir():
-                d.rmdir()
-        tree.rmdir()
     r = result(ours, "s CPU/refresh", "systemd-cgtop", cgtop)
     r["cgroups"] = n
     return r
@@ -102,13 +112,8 @@ asyncio.run(main())
 
 
 def bench_tui() -> dict[str, Any]:
-    tree = CGROOT / "benchtui.slice"
-    tree.mkdir(exist_ok=True)
-    (tree / "cgroup.subtree_control").write_text("+cpu +io +memory +pids\n")
-    for i in range(100):
-        (tree / f"benchtui-s{i:03d}.slice").mkdir(exist_ok=True)
     seconds = 10 if QUICK else 30
-    try:
+    with slice_tree("benchtui", 100):
         proc = subprocess.run([sys.executable, "-c", TUI_SCRIPT, str(seconds)], check=True,
                               capture_output=True, text=True)
         ours = float(proc.stdout.strip().splitlines()[-1])
@@ -117,11 +122,6 @@ def bench_tui() -> dict[str, Any]:
         subprocess.run(["systemd-cgtop", "--batch", f"--iterations={seconds}", "--delay=1",
                         "--depth=3"], check=True, stdout=subprocess.DEVNULL)
         cgtop = (children_cpu() - before) / (time.monotonic() - start) * 100
-    finally:
-        for d in sorted(tree.iterdir(), reverse=True):
-            if d.is_dir():
-                d.rmdir()
-        tree.rmdir()
     return result(ours, "% of one CPU at 1 Hz", "systemd-cgtop at 1 Hz", cgtop)
 
 
