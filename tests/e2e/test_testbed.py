@@ -113,3 +113,18 @@ def test_checkout_and_dependencies_import_in_the_guest() -> None:
     where = guest.run(["python3", "-c", "import slicectl; print(slicectl.__file__)"]).stdout
     assert where.startswith(os.environ["SLICECTL_CHECKOUT"])
     assert shutil.which("slicectl") == "/usr/local/bin/slicectl"
+
+
+def test_slicectl_command_is_the_checkout_installed_on_the_guest_disk() -> None:
+    # `slicectl` runs from /opt/slicectl/lib (unpacked at boot, like a pip install), not over
+    # 9p: the installed files must be exactly the checkout's, templates included.
+    installed = Path("/opt/slicectl/lib/slicectl")
+    checkout = Path(os.environ["SLICECTL_CHECKOUT"])
+    for source, dest in [(checkout / "slicectl", installed),
+                         (checkout / "templates", installed / "templates")]:
+        names = sorted(p.name for p in source.glob("*.py")) + sorted(
+            p.name for p in source.glob("*.j2"))
+        assert names
+        for name in names:
+            assert (dest / name).read_bytes() == (source / name).read_bytes(), name
+    assert "usage: slicectl" in guest.slicectl("--help").stdout
