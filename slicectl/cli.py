@@ -268,7 +268,7 @@ def _diff_json(diff: Diff) -> dict[str, object]:
                         "live": format_live(c.prop, c.live),
                         "desired": format_live(c.prop, c.want), "source": c.source}
                        for c in diff.props],
-        "start": diff.start, "stop": diff.stop, "notes": diff.notes,
+        "reload": diff.reload, "start": diff.start, "stop": diff.stop, "notes": diff.notes,
     }
 
 

@@ -159,6 +159,19 @@ class UnitState:
     memory_low: int
     memory_min: int
 
+    @classmethod
+    def absent(cls, unit: str) -> UnitState:
+        """A unit systemd has not loaded: no state, no cgroup, nothing set."""
+        fields: dict[str, Any] = {spec.attr: decode(name, _UNSET_RAW[spec.kind])
+                                  for name, spec in PROPERTIES.items()}
+        fields["active_state"] = "inactive"
+        return cls(unit=unit, **fields)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether systemd has the unit in memory (a reload is needed to change it)."""
+        return self.load_state != ""
+
     @property
     def props(self) -> dict[str, PropValue]:
         """The settable properties by systemd name, for diffing desired against live."""
@@ -174,6 +187,14 @@ class ListedUnit:
     active_state: str
     sub_state: str
     path: str
+    job_id: int = 0  # 0: no job queued for the unit
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> ListedUnit:
+        """From a row (ssssssouso): name, description, load, active, sub, following, path,
+        job id, job type, job path."""
+        return cls(str(row[0]), str(row[2]), str(row[3]), str(row[4]), str(row[6]),
+                   int(row[7]))
 
 
 _RUN_AS_ROOT = "run as root (sudo slicectl ...): changing system units needs privileges"
@@ -269,6 +290,11 @@ class Systemd:
         self._bus.disconnect()
         with contextlib.suppress(Exception):
             await self._bus.wait_for_disconnect()  # type: ignore[no-untyped-call]
+
+    @property
+    def job_timeout(self) -> float:
+        """How long a job (or a reload) may take before slicectl gives up on it."""
+        return self._job_timeout
 
     async def __aenter__(self) -> Self:
         return self
@@ -391,11 +417,20 @@ class Systemd:
         return str((await self._call("LoadUnit", "s", [unit], action=f"loading {unit}",
                                      unit=unit))[0])
 
-    async def get_unit_properties(self, unit: str) -> UnitState:
-        """Read the unit's state and every property in PROPERTIES (loading it if needed)."""
-        path = await self.load_unit(unit)
+    async def get_unit_properties(self, unit: str, *, load: bool = True,
+                                  unit_interface: bool = True) -> UnitState:
+        """Read the unit's state and the properties in PROPERTIES.
+
+        `load=False` does not load a unit systemd has not loaded (GetUnit, not LoadUnit): such
+        a unit comes back as UnitState.absent, and systemd loads its files fresh from disk
+        when it is next started. `unit_interface=False` skips the Unit interface (state,
+        fragment, drop-ins; ~100 properties): its fields come back empty.
+        """
+        path = await (self.load_unit(unit) if load else self.get_unit(unit))
+        if path is None:
+            return UnitState.absent(unit)
         raw: dict[str, Any] = {}
-        interfaces = [UNIT_IFACE]
+        interfaces = [UNIT_IFACE] if unit_interface else []
         if (cgroup_iface := CGROUP_IFACES.get(unit.rpartition(".")[2])) is not None:
             interfaces.append(cgroup_iface)
         for interface in interfaces:
@@ -404,7 +439,7 @@ class Systemd:
                                          action=f"reading properties of {unit}")
             raw.update({k: v.value for k, v in values.items() if k in PROPERTIES})
         fields: dict[str, Any] = {spec.attr: decode(name, raw.get(name, _UNSET_RAW[spec.kind]))
-                  for name, spec in PROPERTIES.items()}
+                                  for name, spec in PROPERTIES.items()}
         return UnitState(unit=unit, **fields)
 
     async def list_units_by_patterns(self, states: Iterable[str],
@@ -412,4 +447,10 @@ class Systemd:
         """Manager.ListUnitsByPatterns: loaded units matching states and glob patterns."""
         (rows,) = await self._call("ListUnitsByPatterns", "asas", [list(states), list(patterns)],
                                    action="listing units")
-        return [ListedUnit(r[0], r[2], r[3], r[4], r[6]) for r in rows]
+        return [ListedUnit.from_row(r) for r in rows]
+
+    async def list_units_by_names(self, names: Iterable[str]) -> list[ListedUnit]:
+        """Manager.ListUnitsByNames: one row per name, in order (systemd loads each unit)."""
+        (rows,) = await self._call("ListUnitsByNames", "as", [list(names)],
+                                   action="listing units")
+        return [ListedUnit.from_row(r) for r in rows]

@@ -118,6 +118,23 @@ def _write_atomic(path: Path, data: bytes) -> None:
     write_atomically(path, data)
 
 
+def _write_all(writes: list[tuple[Path, bytes]]) -> None:
+    """Write each file atomically, several at a time: each write waits for its fsync, and
+    the file system commits concurrent fsyncs together (205 files of a 100-tenant apply:
+    1.2 s one by one in the testbed, see BENCHMARKS.md). Waits for all, then raises the
+    first error; the caller's journal restores whatever was written."""
+    if len(writes) < 4:
+        for path, data in writes:
+            _write_atomic(path, data)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(16, len(writes))) as pool:
+        futures = [pool.submit(_write_atomic, path, data) for path, data in writes]
+    for future in futures:
+        future.result()
+
+
 class UnitDir:
     """The unit directory slicectl writes into, with its manifest."""
 
@@ -173,6 +190,7 @@ class UnitDir:
             if not self.root.is_dir():
                 self.root.mkdir(parents=True)
                 journal.made_dirs.append(self.root)
+            writes: list[tuple[Path, bytes]] = []
             for rel in changes.created + changes.updated:
                 path = self._target(rel)
                 parent = path.parent
@@ -181,7 +199,8 @@ class UnitDir:
                     journal.made_dirs.append(parent)
                 old = path.read_bytes() if path.exists() else None
                 journal.previous.append((path, old))
-                _write_atomic(path, files[rel].encode())
+                writes.append((path, files[rel].encode()))
+            _write_all(writes)
             for rel in changes.removed:
                 path = self._target(rel)
                 journal.previous.append((path, path.read_bytes()))

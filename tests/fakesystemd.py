@@ -167,6 +167,18 @@ class _Manager(ServiceInterface):
             and (not patterns or any(fnmatchcase(u.name, p) for p in patterns))
         ]
 
+    @dbus_method()
+    def ListUnitsByNames(  # noqa: N802
+        self, names: Annotated[list[str], DBusSignature("as")],
+    ) -> UnitRows:
+        self.fake.enter("ListUnitsByNames", (names,))
+        rows = []
+        for name in names:
+            u = self.fake.load(name)  # systemd loads each named unit
+            rows.append([u.name, "", u.load_state, u.active_state, u.sub_state, "",
+                         unit_path(u.name), 0, "", "/"])
+        return rows
+
     @dbus_signal()
     def JobRemoved(  # noqa: N802
         self, job_id: int, job: str, unit: str, result: str

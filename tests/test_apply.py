@@ -262,3 +262,63 @@ async def test_cli_apply_and_plan_exit_code(options: ApplyOptions, tmp_path: Pat
     assert "Applied" in out and "verified" in out
     assert await asyncio.to_thread(run, "plan", "--exit-code") == 0
     assert "This host matches the plan." in capsys.readouterr().out
+
+
+TENANTS_ONLY = """\
+version: 1
+tenants:
+  db1: {cpus: 2, cpu_weight: 300, memory_max: 512M}
+  db2: {cpu_weight: 50}
+"""
+
+
+async def test_new_tenants_are_started_from_their_files_without_a_reload(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    # None of the units is loaded, so systemd reads their new files when they start: the
+    # first apply costs no daemon-reload (which re-reads every unit on the host).
+    diff = await compute_diff(config(TENANTS_ONLY), make_topology(),  # type: ignore[arg-type]
+                              options)
+    assert diff.files.created and not diff.reload
+    assert "tenants-db1.slice" not in fake_systemd.units  # looked up, not loaded
+    report = await apply_plan(config(TENANTS_ONLY), make_topology(),  # type: ignore[arg-type]
+                              options)
+    assert not report.reloaded and "Reload" not in fake_systemd.members()
+    assert {"tenants.slice", "tenants-db1.slice", "tenants-db2.slice"} <= set(report.started)
+    assert cgroup(options, "tenants.slice/tenants-db1.slice", "cpu.weight") == "300"
+    assert cgroup(options, "tenants.slice/tenants-db2.slice", "cpu.weight") == "50"
+    assert set(report.verified) == {"tenants.slice", "tenants-db1.slice", "tenants-db2.slice"}
+
+
+async def test_changing_a_loaded_units_files_reloads(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    await apply_plan(config(TENANTS_ONLY), make_topology(), options)  # type: ignore[arg-type]
+    changed = TENANTS_ONLY.replace("cpu_weight: 50", "cpu_weight: 70")
+    diff = await compute_diff(config(changed), make_topology(),  # type: ignore[arg-type]
+                              options)
+    assert diff.files.updated == ("tenants-db2.slice.d/50-slicectl.conf",) and diff.reload
+    assert "reload systemd (daemon-reload: files of loaded units change)" in diff.lines(
+        options.unit_dir)
+    report = await apply_plan(config(changed), make_topology(),  # type: ignore[arg-type]
+                              options)
+    assert report.reloaded and "Reload" in fake_systemd.members()
+    assert cgroup(options, "tenants.slice/tenants-db2.slice", "cpu.weight") == "70"
+
+
+async def test_confining_system_slice_reloads_because_it_is_loaded(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    diff = await compute_diff(config(), make_topology(), options)  # type: ignore[arg-type]
+    assert "system.slice.d/50-slicectl.conf" in diff.files.created and diff.reload
+
+
+async def test_a_slice_the_parent_did_not_bring_up_is_started_and_its_failure_rolls_back(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    # The fake's parent job does not pull in Wants=, so every tenant slice goes through the
+    # individual start; a failed job there fails the apply and is rolled back.
+    fake_systemd.fail_job("tenants-db2.slice")
+    with pytest.raises(ApplyError) as e:
+        await apply_plan(config(TENANTS_ONLY), make_topology(),  # type: ignore[arg-type]
+                         options)
+    assert "starting tenants-db2.slice failed" in e.value.message
+    assert snapshot(options.unit_dir) == {}
+    assert fake_systemd.units["tenants-db1.slice"].active_state == "inactive"
+    assert "ListUnitsByNames" in fake_systemd.members()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,54 @@ def planned(slicectl: Run, tenants: Path, *args: str) -> dict[str, str]:
 
 def cpus(text: str) -> list[int]:
     return guest.parse_cpulist(text.strip())
+
+
+TENANTS_ONLY = """\
+version: 1
+tenants:
+  web: {cpu_weight: 200, memory_max: 96M}
+  batch: {cpus: 2, cpu_weight: 50}
+"""
+
+
+def loaded(unit: str) -> bool:
+    """Whether systemd has the unit in memory (`list-units --all` does not load it)."""
+    return bool(guest.systemctl("list-units", "--all", "--no-legend", unit).stdout.strip())
+
+
+def test_first_apply_of_new_tenants_starts_them_from_their_files_without_a_reload(
+        slicectl: Run, tmp_path: Path, cgroup_file: Callable[[str, str], str]) -> None:
+    for _ in range(50):  # an earlier test's tenants.slice is unloaded once collected
+        if not loaded("tenants.slice"):
+            break
+        time.sleep(0.1)
+    assert not loaded("tenants.slice"), "tenants.slice is still loaded from an earlier test"
+    path = tmp_path / "tenants.yaml"
+    path.write_text(TENANTS_ONLY)
+    try:
+        proc = slicectl("apply", str(path), "--yes", "--json")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["changes"]["reload"] is False and report["reloaded"] is False
+        slices = {"tenants.slice", "tenants-web.slice", "tenants-batch.slice"}
+        assert set(report["started"]) == slices
+        assert cgroup_file("tenants-web.slice", "cpu.weight").strip() == "200"
+        assert cgroup_file("tenants-web.slice", "memory.max").strip() == str(96 << 20)
+        assert len(cpus(cgroup_file("tenants-batch.slice", "cpuset.cpus"))) == 2
+        # systemd read exactly the files on disk: nothing waits for a daemon-reload
+        for unit in sorted(slices):
+            assert guest.unit_property(unit, "NeedDaemonReload") == "no", unit
+            assert guest.unit_property(unit, "ActiveState") == "active", unit
+        # Now the slices are loaded: changing one's files needs (and gets) a reload.
+        path.write_text(TENANTS_ONLY.replace("cpu_weight: 200", "cpu_weight: 250"))
+        proc = slicectl("apply", str(path), "--yes", "--json")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["changes"]["reload"] is True and report["reloaded"] is True
+        assert cgroup_file("tenants-web.slice", "cpu.weight").strip() == "250"
+        assert guest.unit_property("tenants-web.slice", "NeedDaemonReload") == "no"
+    finally:
+        (ETC / ".slicectl-manifest.json").unlink(missing_ok=True)
 
 
 def test_values_land_in_cgroup_files(slicectl: Run, tenants: Path,
