@@ -5,8 +5,12 @@ sampler.1000: CPU time per refresh of slicectl's sampler (sample + metrics) over
   1,000 slices, vs systemd-cgtop's CPU time per refresh on the same tree, same boot.
 tui.100: CPU use of the TUI refreshing at 1 Hz over 100 slices (headless Textual), vs
   systemd-cgtop at 1 Hz on the same tree, as percent of one CPU.
-apply.100: wall time of `slicectl apply` for 100 tenants, vs a shell loop of
-  `systemctl set-property` + `systemctl start` per tenant producing the same slices.
+apply.100: wall time of `slicectl apply` of 100 new tenants on a clean host, vs a shell loop
+  of `systemctl set-property` + `systemctl start` per slice producing the same live state.
+apply.100.confined: the same with `housekeeping:` (system.slice, user.slice and init.scope
+  pinned too: files of loaded units change, so apply reloads systemd).
+apply.100.change: 100 applied tenants get new weights: apply (files + reload) vs a loop of
+  `systemctl set-property` on each changed slice.
 Prints one line `BENCH-JSON {...}` for the host side.
 """
 
@@ -16,6 +20,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 CGROOT = Path("/sys/fs/cgroup")
-ONLY = set(filter(None, os.environ.get("BENCH_ONLY",
-                                       "sampler.1000,tui.100,apply.100").split(",")))
+ONLY = set(filter(None, os.environ.get(
+    "BENCH_ONLY", "sampler.1000,tui.100,apply.100,apply.100.confined,apply.100.change"
+).split(",")))
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 
 
@@ -125,52 +131,95 @@ def bench_tui() -> dict[str, Any]:
     return result(ours, "% of one CPU at 1 Hz", "systemd-cgtop at 1 Hz", cgtop)
 
 
-def tenants_yaml(n: int) -> str:
-    lines = ["version: 1", "housekeeping: {cpus: 2}", "tenants:"]
+def tenants_yaml(n: int, *, confined: bool = False, weight: int = 100) -> str:
+    lines = ["version: 1"] + (["housekeeping: {cpus: 2}"] if confined else []) + ["tenants:"]
     for i in range(n):
-        lines.append(f"  t{i:03d}: {{cpu_weight: {100 + i}, memory_max: {64 + i}M}}")
+        lines.append(f"  t{i:03d}: {{cpu_weight: {weight + i}, memory_max: {64 + i}M}}")
     return "\n".join(lines) + "\n"
 
 
-def cleanup(n: int) -> None:
-    units = ["tenants.slice"] + [f"tenants-t{i:03d}.slice" for i in range(n)]
-    subprocess.run(["systemctl", "stop", *units], check=False, capture_output=True)
+def cleanup() -> None:
+    """Back to a clean host: no tenant slices loaded, no slicectl or set-property files.
+    (Stopping tenants.slice stops the slices in it: they Require= their parent.)"""
+    subprocess.run(["systemctl", "stop", "tenants.slice"], check=False, capture_output=True)
     etc = Path("/etc/systemd/system")
-    for p in list(etc.glob("tenants*")) + [etc / ".slicectl-manifest.json"]:
-        shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
-    for d in ("/etc/systemd/system.control", "/run/systemd/system.control"):
-        for p in Path(d).glob("tenants*"):
+    for p in list(etc.glob("tenants*")) + [etc / ".slicectl-manifest.json"] + [
+            etc / f"{u}.d" for u in ("system.slice", "user.slice", "init.scope")]:
+        if p.is_dir():
             shutil.rmtree(p)
+        else:
+            p.unlink(missing_ok=True)
+    for d in ("/etc/systemd/system.control", "/run/systemd/system.control"):
+        for p in Path(d).glob("*"):
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
     subprocess.run(["systemctl", "daemon-reload"], check=True)
     subprocess.run(["systemctl", "reset-failed"], check=False)
 
 
-def bench_apply() -> dict[str, Any]:
+def plan_units(yaml: Path) -> dict[str, dict[str, Any]]:
+    """The plan's units and their properties (unit-file spelling), from `plan --json`."""
+    out = subprocess.run(["slicectl", "plan", str(yaml), "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    return {u["unit"]: u["properties"] for u in json.loads(out)["units"]}
+
+
+def set_property_line(unit: str, props: dict[str, Any]) -> str:
+    values = " ".join(f"{k}={v}%" if k == "CPUQuota" else f"{k}={v}"
+                      for k, v in sorted(props.items()))
+    return f"systemctl set-property {unit} {values}\n"
+
+
+def loop_script(units: dict[str, dict[str, Any]], before: dict[str, dict[str, Any]]) -> str:
+    """The anchor: what an operator would type to reach the same live state with systemctl.
+    From nothing (`before` empty): set-property every unit's properties, start each slice.
+    From `before`: set-property only what changed."""
+    lines = ["set -e\n"]
+    for unit, props in units.items():
+        changed = {k: v for k, v in props.items() if before.get(unit, {}).get(k) != v}
+        if changed:
+            lines.append(set_property_line(unit, changed))
+        if not before and unit.startswith("tenants") and unit.endswith(".slice"):
+            lines.append(f"systemctl start {unit}\n")
+    return "".join(lines)
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stdout}{proc.stderr}")
+    print(f"bench: {elapsed:7.2f} s  {' '.join(cmd)}", file=sys.stderr, flush=True)
+    return elapsed
+
+
+def bench_apply(confined: bool = False, change: bool = False) -> dict[str, Any]:
+    """`slicectl apply --yes` vs the systemctl loop reaching the same state, same boot,
+    interleaved; the median of 3 rounds (1 with --quick). From a clean host (no slicectl
+    files, no tenant slices), or with `change` from 100 applied tenants to new weights."""
     n = 100
     work = Path(tempfile.mkdtemp())
-    (work / "tenants.yaml").write_text(tenants_yaml(n))
-    plan = json.loads(subprocess.run(["slicectl", "plan", str(work / "tenants.yaml"),
-                                      "--json"], check=True, capture_output=True,
-                                     text=True).stdout)
-    pool = plan["shared_pool"]
-    cleanup(n)
-    start = time.perf_counter()
-    proc = subprocess.run(["slicectl", "apply", str(work / "tenants.yaml"), "--yes"],
-                          capture_output=True, text=True)
-    ours = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"apply failed: {proc.stdout}{proc.stderr}")
-    cleanup(n)
+    base, target = work / "base.yaml", work / "tenants.yaml"
+    base.write_text(tenants_yaml(n, confined=confined))
+    target.write_text(tenants_yaml(n, confined=confined, weight=200 if change else 100))
+    cleanup()
+    before = plan_units(base) if change else {}
     script = work / "loop.sh"
-    script.write_text("set -e\n" + "".join(
-        f"systemctl set-property tenants-t{i:03d}.slice AllowedCPUs={pool} "
-        f"CPUWeight={100 + i} MemoryMax={64 + i}M\n"
-        f"systemctl start tenants-t{i:03d}.slice\n" for i in range(n)))
-    start = time.perf_counter()
-    subprocess.run(["sh", str(script)], check=True, capture_output=True)
-    loop = time.perf_counter() - start
-    cleanup(n)
-    return result(ours, "s", "systemctl set-property loop", loop)
+    script.write_text(loop_script(plan_units(target), before))
+    ours, loop = [], []
+    for _ in range(1 if QUICK else 3):
+        for which in ("ours", "loop"):
+            cleanup()
+            if change:
+                timed(["slicectl", "apply", str(base), "--yes"])
+            if which == "ours":
+                ours.append(timed(["slicectl", "apply", str(target), "--yes"]))
+            else:
+                loop.append(timed(["sh", str(script)]))
+    cleanup()
+    what = "set-property changes" if change else "set-property + start"
+    return result(statistics.median(ours), "s", f"systemctl {what} loop",
+                  statistics.median(loop))
 
 
 def main() -> int:
@@ -181,6 +230,10 @@ def main() -> int:
         out["tui.100"] = bench_tui()
     if "apply.100" in ONLY:
         out["apply.100"] = bench_apply()
+    if "apply.100.confined" in ONLY:
+        out["apply.100.confined"] = bench_apply(confined=True)
+    if "apply.100.change" in ONLY:
+        out["apply.100.change"] = bench_apply(change=True)
     print("BENCH-JSON " + json.dumps(out), flush=True)
     return 0
 

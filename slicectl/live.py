@@ -123,13 +123,13 @@ def cgroup_expectations(want: Mapping[str, LiveValue]) -> list[CgroupExpectation
     if "AllowedCPUs" in want:
         cpus = want["AllowedCPUs"]
         assert isinstance(cpus, frozenset)
-        if cpus:  # unset: the kernel shows "" and uses the parent's (effective) CPUs
-            out.append(CgroupExpectation("cpuset.cpus", format_cpulist(cpus)))
+        # unset: the kernel shows "" (or no file without the cpuset controller) and uses the
+        # parent's (effective) CPUs
+        out.append(CgroupExpectation("cpuset.cpus", format_cpulist(cpus)))
     if "AllowedMemoryNodes" in want:
         mems = want["AllowedMemoryNodes"]
         assert isinstance(mems, frozenset)
-        if mems:
-            out.append(CgroupExpectation("cpuset.mems", format_cpulist(mems)))
+        out.append(CgroupExpectation("cpuset.mems", format_cpulist(mems)))
     if "CPUWeight" in want:
         out.append(CgroupExpectation("cpu.weight", str(want["CPUWeight"] or 100)))
     if "CPUQuotaPerSecUSec" in want:

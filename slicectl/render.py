@@ -35,7 +35,7 @@ def default_templates_dir() -> str:
 
 def check_value(unit: str, key: str, value: str) -> str:
     """Refuse values that could break out of their line in a unit file."""
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if not value.isprintable() and any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise RenderError(
             f"{unit}: {key}={value!r} contains a control character (newline, tab, …)",
             "unit-file values must be a single line; fix the value in tenants.yaml",

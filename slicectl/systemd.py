@@ -232,6 +232,19 @@ _NO_REPLY = "org.freedesktop.DBus.Error.NoReply"
 _DISCONNECTED = "org.freedesktop.DBus.Error.Disconnected"
 
 
+def unit_object_path(unit: str) -> str:
+    """systemd's D-Bus object path for a unit (bus_label_escape in systemd's source: every
+    byte but ASCII letters, and digits after the first byte, becomes "_" + two hex digits)."""
+    out = []
+    for i, byte in enumerate(unit.encode()):
+        char = chr(byte)
+        if char.isascii() and (char.isalpha() or (i > 0 and char.isdigit())):
+            out.append(char)
+        else:
+            out.append(f"_{byte:02x}")
+    return f"{MANAGER_PATH}/unit/" + ("".join(out) or "_")
+
+
 def error_for(name: str, text: str, action: str, *, unit: str = "", prop: str = "",
               ) -> SystemdError:
     """Map a D-Bus error reply to a SystemdError saying what failed and what to do."""
@@ -259,6 +272,7 @@ class Systemd:
         self._timeout = timeout
         self._job_timeout = job_timeout
         self._subscribed = False
+        self._matched: set[str] = set()  # units whose JobRemoved the bus routes to us
         self._waiters: dict[str, asyncio.Future[str]] = {}
         # JobRemoved may overtake the StartUnit reply; keep results while someone waits.
         self._finished: dict[str, str] = {}
@@ -351,7 +365,7 @@ class Systemd:
         if not wait:
             return str((await self._call(member, "ss", [unit, mode], action=action,
                                          unit=unit))[0])
-        await self._subscribe()
+        await self._subscribe(unit)
         self._watching += 1
         try:
             job = str((await self._call(member, "ss", [unit, mode], action=action,
@@ -378,12 +392,18 @@ class Systemd:
                                unit=unit)
         return job
 
-    async def _subscribe(self) -> None:
-        """Ask systemd for job signals and the bus to route JobRemoved to us, once."""
+    async def _subscribe(self, unit: str) -> None:
+        """Ask systemd for job signals (once) and the bus to route us JobRemoved for `unit`:
+        a match on the unit (arg2), so starting a slice that pulls in 100 others does not
+        wake us 100 times."""
+        if unit in self._matched:
+            return
+        await self._call("AddMatch", "s", [f"{JOB_REMOVED_MATCH},arg2='{unit}'"],
+                         action="watching systemd jobs", path=DBUS_PATH, interface=DBUS_NAME,
+                         destination=DBUS_NAME)
+        self._matched.add(unit)
         if self._subscribed:
             return
-        await self._call("AddMatch", "s", [JOB_REMOVED_MATCH], action="watching systemd jobs",
-                         path=DBUS_PATH, interface=DBUS_NAME, destination=DBUS_NAME)
         try:
             await self._call("Subscribe", action="subscribing to systemd jobs")
         except SystemdError as exc:
@@ -441,6 +461,27 @@ class Systemd:
         fields: dict[str, Any] = {spec.attr: decode(name, raw.get(name, _UNSET_RAW[spec.kind]))
                                   for name, spec in PROPERTIES.items()}
         return UnitState(unit=unit, **fields)
+
+    async def control_group(self, unit: str) -> str:
+        """The unit's ControlGroup ("" while it has none), in one call: the object path is
+        computed (unit_object_path), and systemd loads the unit if needed."""
+        iface = CGROUP_IFACES.get(unit.rpartition(".")[2])
+        if iface is None:
+            return ""
+        action = f"reading ControlGroup of {unit}"
+        try:
+            (value,) = await self._call("Get", "ss", [iface, "ControlGroup"],
+                                        path=unit_object_path(unit),
+                                        interface=PROPERTIES_IFACE, unit=unit, action=action)
+        except SystemdError as exc:
+            if exc.dbus_error != "org.freedesktop.DBus.Error.UnknownObject":
+                raise
+            # systemd loads a unit when its path is accessed; a manager that does not
+            # (the tests' fake) answers after an explicit LoadUnit.
+            (value,) = await self._call("Get", "ss", [iface, "ControlGroup"],
+                                        path=await self.load_unit(unit),
+                                        interface=PROPERTIES_IFACE, unit=unit, action=action)
+        return str(value.value)
 
     async def list_units_by_patterns(self, states: Iterable[str],
                                      patterns: Iterable[str]) -> list[ListedUnit]:

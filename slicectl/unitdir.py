@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from slicectl import __version__
-from slicectl.atomic import write_atomically
+from slicectl.atomic import write_atomically, write_many
 from slicectl.cpulist import format_cpulist, parse_cpulist
 from slicectl.errors import OutputError
 
@@ -119,20 +119,9 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def _write_all(writes: list[tuple[Path, bytes]]) -> None:
-    """Write each file atomically, several at a time: each write waits for its fsync, and
-    the file system commits concurrent fsyncs together (205 files of a 100-tenant apply:
-    1.2 s one by one in the testbed, see BENCHMARKS.md). Waits for all, then raises the
-    first error; the caller's journal restores whatever was written."""
-    if len(writes) < 4:
-        for path, data in writes:
-            _write_atomic(path, data)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(16, len(writes))) as pool:
-        futures = [pool.submit(_write_atomic, path, data) for path, data in writes]
-    for future in futures:
-        future.result()
+    """Write the files atomically, flushed to disk together (slicectl.atomic.write_many);
+    a separate name so tests can make writes fail."""
+    write_many(writes)
 
 
 class UnitDir:
@@ -178,13 +167,15 @@ class UnitDir:
                    if rel not in files and self._target(rel).exists()]
         return FileChanges(tuple(created), tuple(updated), tuple(removed), tuple(unchanged))
 
-    def write(self, files: Mapping[str, str], manifest: Manifest) -> tuple[FileChanges, Journal]:
+    def write(self, files: Mapping[str, str], manifest: Manifest,
+              changes: FileChanges | None = None) -> tuple[FileChanges, Journal]:
         """Make the directory hold exactly `files` (of slicectl's); all or nothing.
 
         Returns the changes and a journal the caller may use to roll back later (apply does,
         when systemd refuses the new configuration).
         """
-        changes = self.diff(files)
+        if changes is None:  # else: the caller's diff of these files, just taken
+            changes = self.diff(files)
         journal = Journal(self.root)
         try:
             if not self.root.is_dir():

@@ -52,9 +52,11 @@ Void = Annotated[None, DBusSignature("")]  # dbus-fast cannot read a plain "-> N
 
 
 def unit_path(unit: str) -> str:
-    """systemd's object path for a unit (bus_label_escape: "_" + hex for non-alnum)."""
+    """systemd's object path for a unit (bus_label_escape: "_" + hex for all but ASCII
+    letters, and digits after the first character)."""
     return "/org/freedesktop/systemd1/unit/" + "".join(
-        c if c.isascii() and c.isalnum() else f"_{ord(c):02x}" for c in unit)
+        c if c.isascii() and (c.isalpha() or (i and c.isdigit())) else f"_{ord(c):02x}"
+        for i, c in enumerate(unit))
 
 
 def padded(cpus: Iterable[int]) -> bytes:

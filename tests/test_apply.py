@@ -135,15 +135,12 @@ async def test_write_failure_midway_restores_files_and_touches_nothing_live(
     cgroups = snapshot(options.cgroup_root)
     calls = len(fake_systemd.calls)
     real = unitdir._write_atomic
-    writes = []
 
-    def read_only_after_one(path: Path, data: bytes) -> None:
-        writes.append(path)
-        if len(writes) == 2:  # the unit directory turns read-only mid-way
-            raise OSError(errno.EROFS, "Read-only file system", str(path))
-        real(path, data)
+    def read_only_after_one(writes: list[tuple[Path, bytes]]) -> None:
+        real(*writes[0])  # the unit directory turns read-only mid-way
+        raise OSError(errno.EROFS, "Read-only file system", str(writes[1][0]))
 
-    monkeypatch.setattr(unitdir, "_write_atomic", read_only_after_one)
+    monkeypatch.setattr(unitdir, "_write_all", read_only_after_one)
     with pytest.raises(Exception) as e:
         await apply_plan(config(profile="night"), make_topology(),  # type: ignore[arg-type]
                          options)
@@ -158,14 +155,15 @@ async def test_verification_mismatch_rolls_back(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import slicectl.apply as apply_mod
 
-    real = apply_mod.read_cgroup_file
+    real = apply_mod.read_cgroup_files
 
-    def lying(root: Path, control_group: str, name: str) -> str | None:
-        if control_group.endswith("tenants-db2.slice") and name == "cpuset.cpus":
-            return "0-7\n"  # e.g. the kernel refused the new cpuset
-        return real(root, control_group, name)
+    def lying(root: Path, control_group: str, names: list[str]) -> dict[str, str | None]:
+        got = real(root, control_group, names)
+        if control_group.endswith("tenants-db2.slice") and "cpuset.cpus" in names:
+            got["cpuset.cpus"] = "0-7\n"  # e.g. the kernel refused the new cpuset
+        return got
 
-    monkeypatch.setattr(apply_mod, "read_cgroup_file", lying)
+    monkeypatch.setattr(apply_mod, "read_cgroup_files", lying)
     with pytest.raises(ApplyError) as e:
         await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
     assert "verification failed" in e.value.message

@@ -345,3 +345,22 @@ async def test_call_after_close(dbus_daemon: str, fake_systemd: FakeSystemd) -> 
     await client.close()
     with pytest.raises(SystemdError, match="lost the connection to the bus"):
         await client.get_unit(UNIT)
+
+
+def test_unit_object_path_escapes_like_systemd() -> None:
+    from slicectl.systemd import unit_object_path
+
+    base = "/org/freedesktop/systemd1/unit/"
+    assert unit_object_path("tenants-t000.slice") == base + "tenants_2dt000_2eslice"
+    assert unit_object_path("init.scope") == base + "init_2escope"
+    assert unit_object_path("0day.service") == base + "_30day_2eservice"  # leading digit
+    assert unit_object_path("") == base + "_"
+
+
+async def test_control_group_in_one_call(systemd_client: Systemd,
+                                         fake_systemd: FakeSystemd) -> None:
+    assert await systemd_client.control_group("tenants-x.slice") == ""  # not started
+    await systemd_client.start_unit("tenants-x.slice")
+    assert await systemd_client.control_group("tenants-x.slice") == (
+        "/tenants.slice/tenants-x.slice")
+    assert await systemd_client.control_group("tenants.target") == ""  # no cgroup type

@@ -211,3 +211,28 @@ def test_manifest_path_outside_root_refused(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="refusing to write outside"):
         UnitDir(root).write(FILES, Manifest())
     assert (tmp_path / "victim").read_text() == "precious\n"
+
+
+def test_write_many_replaces_all_files_keeping_modes_and_leaves_no_temporaries(
+        tmp_path: Path) -> None:
+    from slicectl.atomic import write_many
+
+    old = tmp_path / "a.conf"
+    old.write_text("old\n")
+    old.chmod(0o600)
+    write_many([(old, b"new a\n"), (tmp_path / "b.conf", b"new b\n")])
+    assert old.read_text() == "new a\n" and (tmp_path / "b.conf").read_text() == "new b\n"
+    assert old.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "b.conf").stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.conf", "b.conf"]
+
+
+def test_write_many_replaces_nothing_when_a_file_cannot_be_written(tmp_path: Path) -> None:
+    from slicectl.atomic import write_many
+
+    first = tmp_path / "a.conf"
+    first.write_text("old\n")
+    with pytest.raises(FileNotFoundError):
+        write_many([(first, b"new\n"), (tmp_path / "missing" / "b.conf", b"x\n")])
+    assert first.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.conf"]  # no temporary left behind

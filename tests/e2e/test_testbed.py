@@ -128,3 +128,14 @@ def test_slicectl_command_is_the_checkout_installed_on_the_guest_disk() -> None:
         for name in names:
             assert (dest / name).read_bytes() == (source / name).read_bytes(), name
     assert "usage: slicectl" in guest.slicectl("--help").stdout
+
+
+def test_unit_object_paths_are_computed_as_systemd_names_them() -> None:
+    from slicectl.systemd import unit_object_path
+
+    for unit in ("-.slice", "system.slice", "init.scope", "user.slice", "dbus.service",
+                 "systemd-journald.service"):
+        out = guest.run(["busctl", "call", "org.freedesktop.systemd1",
+                         "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
+                         "LoadUnit", "s", unit]).stdout.split()
+        assert out[0] == "o" and out[1].strip('"') == unit_object_path(unit), unit
