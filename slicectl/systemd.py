@@ -32,6 +32,7 @@ DBUS_NAME: Final = "org.freedesktop.DBus"
 DBUS_PATH: Final = "/org/freedesktop/DBus"
 UINT64_MAX: Final = 2**64 - 1
 CALL_TIMEOUT: Final = 25.0  # libdbus' default method call timeout
+MAX_IN_FLIGHT: Final = 128  # method calls pipelined on one connection
 JOB_TIMEOUT: Final = 90.0  # systemd's DefaultTimeoutStartSec
 # Cgroup settings live on the unit type's own interface (systemd.resource-control(5)).
 CGROUP_IFACES: Final = {
@@ -273,6 +274,9 @@ class Systemd:
         self._job_timeout = job_timeout
         self._subscribed = False
         self._matched: set[str] = set()  # units whose JobRemoved the bus routes to us
+        # Calls in flight at once. dbus-fast fails writes with EAGAIN once the socket's send
+        # buffer is full (seen with ~1,400 pipelined calls), so many units' reads queue here.
+        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._waiters: dict[str, asyncio.Future[str]] = {}
         # JobRemoved may overtake the StartUnit reply; keep results while someone waits.
         self._finished: dict[str, str] = {}
@@ -326,7 +330,8 @@ class Systemd:
         try:
             msg = Message(destination=destination, path=path, interface=interface,
                           member=member, signature=signature, body=list(body))
-            reply = await asyncio.wait_for(self._bus.call(msg), timeout)
+            async with self._slots:
+                reply = await asyncio.wait_for(self._bus.call(msg), timeout)
         except TimeoutError:
             raise error_for(_NO_REPLY, f"none within {timeout:g} s", action, unit=unit,
                             prop=prop) from None
@@ -450,13 +455,21 @@ class Systemd:
         if path is None:
             return UnitState.absent(unit)
         raw: dict[str, Any] = {}
-        interfaces = [UNIT_IFACE] if unit_interface else []
+        action = f"reading properties of {unit}"
+        if unit_interface:
+            # One Get per property, not GetAll: GetAll on the Unit interface makes systemd
+            # work out UnitFileState/UnitFilePreset, which scans the unit directories for
+            # each unit until the next reload (101 units: 4.4 s in the testbed, 0.4 s so).
+            names = [name for name, spec in PROPERTIES.items() if spec.on_unit]
+            values = await asyncio.gather(*(
+                self._call("Get", "ss", [UNIT_IFACE, name], path=path,
+                           interface=PROPERTIES_IFACE, unit=unit, action=action)
+                for name in names))
+            raw.update({name: value[0].value for name, value in zip(names, values,
+                                                                   strict=True)})
         if (cgroup_iface := CGROUP_IFACES.get(unit.rpartition(".")[2])) is not None:
-            interfaces.append(cgroup_iface)
-        for interface in interfaces:
-            (values,) = await self._call("GetAll", "s", [interface], path=path,
-                                         interface=PROPERTIES_IFACE, unit=unit,
-                                         action=f"reading properties of {unit}")
+            (values,) = await self._call("GetAll", "s", [cgroup_iface], path=path,
+                                         interface=PROPERTIES_IFACE, unit=unit, action=action)
             raw.update({k: v.value for k, v in values.items() if k in PROPERTIES})
         fields: dict[str, Any] = {spec.attr: decode(name, raw.get(name, _UNSET_RAW[spec.kind]))
                                   for name, spec in PROPERTIES.items()}

@@ -364,3 +364,12 @@ async def test_control_group_in_one_call(systemd_client: Systemd,
     assert await systemd_client.control_group("tenants-x.slice") == (
         "/tenants.slice/tenants-x.slice")
     assert await systemd_client.control_group("tenants.target") == ""  # no cgroup type
+
+
+async def test_many_concurrent_reads_are_queued_not_failed(systemd_client: Systemd) -> None:
+    # 1,500 calls at once: more than fit in the socket's send buffer unqueued.
+    import asyncio
+
+    names = [f"tenants-q{i:04d}.slice" for i in range(300)]
+    states = await asyncio.gather(*(systemd_client.get_unit_properties(n) for n in names))
+    assert [s.unit for s in states] == names
