@@ -15,19 +15,8 @@ def write_atomically(path: str | Path, data: bytes | str, mode: int | None = Non
     the temporary file is removed and `path` is untouched.
     """
     path = Path(path)
-    if mode is None:
-        try:
-            mode = path.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o644
-    raw = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".slicectl-tmp", dir=path.parent)
+    tmp = _temp_beside(path, data.encode() if isinstance(data, str) else data, mode, sync=True)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -45,38 +34,49 @@ def write_many(items: list[tuple[Path, bytes]]) -> None:
     leaves the earlier ones replaced (the caller's journal undoes them).
     """
     pending: list[tuple[str, Path]] = []
+    done = 0
     try:
         for path, data in items:
-            try:
-                mode = path.stat().st_mode & 0o7777
-            except FileNotFoundError:
-                mode = 0o644
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".slicectl-tmp",
-                                       dir=path.parent)
-            pending.append((tmp, path))
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                os.fchmod(f.fileno(), mode)
+            pending.append((_temp_beside(path, data, None, sync=False), path))
         _flush({os.stat(path.parent).st_dev: path.parent for _, path in pending}.values(),
                [tmp for tmp, _ in pending])
-        while pending:
-            tmp, path = pending[0]
+        for tmp, path in pending:
             os.replace(tmp, path)
-            pending.pop(0)
+            done += 1
     finally:
-        for tmp, _ in pending:
+        for tmp, _ in pending[done:]:
             Path(tmp).unlink(missing_ok=True)
+
+
+def _temp_beside(path: Path, raw: bytes, mode: int | None, *, sync: bool) -> str:
+    """A temporary file next to `path` holding `raw`, with the mode of the file it will
+    replace (else `mode`, else 0644), fsync'ed if `sync`; removed again on any error."""
+    if mode is None:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".slicectl-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            if sync:
+                os.fsync(f.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return tmp
 
 
 def _flush(folders: Iterable[Path], files: list[str]) -> None:
     """syncfs(2) the file system of each folder; fsync each file where syncfs is missing."""
-    try:
-        import ctypes
+    import ctypes
 
+    try:
         syncfs = ctypes.CDLL(None, use_errno=True).syncfs
     except (OSError, AttributeError):
-        syncfs = None
-    if syncfs is None:
         for name in files:
             fd = os.open(name, os.O_RDONLY)
             try:
@@ -88,8 +88,6 @@ def _flush(folders: Iterable[Path], files: list[str]) -> None:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         try:
             if syncfs(fd) != 0:
-                import ctypes
-
                 err = ctypes.get_errno()
                 raise OSError(err, os.strerror(err), str(folder))
         finally:
