@@ -123,7 +123,7 @@ class _Collector:
 
 
 def _key_line(node: Any, key: Any, default: int) -> int:
-    """1-based line of `key` in a ruamel CommentedMap (default when unknown)."""
+    """1-based line of `key` in a mapping from load_yaml (default when unknown)."""
     try:
         return int(node.lc.key(key)[0]) + 1
     except (AttributeError, KeyError, TypeError):
@@ -296,7 +296,7 @@ def _cross_checks(
 
 
 def parse_config(data: Any, path: str) -> Config:
-    """Validate a loaded YAML document (ruamel round-trip types keep line numbers)."""
+    """Validate a loaded YAML document (its mappings know their lines: load_yaml)."""
     c = _Collector(path)
     if not isinstance(data, Mapping):
         c.add(1, "", f"expected a mapping at the top level, got {_kind(data)}",
@@ -352,14 +352,22 @@ def parse_config(data: Any, path: str) -> Config:
                   profiles=profiles, profile_lines=plines)
 
 
-def load_yaml(text: str, path: str) -> Any:
-    """Parse YAML with ruamel's round-trip loader (keeps lines; refuses duplicate keys)."""
-    from ruamel.yaml import YAML
+def load_yaml(text: str, path: str, *, round_trip: bool = False) -> Any:
+    """Parse YAML keeping lines (`.lc`) and refusing duplicate keys.
+
+    Mappings and sequences are slicectl.yamldoc's LineMap/LineSeq; with `round_trip`, ruamel's
+    CommentedMap/CommentedSeq (which also keep comments and styles, and are slower).
+    """
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-    yaml = YAML(typ="rt")
     try:
-        return yaml.load(text)
+        if round_trip:
+            from ruamel.yaml import YAML
+
+            return YAML(typ="rt").load(text)
+        from slicectl import yamldoc
+
+        return yamldoc.load(text)
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark is not None else 0

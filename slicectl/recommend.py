@@ -299,7 +299,7 @@ def _edit_lines(text: str, path: str, values: Mapping[str, Mapping[str, str]]) -
     so everything else stays byte for byte; None when a tenant is not in block style."""
     from slicectl.config import load_yaml
 
-    data = load_yaml(text, path)
+    data = load_yaml(text, path, round_trip=True)  # block or flow style, value columns
     lines = text.splitlines(keepends=True)
     replace: dict[int, tuple[int, str]] = {}  # line -> (column of the value, new value)
     insert: dict[int, list[str]] = {}  # insert before this line index

@@ -7,12 +7,23 @@ from pathlib import Path
 
 import pytest
 
+from slicectl import yamldoc
 from slicectl.config import Config, load_config, load_yaml, parse_config
 from slicectl.errors import ConfigError, Problem
 from slicectl.settings import Numa
 
 G = 1024**3
 M = 1024**2
+
+
+@pytest.fixture(autouse=True, params=["libyaml", "pure"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs with libyaml's parser and with ruamel's pure-Python one (the
+    fallback where ruamel.yaml.clib is missing): same data, same lines, same problems."""
+    if request.param == "pure":
+        load = yamldoc.load
+        monkeypatch.setattr(yamldoc, "load", lambda text, pure=True: load(text, pure=True))
+    return str(request.param)
 
 
 def parse(text: str, path: str = "t.yaml") -> Config:
