@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 
@@ -15,7 +15,7 @@ def write_atomically(path: str | Path, data: bytes | str, mode: int | None = Non
     the temporary file is removed and `path` is untouched.
     """
     path = Path(path)
-    tmp = _temp_beside(path, data.encode() if isinstance(data, str) else data, mode, sync=True)
+    tmp, _ = _temp_file(path, data.encode() if isinstance(data, str) else data, mode, sync=True)
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -23,7 +23,7 @@ def write_atomically(path: str | Path, data: bytes | str, mode: int | None = Non
         raise
 
 
-def write_many(items: list[tuple[Path, bytes]]) -> None:
+def write_many(items: list[tuple[Path, bytes]], new: Collection[Path] = ()) -> None:
     """Atomically replace several files, flushing them to disk together.
 
     Each file is written to a temporary file beside it; then one syncfs(2) per file system
@@ -31,15 +31,18 @@ def write_many(items: list[tuple[Path, bytes]]) -> None:
     took 0.3-0.5 s instead of 0.9-1.3 s in the testbed, and concurrent fsyncs were slower
     still); only then is each renamed over its target. Readers see each file old or new,
     never half. On an error before the renames nothing is replaced; an error during them
-    leaves the earlier ones replaced (the caller's journal undoes them).
+    leaves the earlier ones replaced (the caller's journal undoes them). Paths in `new` are
+    known not to exist (the caller has just looked): they get mode 0644 without a stat.
     """
     pending: list[tuple[str, Path]] = []
+    folders: dict[int, Path] = {}  # one folder per file system, for syncfs
     done = 0
     try:
         for path, data in items:
-            pending.append((_temp_beside(path, data, None, sync=False), path))
-        _flush({os.stat(path.parent).st_dev: path.parent for _, path in pending}.values(),
-               [tmp for tmp, _ in pending])
+            tmp, dev = _temp_file(path, data, 0o644 if path in new else None, sync=False)
+            pending.append((tmp, path))
+            folders.setdefault(dev, path.parent)
+        _flush(folders.values(), [tmp for tmp, _ in pending])
         for tmp, path in pending:
             os.replace(tmp, path)
             done += 1
@@ -48,9 +51,10 @@ def write_many(items: list[tuple[Path, bytes]]) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
-def _temp_beside(path: Path, raw: bytes, mode: int | None, *, sync: bool) -> str:
+def _temp_file(path: Path, raw: bytes, mode: int | None, *, sync: bool) -> tuple[str, int]:
     """A temporary file next to `path` holding `raw`, with the mode of the file it will
-    replace (else `mode`, else 0644), fsync'ed if `sync`; removed again on any error."""
+    replace (else `mode`, else 0644), fsync'ed if `sync`; removed again on any error.
+    Returns its name and its file system (st_dev)."""
     if mode is None:
         try:
             mode = path.stat().st_mode & 0o7777
@@ -58,16 +62,20 @@ def _temp_beside(path: Path, raw: bytes, mode: int | None, *, sync: bool) -> str
             mode = 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".slicectl-tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fchmod(f.fileno(), mode)
+        try:
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, mode)
             if sync:
-                os.fsync(f.fileno())
+                os.fsync(fd)
+            dev = os.fstat(fd).st_dev
+        finally:
+            os.close(fd)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return tmp
+    return tmp, dev
 
 
 def _flush(folders: Iterable[Path], files: list[str]) -> None:

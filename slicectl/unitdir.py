@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,10 +118,26 @@ def _write_atomic(path: Path, data: bytes) -> None:
     write_atomically(path, data)
 
 
-def _write_all(writes: list[tuple[Path, bytes]]) -> None:
+def _write_all(writes: list[tuple[Path, bytes]], new: Collection[Path] = ()) -> None:
     """Write the files atomically, flushed to disk together (slicectl.atomic.write_many);
     a separate name so tests can make writes fail."""
-    write_many(writes)
+    write_many(writes, new)
+
+
+def _make_dirs(folder: Path, root: Path) -> list[Path]:
+    """Make `folder` and any missing parents up to `root`; returns those it made, outermost
+    first (one mkdir for the usual `UNIT.d`, which is either there or not)."""
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        return []
+    except FileNotFoundError:
+        if folder.parent == folder or folder == root:
+            raise
+        made = _make_dirs(folder.parent, root)
+        folder.mkdir()
+        return [*made, folder]
+    return [folder]
 
 
 class UnitDir:
@@ -182,16 +198,21 @@ class UnitDir:
                 self.root.mkdir(parents=True)
                 journal.made_dirs.append(self.root)
             writes: list[tuple[Path, bytes]] = []
+            new: set[Path] = set()
+            folders = {self.root}
+            updated = set(changes.updated)
             for rel in changes.created + changes.updated:
                 path = self._target(rel)
-                parent = path.parent
-                if not parent.is_dir():
-                    parent.mkdir(parents=True)
-                    journal.made_dirs.append(parent)
-                old = path.read_bytes() if path.exists() else None
-                journal.previous.append((path, old))
+                if path.parent not in folders:
+                    journal.made_dirs.extend(_make_dirs(path.parent, self.root))
+                    folders.add(path.parent)
+                if rel in updated:
+                    journal.previous.append((path, path.read_bytes()))
+                else:  # the diff just found no file there
+                    journal.previous.append((path, None))
+                    new.add(path)
                 writes.append((path, files[rel].encode()))
-            _write_all(writes)
+            _write_all(writes, new)
             for rel in changes.removed:
                 path = self._target(rel)
                 journal.previous.append((path, path.read_bytes()))

@@ -136,7 +136,7 @@ async def test_write_failure_midway_restores_files_and_touches_nothing_live(
     calls = len(fake_systemd.calls)
     real = unitdir._write_atomic
 
-    def read_only_after_one(writes: list[tuple[Path, bytes]]) -> None:
+    def read_only_after_one(writes: list[tuple[Path, bytes]], new: object = ()) -> None:
         real(*writes[0])  # the unit directory turns read-only mid-way
         raise OSError(errno.EROFS, "Read-only file system", str(writes[1][0]))
 

@@ -176,6 +176,20 @@ def test_rollback_after_success_restores_previous_state(tmp_path: Path) -> None:
     assert UnitDir(root).manifest().placements == {"a": frozenset({1})}
 
 
+def test_rollback_removes_only_the_folders_slicectl_made(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    root.mkdir()
+    (root / "app.service.d").mkdir()  # the admin's folder (empty, so rmdir would succeed)
+    before = snapshot(root)
+    files = {**FILES, "a/b/deep.conf": "x\n"}
+    _, journal = UnitDir(root).write(files, Manifest())
+    assert (root / "a" / "b" / "deep.conf").read_text() == "x\n"
+    assert (root / "app.service.d" / "50-slicectl.conf").exists()
+    journal.rollback()
+    assert snapshot(root) == before
+    assert (root / "app.service.d").is_dir() and not (root / "a").exists()
+
+
 def test_rollback_of_first_write_removes_everything(tmp_path: Path) -> None:
     root = tmp_path / "out"
     _, journal = UnitDir(root).write(FILES, Manifest())
