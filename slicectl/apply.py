@@ -480,18 +480,20 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
 async def _start_slices(sd: Systemd, parent: str, units: list[str]) -> None:
     """Start `units` (tenant slices, maybe their parent): the parent Wants= them, so one
     StartUnit queues a job for each in one transaction. Then wait, polling one
-    ListUnitsByNames call, until none has a job left, and start individually (to get the
-    job's result) whatever did not come up."""
+    ListUnitsByNames call, until none has a job left, and start individually (waiting for
+    the job's result, to report it) whatever did not come up. Not waiting on the first
+    StartUnit spares subscribing to systemd's signals: 1.4-1.7 s instead of 1.5-2.0 s for
+    101 slices in the testbed."""
     import asyncio
     import time
 
-    await sd.start_unit(parent)
-    rest = [u for u in units if u != parent]
+    await sd.start_unit(parent, wait=False)
+    watched = list(dict.fromkeys([parent, *units]))
     deadline = time.monotonic() + sd.job_timeout
-    rows = await sd.list_units_by_names(rest) if rest else []
+    rows = await sd.list_units_by_names(watched)
     while any(r.job_id for r in rows) and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
-        rows = await sd.list_units_by_names(rest)
+        rows = await sd.list_units_by_names(watched)
     await _gather_all([sd.start_unit(r.name) for r in rows if r.active_state != "active"])
 
 
