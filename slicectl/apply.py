@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -134,6 +135,9 @@ def apply_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+_LISTABLE = re.compile(r"^[A-Za-z0-9_.:-]+\.slice$")  # a slice name no glob could misread
+
+
 def managed_units(plan: Plan) -> list[tuple[UnitPlan, bool]]:
     """Units with live properties: (unit, owned). Owned = slicectl's own slices."""
     return [(u, u.kind == "unit") for u in plan.units if u.kind == "unit" or u.properties]
@@ -196,14 +200,26 @@ async def live_diff(sd: Systemd, plan: Plan, unit_dir: Path,
     import asyncio
 
     from slicectl.render import dropin_path
+    from slicectl.systemd import UnitState
 
     managed = managed_units(plan)
+    # Which of slicectl's slices systemd has loaded, in one call (slices have no aliases, and
+    # their names no glob characters); a slice it has not loaded needs no more calls (100 new
+    # tenants: 0.15 s of GetUnit calls in the testbed). Listing does not load a unit, and
+    # neither does GetUnit: a unit systemd has not loaded stays unloaded, so starting it later
+    # reads its new files without a daemon-reload.
+    listed = {u.unit for u, owned in managed if owned and _LISTABLE.match(u.unit)}
+    loaded = ({row.name for row in await sd.list_units_by_patterns([], sorted(listed))}
+              if listed else set())
+
+    async def state(unit: str) -> UnitState:
+        if unit in listed and unit not in loaded:
+            return UnitState.absent(unit)
+        return await sd.get_unit_properties(unit, load=False)
+
     # One connection, many calls in flight: systemd answers them in order, without waiting
     # for us between calls (100 tenants: one round of latency instead of 100).
-    # GetUnit, not LoadUnit: a unit systemd has not loaded stays unloaded, so starting it
-    # later reads its new files without a daemon-reload.
-    got = await asyncio.gather(*(sd.get_unit_properties(u.unit, load=False)
-                                 for u, _ in managed))
+    got = await asyncio.gather(*(state(u.unit) for u, _ in managed))
     changes: list[PropChange] = []
     start: list[str] = []
     states: dict[str, UnitState] = {}

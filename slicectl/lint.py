@@ -233,7 +233,7 @@ def overcommit_rule(c: Config, topo: Topology) -> Iterator[Finding]:
     total = 0
     for t in c.tenants:
         total += _protection(t, ram)
-        if total > budget:
+        if total > budget and total > 0:  # no protection at all cannot overcommit
             key = "memory_low" if t.memory_low else "memory_min"
             everyone = sum(_protection(x, ram) for x in c.tenants)
             yield _finding("protection-overcommit", c.path, t.line_of(key),

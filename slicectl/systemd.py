@@ -330,8 +330,8 @@ class Systemd:
         try:
             msg = Message(destination=destination, path=path, interface=interface,
                           member=member, signature=signature, body=list(body))
-            async with self._slots:
-                reply = await asyncio.wait_for(self._bus.call(msg), timeout)
+            async with self._slots, asyncio.timeout(timeout):  # no task per call (wait_for)
+                reply = await self._bus.call(msg)
         except TimeoutError:
             raise error_for(_NO_REPLY, f"none within {timeout:g} s", action, unit=unit,
                             prop=prop) from None

@@ -287,6 +287,26 @@ async def test_new_tenants_are_started_from_their_files_without_a_reload(
     assert set(report.verified) == {"tenants.slice", "tenants-db1.slice", "tenants-db2.slice"}
 
 
+async def test_one_listing_finds_which_tenant_slices_are_loaded(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    # Unloaded tenant slices cost no call of their own (one ListUnitsByPatterns for all);
+    # loaded ones are read in full, and so is every unit slicectl only adds a drop-in to.
+    slices = ["tenants-db1.slice", "tenants-db2.slice", "tenants.slice"]
+    await compute_diff(config(), make_topology(), options)  # type: ignore[arg-type]
+    assert ("ListUnitsByPatterns", ([], slices)) in fake_systemd.calls
+    looked_up = {args[0] for member, args in fake_systemd.calls if member == "GetUnit"}
+    assert looked_up == {"system.slice", "user.slice", "init.scope"}
+    fake_systemd.add_unit("tenants-db2.slice", active_state="active")  # e.g. by a member
+    assert "tenants.slice" in fake_systemd.units  # its parent comes with it, as in systemd
+    fake_systemd.calls.clear()
+    diff = await compute_diff(config(), make_topology(), options)  # type: ignore[arg-type]
+    looked_up = {args[0] for member, args in fake_systemd.calls if member == "GetUnit"}
+    assert looked_up == {"system.slice", "user.slice", "init.scope", "tenants.slice",
+                         "tenants-db2.slice"}
+    assert "tenants-db2.slice" not in diff.start and "tenants-db1.slice" in diff.start
+    assert diff.reload  # tenants-db2.slice is loaded and its files are new
+
+
 async def test_changing_a_loaded_units_files_reloads(
         options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
     await apply_plan(config(TENANTS_ONLY), make_topology(), options)  # type: ignore[arg-type]

@@ -170,3 +170,22 @@ def test_core_imports_no_front_ends() -> None:
             "bad = [m for m in ('rich', 'textual', 'dbus_fast') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_no_protection_cannot_overcommit() -> None:
+    """Housekeeping limits above RAM with no tenant protection: nothing is protected, so
+    protection-overcommit has nothing to say (and build_plan, which enforces it, plans)."""
+    from slicectl.config import load_yaml, parse_config
+    from slicectl.lint import overcommit_rule
+    from slicectl.plan import build_plan
+
+    text = ("version: 1\nhousekeeping: {cpus: 2}\nconfine:\n  system.slice: {memory_max: 300G}\n"
+            "tenants:\n  a: {cpus: 2, memory_max: 8G}\n")
+    config = parse_config(load_yaml(text, "t.yaml"), "t.yaml")
+    topo = load_topology_file(str(TOPOLOGIES / "xeon-2s-smt.json"))
+    assert topo.total_memory < 300 * 1024**3
+    assert list(overcommit_rule(config, topo)) == []
+    assert build_plan(config, topo).units
+    protected = text.replace("memory_max: 8G}", "memory_max: 8G, memory_low: 1G}")
+    (finding,) = overcommit_rule(parse_config(load_yaml(protected, "t.yaml"), "t.yaml"), topo)
+    assert finding.rule == "protection-overcommit" and finding.line == 6
