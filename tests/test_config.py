@@ -345,6 +345,17 @@ def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
     assert p.hint == "check indentation and quoting around this line"
 
 
+def test_duplicate_tenant_reported_with_file_line_and_hint(tmp_path: Path) -> None:
+    path = tmp_path / "tenants.yaml"
+    path.write_text("version: 1\ntenants:\n  web: {cpus: 2}\n  db: {cpus: 2}\n  web: {cpus: 4}\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(str(path))
+    (p,) = e.value.problems
+    assert (p.file, p.line) == (str(path), 5)
+    assert p.message.startswith('duplicate key "web"')
+    assert p.hint == "each key may appear once; merge the two entries"
+
+
 # --- profiles ---------------------------------------------------------------------------------
 
 PROFILES = """\

@@ -12,8 +12,6 @@ from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError
 
 from slicectl import yamldoc
-from slicectl.config import load_config
-from slicectl.errors import ConfigError
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.yaml"))
 
@@ -102,14 +100,3 @@ def test_libyaml_parser_is_installed() -> None:
     (a test so that an install silently falling back to pure Python is noticed)."""
     assert yamldoc.c_parser_available()
     assert "CParser" in type(yamldoc._loader(False).parser).__name__
-
-
-def test_duplicate_tenant_reported_with_file_line_and_hint(tmp_path: Path) -> None:
-    path = tmp_path / "tenants.yaml"
-    path.write_text("version: 1\ntenants:\n  web: {cpus: 2}\n  db: {cpus: 2}\n  web: {cpus: 4}\n")
-    with pytest.raises(ConfigError) as e:
-        load_config(str(path))
-    (p,) = e.value.problems
-    assert (p.file, p.line) == (str(path), 5)
-    assert p.message.startswith('duplicate key "web"')
-    assert p.hint == "each key may appear once; merge the two entries"
