@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from slicectl.errors import ApplyError, LockError, SlicectlError
 from slicectl.live import (
-    FILE_KEY,
     CgroupExpectation,
     LiveValue,
     cgroup_expectations,
     desired,
+    file_key,
     format_live,
     later_dropins,
     override_source,
@@ -40,7 +40,7 @@ from slicectl.unitdir import FileChanges, Journal, Manifest, UnitDir
 
 if TYPE_CHECKING:
     from slicectl.config import Config
-    from slicectl.systemd import PropValue, Systemd, UnitState
+    from slicectl.systemd import Systemd, UnitState
     from slicectl.topology import Topology
 
 
@@ -62,7 +62,7 @@ class PropChange:
 
     unit: str
     prop: str
-    live: PropValue
+    live: LiveValue
     want: LiveValue
     source: str = ""
 
@@ -240,7 +240,7 @@ async def live_diff(sd: Systemd, plan: Plan, unit_dir: Path,
                 continue
             changes.append(PropChange(u.unit, prop, live.get(prop), want,
                                       override_source(prop, ours, texts)))
-        wanted = {FILE_KEY[p] for p in desired(u, owned)}
+        wanted = {file_key(p) for p in desired(u, owned)}
         for path, key in later_dropins(ours, texts):
             if key in wanted:
                 notes.append(f"{u.unit}: {path} sorts after slicectl's drop-in and sets {key}; "
@@ -352,7 +352,7 @@ class _ControlDir:
             self.dir.rmdir()
 
 
-async def _set_live(sd: Systemd, unit: str, props: Mapping[str, PropValue],
+async def _set_live(sd: Systemd, unit: str, props: Mapping[str, LiveValue],
                     control_root: Path) -> None:
     snapshot = _ControlDir(control_root, unit)
     try:

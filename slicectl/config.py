@@ -1,36 +1,85 @@
 """tenants.yaml v1: strict parsing into frozen dataclasses, every problem located by line.
 
 `load_config(path)` raises ConfigError carrying *all* problems found (file, line, key path,
-message, hint), so `slicectl validate` can list them at once. Nothing here touches the host.
+message, hint), so `slicectl validate` can list them at once. What the keys mean, their
+parsers and ranges come from the settings table (slicectl.settings). Nothing here touches
+the host.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from slicectl.errors import ConfigError, Problem
 from slicectl.settings import (
+    BY_KEY,
     CONFINE_SETTINGS,
+    CONFINE_TYPES,
     HOUSEKEEPING_KEYS,
+    MAX_UNIT_FILE_NAME,
     PROFILE_KEYS,
     TENANT_NAME_RE,
     TENANT_SETTINGS,
     TOP_KEYS,
     Numa,
+    Role,
     Setting,
     check_unit_name,
     parse_housekeeping_cpus,
 )
+from slicectl.values import Size, quote
 
 SUPPORTED_VERSION = 1
 HOUSEKEEPING_UNITS = ("system.slice", "user.slice", "init.scope")
 
 
+class _Resources:
+    """Typed access to the resource values the core reasons about (lint, placement, plan).
+
+    Every resource key of the settings table lives in `resources`; a key that only becomes a
+    property (no rule looks at it) needs no accessor here."""
+
+    resources: Mapping[str, Any]
+
+    @property
+    def cpu_weight(self) -> int | None:
+        return self.resources.get("cpu_weight")
+
+    @property
+    def cpu_quota(self) -> int | None:
+        return self.resources.get("cpu_quota")
+
+    @property
+    def cpu_quota_period(self) -> int | None:
+        return self.resources.get("cpu_quota_period")
+
+    @property
+    def memory_max(self) -> Size | None:
+        return self.resources.get("memory_max")
+
+    @property
+    def memory_high(self) -> Size | None:
+        return self.resources.get("memory_high")
+
+    @property
+    def memory_low(self) -> Size | None:
+        return self.resources.get("memory_low")
+
+    @property
+    def memory_min(self) -> Size | None:
+        return self.resources.get("memory_min")
+
+    @property
+    def memory_swap_max(self) -> Size | None:
+        return self.resources.get("memory_swap_max")
+
+
 @dataclass(frozen=True)
-class Tenant:
+class Tenant(_Resources):
     """One tenant: becomes `<slice>-<name>.slice`."""
 
     name: str
@@ -40,35 +89,34 @@ class Tenant:
     numa: Numa = Numa.LOCAL
     nodes: tuple[int, ...] | None = None
     exclusive: bool = True
-    cpu_weight: int | None = None
-    cpu_quota: int | None = None
-    cpu_quota_period: int | None = None
-    memory_max: int | None = None
-    memory_high: int | None = None
-    memory_low: int | None = None
-    memory_min: int | None = None
-    memory_swap_max: int | None = None
     services: tuple[str, ...] = ()
+    resources: Mapping[str, Any] = field(default_factory=dict)  # key -> value, as set
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def line_of(self, key: str) -> int:
         """Line of `key` in the source file, or of the tenant when the key is absent."""
         return self.lines.get(key, self.line)
 
+    def with_values(self, values: Mapping[str, Any]) -> Tenant:
+        """This tenant with some keys changed (a profile's overrides)."""
+        fields_ = {k: v for k, v in values.items() if BY_KEY[k].role is not Role.RESOURCE}
+        resources = {k: v for k, v in values.items() if BY_KEY[k].role is Role.RESOURCE}
+        return replace(self, **fields_, resources={**self.resources, **resources})
+
 
 @dataclass(frozen=True)
-class Confinement:
+class Confinement(_Resources):
     """Limits for a housekeeping unit (system.slice, user.slice, cron.service, …)."""
 
     unit: str
     line: int = 0
     cpus: frozenset[int] | None = None
-    cpu_weight: int | None = None
-    cpu_quota: int | None = None
-    memory_high: int | None = None
-    memory_max: int | None = None
-    memory_swap_max: int | None = None
+    resources: Mapping[str, Any] = field(default_factory=dict)
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def line_of(self, key: str) -> int:
+        """Line of `key` in the source file, or of the unit when the key is absent."""
+        return self.lines.get(key, self.line)
 
 
 @dataclass(frozen=True)
@@ -104,10 +152,8 @@ class Config:
             raise ConfigError([Problem(self.path, 0, "profiles", f"no profile {name!r}",
                                        f"profiles in this file: {known}")])
         overrides = self.profiles[name]
-        tenants = tuple(
-            replace(t, **dict(overrides[t.name])) if t.name in overrides else t
-            for t in self.tenants
-        )
+        tenants = tuple(t.with_values(overrides[t.name]) if t.name in overrides else t
+                        for t in self.tenants)
         return replace(self, tenants=tenants, profile=name)
 
 
@@ -130,18 +176,16 @@ def _key_line(node: Any, key: Any, default: int) -> int:
         return default
 
 
-def _node_line(node: Any, default: int) -> int:
-    try:
-        return int(node.lc.line) + 1
-    except AttributeError:
-        return default
-
-
 def _unknown_key_hint(key: str, known: tuple[str, ...]) -> str:
     close = difflib.get_close_matches(str(key), known, n=1)
     if close:
         return f"did you mean {close[0]!r}? known keys: {', '.join(known)}"
     return f"known keys: {', '.join(known)}"
+
+
+def _name(value: Any) -> str:
+    """A key as a key path shows it (bounded: a key may be anything YAML allows)."""
+    return value if isinstance(value, str) and len(value) <= 60 else quote(value)
 
 
 def _parse_settings(
@@ -161,12 +205,12 @@ def _parse_settings(
     known = tuple(k for k in by_key if allowed is None or k in allowed)
     for key, value in node.items():
         kline = _key_line(node, key, line)
-        path = f"{prefix}.{key}"
+        path = f"{prefix}.{_name(key)}"
         if key not in known:
             if allowed is not None and key in by_key:
                 c.add(kline, path, "cannot be changed here", f"allowed here: {', '.join(known)}")
             else:
-                c.add(kline, path, "unknown key", _unknown_key_hint(str(key), known))
+                c.add(kline, path, "unknown key", _unknown_key_hint(str(key)[:60], known))
             continue
         setting = by_key[key]
         try:
@@ -178,6 +222,12 @@ def _parse_settings(
     return values, lines
 
 
+def _split(values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(dataclass fields, resources) of parsed values, by the keys' roles."""
+    fields_ = {k: v for k, v in values.items() if BY_KEY[k].role is not Role.RESOURCE}
+    return fields_, {k: v for k, v in values.items() if BY_KEY[k].role is Role.RESOURCE}
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "nothing"
@@ -185,10 +235,14 @@ def _kind(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return f"{type(value).__name__} {value!r}"
+    return f"{type(value).__name__} {quote(value)}"
 
 
-def _parse_tenants(c: _Collector, node: Any, line: int) -> list[Tenant]:
+def _valid_name(name: Any) -> bool:
+    return isinstance(name, str) and TENANT_NAME_RE.fullmatch(name) is not None
+
+
+def _parse_tenants(c: _Collector, node: Any, line: int, slice_name: str) -> list[Tenant]:
     tenants: list[Tenant] = []
     if node is None:
         return tenants
@@ -198,15 +252,22 @@ def _parse_tenants(c: _Collector, node: Any, line: int) -> list[Tenant]:
         return tenants
     for name, body in node.items():
         tline = _key_line(node, name, line)
-        if not isinstance(name, str) or not TENANT_NAME_RE.match(name):
-            c.add(tline, f"tenants.{name}", "invalid tenant name",
+        if not _valid_name(name):
+            c.add(tline, f"tenants.{_name(name)}", "invalid tenant name",
                   "use lower-case letters, digits and _ (start with a letter or digit); "
                   "a '-' would nest slices")
             continue
-        if body is None:
-            body = {}
+        unit = f"{slice_name}-{name}.slice"
+        if len(unit.encode()) > MAX_UNIT_FILE_NAME:
+            c.add(tline, f"tenants.{_name(name)}", f"the slice name {unit[:40]}… is "
+                  f"{len(unit.encode())} bytes long; at most {MAX_UNIT_FILE_NAME} fit",
+                  "a file name has at most 255 bytes, and slicectl writes a temporary file "
+                  "beside each unit file: use a shorter tenant name")
+            continue
         values, lines = _parse_settings(c, body, TENANT_SETTINGS, f"tenants.{name}", tline)
-        tenants.append(Tenant(name=name, line=tline, lines=lines, **values))
+        fields_, resources = _split(values)
+        tenants.append(Tenant(name=name, line=tline, lines=lines, resources=resources,
+                              **fields_))
     return tenants
 
 
@@ -221,14 +282,38 @@ def _parse_confine(c: _Collector, node: Any, line: int) -> list[Confinement]:
     for unit, body in node.items():
         uline = _key_line(node, unit, line)
         try:
-            check_unit_name(str(unit), ("slice", "service", "scope", "socket", "mount", "swap"))
+            if not isinstance(unit, str):
+                raise ValueError(f"{quote(unit)} is not a valid systemd unit name")
+            check_unit_name(unit, CONFINE_TYPES, folder=True)
         except ValueError as e:
-            c.add(uline, f"confine.{unit}", str(e),
+            c.add(uline, f"confine.{_name(unit)}", str(e),
                   "name a unit such as system.slice, user.slice or cron.service")
             continue
         values, lines = _parse_settings(c, body, CONFINE_SETTINGS, f"confine.{unit}", uline)
-        result.append(Confinement(unit=str(unit), line=uline, lines=lines, **values))
+        fields_, resources = _split(values)
+        result.append(Confinement(unit=unit, line=uline, lines=lines, resources=resources,
+                                  **fields_))
     return result
+
+
+def _parse_profile(c: _Collector, pname: str, body: Any, pline: int,
+                   names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """One profile: tenant -> overrides."""
+    overrides: dict[str, dict[str, Any]] = {}
+    if not isinstance(body, Mapping):
+        c.add(pline, f"profiles.{pname}", f"expected tenant overrides, got {_kind(body)}",
+              "e.g. `db1: {cpus: 4}`")
+        return overrides
+    for tname, values in body.items():
+        tline = _key_line(body, tname, pline)
+        if tname not in names:
+            c.add(tline, f"profiles.{pname}.{_name(tname)}", "no such tenant",
+                  _unknown_key_hint(str(tname)[:60], names).replace("known keys", "tenants"))
+            continue
+        parsed, _ = _parse_settings(c, values, TENANT_SETTINGS, f"profiles.{pname}.{tname}",
+                                    tline, PROFILE_KEYS)
+        overrides[str(tname)] = parsed
+    return overrides
 
 
 def _parse_profiles(
@@ -245,32 +330,18 @@ def _parse_profiles(
     names = tuple(t.name for t in tenants)
     for pname, body in node.items():
         pline = _key_line(node, pname, line)
-        if not isinstance(pname, str) or not TENANT_NAME_RE.match(pname):
-            c.add(pline, f"profiles.{pname}", "invalid profile name",
+        if not _valid_name(pname):
+            c.add(pline, f"profiles.{_name(pname)}", "invalid profile name",
                   "use lower-case letters, digits and _")
             continue
         plines[pname] = pline
-        profiles[pname] = {}
-        if not isinstance(body, Mapping):
-            c.add(pline, f"profiles.{pname}", f"expected tenant overrides, got {_kind(body)}",
-                  "e.g. `db1: {cpus: 4}`")
-            continue
-        for tname, overrides in body.items():
-            tline = _key_line(body, tname, pline)
-            if tname not in names:
-                c.add(tline, f"profiles.{pname}.{tname}", "no such tenant",
-                      _unknown_key_hint(str(tname), names).replace("known keys", "tenants"))
-                continue
-            values, _ = _parse_settings(c, overrides, TENANT_SETTINGS,
-                                        f"profiles.{pname}.{tname}", tline, PROFILE_KEYS)
-            profiles[pname][str(tname)] = values
+        profiles[pname] = _parse_profile(c, pname, body, pline, names)
     return profiles, plines
 
 
-def _cross_checks(
-    c: _Collector, tenants: list[Tenant], confine: list[Confinement], slice_name: str
-) -> None:
-    """Checks that span tenants (per-key checks happen while parsing)."""
+def _check_members(c: _Collector, tenants: list[Tenant], confine: list[Confinement],
+                   slice_name: str) -> None:
+    """A unit belongs to one tenant, and a tenant's units are not confined separately."""
     members = {svc: t.name for t in tenants for svc in t.services}
     generated = {f"{slice_name}.slice"} | {f"{slice_name}-{t.name}.slice" for t in tenants}
     for conf in confine:
@@ -289,10 +360,69 @@ def _cross_checks(
                       f"{svc} is already a member of tenant {owner[svc]!r}",
                       "a unit can be in one slice only; remove it from one tenant")
             owner.setdefault(svc, t.name)
+
+
+def _check_nodes(c: _Collector, tenants: list[Tenant]) -> None:
+    for t in tenants:
         if t.nodes is not None and t.numa is Numa.LOCAL and len(t.nodes) > 1:
             c.add(t.line_of("nodes"), f"tenants.{t.name}.nodes",
                   "numa: local means one node, but several nodes are listed",
                   "list one node, or set numa: spread")
+
+
+def _check_top(c: _Collector, data: Mapping[Any, Any]) -> None:
+    """Unknown top-level keys and the version."""
+    for key in data:
+        if key not in TOP_KEYS:
+            c.add(_key_line(data, key, 1), _name(key), "unknown key",
+                  _unknown_key_hint(str(key)[:60], TOP_KEYS))
+    version = data.get("version")
+    if version is None:
+        c.add(1, "version", "missing", "add `version: 1` at the top")
+    # `type() is int`: YAML's true and 1.0 compare equal to 1 but are not version 1.
+    elif type(version) is not int or version != SUPPORTED_VERSION:
+        c.add(_key_line(data, "version", 1), "version",
+              f"unsupported version {quote(version)}", "this slicectl reads version: 1")
+
+
+def _parse_slice(c: _Collector, data: Mapping[Any, Any]) -> str:
+    slice_name = data.get("slice", "tenants")
+    if not _valid_name(slice_name):
+        c.add(_key_line(data, "slice", 1), "slice", f"invalid slice name {quote(slice_name)}",
+              "use lower-case letters, digits and _, e.g. `slice: tenants`")
+        return "tenants"
+    if len(f"{slice_name}.slice".encode()) > MAX_UNIT_FILE_NAME:
+        c.add(_key_line(data, "slice", 1), "slice", f"the slice name is too long (at most "
+              f"{MAX_UNIT_FILE_NAME - len('.slice')} bytes)", "use a shorter slice name")
+        return "tenants"
+    return str(slice_name)
+
+
+def _parse_housekeeping(c: _Collector, data: Mapping[Any, Any]) -> tuple[
+        int | frozenset[int], int]:
+    """housekeeping.cpus and its line."""
+    hk_cpus: int | frozenset[int] = 0
+    hk_line = _key_line(data, "housekeeping", 0)
+    hk = data.get("housekeeping")
+    if hk is None:
+        return hk_cpus, hk_line
+    if not isinstance(hk, Mapping):
+        c.add(hk_line, "housekeeping", f"expected a mapping, got {_kind(hk)}",
+              "e.g. `housekeeping: {cpus: 2}`")
+        return hk_cpus, hk_line
+    for key, value in hk.items():
+        kline = _key_line(hk, key, hk_line)
+        if key not in HOUSEKEEPING_KEYS:
+            c.add(kline, f"housekeeping.{_name(key)}", "unknown key",
+                  _unknown_key_hint(str(key)[:60], HOUSEKEEPING_KEYS))
+            continue
+        try:
+            hk_cpus = parse_housekeeping_cpus(value)
+            hk_line = kline
+        except ValueError as e:
+            c.add(kline, "housekeeping.cpus", str(e),
+                  "a count such as 2, or a cpulist such as \"0,16\"")
+    return hk_cpus, hk_line
 
 
 def parse_config(data: Any, path: str) -> Config:
@@ -302,49 +432,17 @@ def parse_config(data: Any, path: str) -> Config:
         c.add(1, "", f"expected a mapping at the top level, got {_kind(data)}",
               "start the file with `version: 1` and a `tenants:` mapping")
         raise ConfigError(c.problems)
-    for key in data:
-        if key not in TOP_KEYS:
-            c.add(_key_line(data, key, 1), str(key), "unknown key",
-                  _unknown_key_hint(key, TOP_KEYS))
-    version = data.get("version")
-    if version is None:
-        c.add(1, "version", "missing", "add `version: 1` at the top")
-    elif version != SUPPORTED_VERSION:
-        c.add(_key_line(data, "version", 1), "version",
-              f"unsupported version {version!r}", "this slicectl reads version: 1")
-    slice_name = data.get("slice", "tenants")
-    if not isinstance(slice_name, str) or not TENANT_NAME_RE.match(slice_name):
-        c.add(_key_line(data, "slice", 1), "slice", f"invalid slice name {slice_name!r}",
-              "use lower-case letters, digits and _, e.g. `slice: tenants`")
-        slice_name = "tenants"
-    hk_cpus: int | frozenset[int] = 0
-    hk_line = _key_line(data, "housekeeping", 0)
-    hk = data.get("housekeeping")
-    if hk is not None:
-        if not isinstance(hk, Mapping):
-            c.add(hk_line, "housekeeping", f"expected a mapping, got {_kind(hk)}",
-                  "e.g. `housekeeping: {cpus: 2}`")
-        else:
-            for key, value in hk.items():
-                kline = _key_line(hk, key, hk_line)
-                if key not in HOUSEKEEPING_KEYS:
-                    c.add(kline, f"housekeeping.{key}", "unknown key",
-                          _unknown_key_hint(key, HOUSEKEEPING_KEYS))
-                    continue
-                try:
-                    hk_cpus = parse_housekeeping_cpus(value)
-                    hk_line = kline
-                except ValueError as e:
-                    c.add(kline, "housekeeping.cpus", str(e),
-                          "a count such as 2, or a cpulist such as \"0,16\"")
-    tenants_node = data.get("tenants")
-    tenants = _parse_tenants(c, tenants_node, _key_line(data, "tenants", 1))
-    if tenants_node is None and "tenants" not in data:
+    _check_top(c, data)
+    slice_name = _parse_slice(c, data)
+    hk_cpus, hk_line = _parse_housekeeping(c, data)
+    tenants = _parse_tenants(c, data.get("tenants"), _key_line(data, "tenants", 1), slice_name)
+    if "tenants" not in data:
         c.add(1, "tenants", "missing", "add a `tenants:` mapping with at least one tenant")
     confine = _parse_confine(c, data.get("confine"), _key_line(data, "confine", 1))
     profiles, plines = _parse_profiles(c, data.get("profiles"),
                                        _key_line(data, "profiles", 1), tenants)
-    _cross_checks(c, tenants, confine, slice_name)
+    _check_members(c, tenants, confine, slice_name)
+    _check_nodes(c, tenants)
     if c.problems:
         raise ConfigError(c.problems)
     return Config(path=path, slice=slice_name, housekeeping_cpus=hk_cpus,
@@ -358,44 +456,43 @@ def load_yaml(text: str, path: str, *, round_trip: bool = False) -> Any:
     Mappings and sequences are slicectl.yamldoc's LineMap/LineSeq; with `round_trip`, ruamel's
     CommentedMap/CommentedSeq (which also keep comments and styles, and are slower).
     """
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from slicectl import yamldoc
 
+    return yamldoc.load_located(text, path, round_trip=round_trip)
+
+
+def printable(path: str) -> str:
+    """A file name as messages show it: bytes that are not UTF-8 (in a name from the command
+    line) become U+FFFD instead of making the message itself fail to print."""
+    return os.fsencode(path).decode("utf-8", "replace")
+
+
+def read_text(path: str) -> str:
+    """tenants.yaml's text; a byte that is not UTF-8, or a NUL, is refused with its line."""
+    shown = printable(path)
     try:
-        if round_trip:
-            from ruamel.yaml import YAML
-
-            return YAML(typ="rt").load(text)
-        from slicectl import yamldoc
-
-        return yamldoc.load(text)
-    except MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark is not None else 0
-        message = (e.problem or e.context or "invalid YAML").strip()
-        hint = "check indentation and quoting around this line"
-        if "duplicate" in message.lower() or "found duplicate" in str(e).lower():
-            message = "duplicate key " + message.split("found duplicate key", 1)[-1].strip()
-            hint = "each key may appear once; merge the two entries"
-        raise ConfigError([Problem(path, line, "", message, hint)]) from e
-    except YAMLError as e:
-        raise ConfigError([Problem(path, 0, "", f"invalid YAML: {e}",
-                                   "check the file's syntax")]) from e
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise ConfigError([Problem(shown, 0, "", f"cannot read: {e.strerror}",
+                                   "check the path to tenants.yaml")]) from e
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        column = e.start - raw.rfind(b"\n", 0, e.start)
+        raise ConfigError([Problem(shown, line, "", f"is not UTF-8 text (byte "
+                                   f"{raw[e.start]:#04x} in column {column})",
+                                   "save the file as UTF-8")]) from None
+    if "\0" in text:
+        at = text.index("\0")
+        raise ConfigError([Problem(shown, text.count("\n", 0, at) + 1, "",
+                                   "contains a NUL character", "remove it; tenants.yaml is "
+                                   "text")])
+    return text
 
 
 def load_config(path: str) -> Config:
     """Read and validate tenants.yaml from `path`."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise ConfigError([Problem(path, 0, "", f"cannot read: {e.strerror}",
-                                   "check the path to tenants.yaml")]) from e
-    except UnicodeDecodeError as e:
-        raise ConfigError([Problem(path, 0, "", "is not UTF-8 text",
-                                   "save the file as UTF-8")]) from e
-    return parse_config(load_yaml(text, path), path)
-
-
-def tenant_field_names() -> tuple[str, ...]:
-    """Settable Tenant fields (for docs and tests)."""
-    return tuple(f.name for f in fields(Tenant) if f.name not in ("name", "line", "lines"))
+    shown = printable(path)
+    return parse_config(load_yaml(read_text(path), shown), shown)

@@ -13,13 +13,15 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TypeGuard
 
-from slicectl.config import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
+from slicectl.config import Config, Confinement, Tenant
 from slicectl.cpulist import format_cpulist
 from slicectl.placement import Layout, place
+from slicectl.protection import overcommit
 from slicectl.settings import Numa
 from slicectl.topology import Topology
-from slicectl.values import INFINITY, format_duration_us, format_size
+from slicectl.values import INFINITY, Size, format_duration_us, format_size
 
 SEED_NUMA = "000_45779277b9cefdcb.txt"
 SEED_MEMORY = "001_59bc6195cf6ec2fc.txt"
@@ -102,13 +104,13 @@ def _finding(rule: str, file: str, line: int, message: str, fix: str = "") -> Fi
     return Finding(file, line, rule, r.level, message, fix or r.fix, r.source)
 
 
-def _size(value: int) -> str:
+def _size(value: Size) -> str:
     return format_size(value)
 
 
-def _limited(value: int | None) -> bool:
+def _limited(value: Size | None) -> TypeGuard[int]:
     """A size that is set and not infinity."""
-    return value is not None and value != INFINITY
+    return value is not None and value is not INFINITY
 
 
 # --- rules on the configuration (pure) ----------------------------------------------------
@@ -164,10 +166,9 @@ def _memory_rules(c: Config, t: Tenant) -> Iterator[Finding]:
 
 
 def _high_above_max(
-    c: Config, name: str, what: str, high: int, max_: int | None, line: int
+    c: Config, name: str, what: str, high: Size, max_: int, line: int
 ) -> Iterator[Finding]:
-    assert max_ is not None
-    if high == INFINITY or high >= max_:
+    if high is INFINITY or high >= max_:
         yield _finding("high-above-max", c.path, line,
                        f"{what} {name} has memory_high {_size(high)} >= memory_max "
                        f"{_size(max_)}: memory_high never takes effect, the tenant hits the "
@@ -212,36 +213,12 @@ def _housekeeping_rules(c: Config) -> Iterator[Finding]:
                        "(crond.service on RHEL)")
 
 
-def _housekeeping_memory(c: Config) -> int:
-    """Memory kept for the host: memory_max of the confined housekeeping units."""
-    return sum(conf.memory_max for conf in c.confine
-               if conf.unit in HOUSEKEEPING_UNITS and _limited(conf.memory_max)
-               and conf.memory_max is not None)
-
-
-def _protection(t: Tenant, ram: int) -> int:
-    # "infinity" protects everything the host has.
-    return sum(ram if v == INFINITY else v for v in (t.memory_low, t.memory_min) if v)
-
-
 def overcommit_rule(c: Config, topo: Topology) -> Iterator[Finding]:
     """protection-overcommit: also enforced by build_plan, so nothing is generated."""
-    ram = topo.total_memory
-    if ram <= 0:  # sysfs without NUMA nodes: RAM unknown, nothing to compare with
-        return
-    budget = ram - _housekeeping_memory(c)
-    total = 0
-    for t in c.tenants:
-        total += _protection(t, ram)
-        if total > budget and total > 0:  # no protection at all cannot overcommit
-            key = "memory_low" if t.memory_low else "memory_min"
-            everyone = sum(_protection(x, ram) for x in c.tenants)
-            yield _finding("protection-overcommit", c.path, t.line_of(key),
-                           f"memory_low + memory_min of all tenants is {_size(everyone)} but "
-                           f"RAM minus housekeeping is {_size(max(budget, 0))} "
-                           f"({_size(ram)} - {_size(ram - budget)}); protection beyond RAM "
-                           f"protects nobody (the total passes it at tenant {t.name})")
-            return
+    found = overcommit(c, topo)
+    if found is not None:
+        yield _finding("protection-overcommit", c.path, found.tenant.line_of(found.key),
+                       found.message())
 
 
 def _cross_node_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Finding]:

@@ -1,154 +1,61 @@
 """Live properties: plan values as systemd's D-Bus values, and what the cgroup files must say.
 
-Pure functions shared by `plan` (live diff) and `apply` (set, then verify). D-Bus types follow
-slicectl.systemd's property table: CPU/node masks as frozensets, `t` limits as int or None
-(None = UINT64_MAX = unset), MemoryLow/MemoryMin as int (0 = unset).
+Pure functions shared by `plan` (live diff) and `apply` (set, then verify). Live values are
+keyed by D-Bus name (`CPUQuotaPerSecUSec`); the settings table says how each property's
+plan value becomes a live value (slicectl.kinds) and which cgroup file shows it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-from slicectl.cpulist import format_cpulist, parse_cpulist
-from slicectl.plan import PropValue, UnitPlan
-from slicectl.values import INFINITY, UINT64_MAX
+from slicectl.kinds import CgroupExpectation, LiveValue
+from slicectl.plan import FileKind, UnitPlan
+from slicectl.settings import PROP_BY_DBUS, PROP_BY_NAME, PROPERTIES
 
-# unit-file key → D-Bus property
-DBUS_NAME = {
-    "AllowedCPUs": "AllowedCPUs", "AllowedMemoryNodes": "AllowedMemoryNodes",
-    "CPUWeight": "CPUWeight", "CPUQuota": "CPUQuotaPerSecUSec",
-    "CPUQuotaPeriodSec": "CPUQuotaPeriodUSec", "MemoryMin": "MemoryMin",
-    "MemoryLow": "MemoryLow", "MemoryHigh": "MemoryHigh", "MemoryMax": "MemoryMax",
-    "MemorySwapMax": "MemorySwapMax",
-}
-FILE_KEY = {v: k for k, v in DBUS_NAME.items()}
-MASKS = ("AllowedCPUs", "AllowedMemoryNodes")
-PROTECTIONS = ("MemoryLow", "MemoryMin")  # 0 = unset
-PAGE = 4096
-DEFAULT_PERIOD_US = 100_000
-
-LiveValue = frozenset[int] | int | None
+__all__ = ["CgroupExpectation", "LiveValue", "cgroup_expectations", "desired", "file_key",
+           "format_live", "is_control_file", "later_dropins", "override_source",
+           "settings_in", "unset"]
 
 
 def unset(prop: str) -> LiveValue:
-    """The D-Bus value meaning "not set" for a property."""
-    if prop in MASKS:
-        return frozenset()
-    if prop in PROTECTIONS:
-        return 0
-    return None
+    """The D-Bus value meaning "not set" for a property (by D-Bus name)."""
+    return PROP_BY_DBUS[prop].kind.unset
 
 
-def to_dbus(key: str, value: PropValue) -> tuple[str, LiveValue]:
-    """A plan property (unit-file key, typed value) as (D-Bus name, D-Bus value)."""
-    prop = DBUS_NAME[key]
-    if isinstance(value, frozenset):
-        return prop, value
-    if key == "CPUQuota":
-        return prop, value * 10_000  # percent of one CPU → µs of CPU time per second
-    if value == INFINITY:
-        return prop, UINT64_MAX if prop in PROTECTIONS else None
-    return prop, value
+def file_key(prop: str) -> str:
+    """The unit-file key of a property (by D-Bus name): CPUQuotaPerSecUSec -> CPUQuota."""
+    return PROP_BY_DBUS[prop].name
 
 
-def desired(u: UnitPlan, owned: bool) -> dict[str, LiveValue]:
-    """The live properties `u` must have. For units slicectl owns (its slices) every settable
-    property is managed: one not in the plan must be unset. For units slicectl only drops into
-    (system.slice, cron.service) only the properties it sets are managed."""
+def desired(u: UnitPlan, owned: bool | None = None) -> dict[str, LiveValue]:
+    """The live properties `u` must have, by D-Bus name. For units slicectl owns (its slices)
+    every settable property is managed: one not in the plan must be unset. For units slicectl
+    only drops into (system.slice, cron.service) only the properties it sets are managed."""
+    if owned is None:
+        owned = u.kind is FileKind.UNIT
     want: dict[str, LiveValue] = {}
     if owned:
-        want = {prop: unset(prop) for prop in DBUS_NAME.values()}
+        want = {p.dbus: p.kind.unset for p in PROPERTIES}
     for key, value in u.properties.items():
-        prop, live = to_dbus(key, value)
-        want[prop] = live
+        prop = PROP_BY_NAME[key]
+        want[prop.dbus] = prop.kind.live(value)
     return want
 
 
-def format_live(prop: str, value: object) -> str:
-    """A live value for humans, in unit-file spelling."""
-    if prop in MASKS:
-        assert isinstance(value, frozenset)
-        return format_cpulist(value) or "(unset)"
-    if value is None:
-        return "(unset)" if prop != "MemoryMax" else "infinity"
-    if prop == "CPUQuotaPerSecUSec":
-        assert isinstance(value, int)
-        return f"{value / 10_000:g}%"
-    if prop in PROTECTIONS and value == 0:
-        return "(unset)"
-    return str(value)
-
-
-@dataclass(frozen=True)
-class CgroupExpectation:
-    """One cgroup file and what it must contain."""
-
-    file: str
-    expected: str
-
-    def matches(self, content: str | None) -> bool:
-        if content is None:
-            # Controller not enabled for this cgroup: fine only if we expect the default.
-            return self.expected in ("", "max", "0", "100", f"max {DEFAULT_PERIOD_US}")
-        content = content.strip()
-        if self.file in ("cpuset.cpus", "cpuset.mems"):
-            return parse_cpulist(content) == parse_cpulist(self.expected)
-        if self.file == "cpu.max":
-            return _cpu_max_equal(content, self.expected)
-        return content == self.expected
-
-
-def _cpu_max_equal(a: str, b: str) -> bool:
-    qa, _, pa = a.partition(" ")
-    qb, _, pb = b.partition(" ")
-    if "max" in (qa, qb):
-        return qa == qb
-    # systemd may stretch the period for tiny quotas; compare the ratio (cores) instead.
-    return abs(int(qa) / int(pa) - int(qb) / int(pb)) < 0.001
-
-
-def _bytes(value: LiveValue, zero_means_unset: bool = False) -> str:
-    if value is None:
-        return "max"
-    assert isinstance(value, int)
-    if value >= UINT64_MAX:
-        return "max"
-    return str(value // PAGE * PAGE)  # the kernel rounds memory limits down to pages
+def format_live(prop: str, value: LiveValue) -> str:
+    """A live value (by D-Bus name) for humans, in unit-file spelling."""
+    return PROP_BY_DBUS[prop].kind.show(value)
 
 
 def cgroup_expectations(want: Mapping[str, LiveValue]) -> list[CgroupExpectation]:
     """What the unit's cgroup files must say once `want` is in force (cgroup-v2.rst)."""
-    out: list[CgroupExpectation] = []
-    if "AllowedCPUs" in want:
-        cpus = want["AllowedCPUs"]
-        assert isinstance(cpus, frozenset)
-        # unset: the kernel shows "" (or no file without the cpuset controller) and uses the
-        # parent's (effective) CPUs
-        out.append(CgroupExpectation("cpuset.cpus", format_cpulist(cpus)))
-    if "AllowedMemoryNodes" in want:
-        mems = want["AllowedMemoryNodes"]
-        assert isinstance(mems, frozenset)
-        out.append(CgroupExpectation("cpuset.mems", format_cpulist(mems)))
-    if "CPUWeight" in want:
-        out.append(CgroupExpectation("cpu.weight", str(want["CPUWeight"] or 100)))
-    if "CPUQuotaPerSecUSec" in want:
-        quota = want["CPUQuotaPerSecUSec"]
-        period = want.get("CPUQuotaPeriodUSec") or DEFAULT_PERIOD_US
-        assert isinstance(period, int)
-        if quota is None:
-            out.append(CgroupExpectation("cpu.max", f"max {period}"))
-        else:
-            assert isinstance(quota, int)
-            out.append(CgroupExpectation("cpu.max",
-                                         f"{max(quota * period // 1_000_000, 1000)} {period}"))
-    for prop, file in (("MemoryMax", "memory.max"), ("MemoryHigh", "memory.high"),
-                       ("MemorySwapMax", "memory.swap.max")):
-        if prop in want:
-            out.append(CgroupExpectation(file, _bytes(want[prop])))
-    for prop, file in (("MemoryLow", "memory.low"), ("MemoryMin", "memory.min")):
-        if prop in want:
-            out.append(CgroupExpectation(file, _bytes(want[prop])))
+    out = []
+    for prop in PROPERTIES:
+        if prop.dbus in want:
+            expectation = prop.expectation(want[prop.dbus], want)
+            if expectation is not None:
+                out.append(expectation)
     return out
 
 
@@ -177,7 +84,7 @@ def override_source(prop: str, ours: str, paths: list[tuple[str, str]]) -> str:
     50-<Property>.conf (upper case) comes before 50-slicectl.conf and slicectl's value wins,
     while a drop-in whose name sorts after 50-slicectl.conf (60-local.conf) wins over ours.
     """
-    key = FILE_KEY[prop]
+    key = file_key(prop)
     setters = [p for p, text in paths if p != ours and settings_in(text, key) is not None]
     control = [p for p in setters if is_control_file(p)]
     if control:
@@ -200,5 +107,6 @@ def later_dropins(ours: str, paths: list[tuple[str, str]]) -> list[tuple[str, st
         name = p.rsplit("/", 1)[-1]
         if p == ours or is_control_file(p) or not name.endswith(".conf") or name <= ours_name:
             continue
-        found += [(p, k) for k in DBUS_NAME if settings_in(text, k) is not None]
+        found += [(p, prop.name) for prop in PROPERTIES
+                  if settings_in(text, prop.name) is not None]
     return found

@@ -194,7 +194,10 @@ def _count(t: Tenant) -> int:
 
 
 def _protection(t: Tenant) -> int:
-    return (t.memory_low or 0) + (t.memory_min or 0)
+    """Protected bytes a tenant puts on its node(s). `infinity` counts as nothing here: it
+    cannot fit beside anything, and build_plan's global check (slicectl.protection), which
+    counts it as all of the host's RAM, refuses it beside any other protection."""
+    return sum(v for v in (t.memory_low, t.memory_min) if isinstance(v, int))
 
 
 def _place_count(

@@ -1,69 +1,64 @@
 """The plan: which units and drop-ins slicectl wants, with which resource properties (pure).
 
 `build_plan(config, topology)` = placement + the unit files it implies. Properties are keyed by
-their unit-file names (`AllowedCPUs`, `CPUQuota`, `MemoryMax`, …) with typed values; render
-formats them for files and apply converts them for D-Bus. Plans round-trip through JSON.
+their unit-file names (`AllowedCPUs`, `CPUQuota`, `MemoryMax`, …) with typed plan values
+(slicectl.kinds.PlanValue); the settings table says how each is written, sent and checked.
+Plans round-trip through JSON (docs/plan-json.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from slicectl.config import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.cpulist import format_cpulist, parse_cpulist
 from slicectl.errors import PlacementError
-from slicectl.placement import Layout, place
+from slicectl.kinds import PlanValue
+from slicectl.placement import Layout, TenantPlacement, place
+from slicectl.protection import FIX, SOURCE, overcommit, protects
+from slicectl.settings import (
+    ALLOWED_CPUS,
+    ALLOWED_MEMORY_NODES,
+    BY_KEY,
+    PROP_BY_NAME,
+    PROPERTIES,
+)
 from slicectl.topology import Topology
-from slicectl.values import INFINITY, format_duration_us, format_size
+from slicectl.values import size_sum
 
 FORMAT = "slicectl-plan/1"
 DROPIN_NAME = "50-slicectl.conf"
 
-# Unit-file property → kind of value. Order here is the order in generated files.
-CPUSET_PROPS = ("AllowedCPUs", "AllowedMemoryNodes")
-INT_PROPS = ("CPUWeight",)
-PERCENT_PROPS = ("CPUQuota",)
-DURATION_PROPS = ("CPUQuotaPeriodSec",)
-SIZE_PROPS = ("MemoryMin", "MemoryLow", "MemoryHigh", "MemoryMax", "MemorySwapMax")
-RESOURCE_PROPS = CPUSET_PROPS + INT_PROPS + PERCENT_PROPS + DURATION_PROPS + SIZE_PROPS
 
-PropValue = frozenset[int] | int
-SECTION_OF_TYPE = {"slice": "Slice", "service": "Service", "scope": "Scope", "socket": "Socket",
-                   "mount": "Mount", "swap": "Swap"}
+class FileKind(StrEnum):
+    """A unit file slicectl owns, or a drop-in for a unit someone else owns."""
+
+    UNIT = "unit"
+    DROPIN = "dropin"
 
 
-def format_property(name: str, value: PropValue) -> str:
+class Section(StrEnum):
+    """The unit-file section resource settings go in (the unit type's own)."""
+
+    SLICE = "Slice"
+    SERVICE = "Service"
+    SCOPE = "Scope"
+    SOCKET = "Socket"
+    MOUNT = "Mount"
+    SWAP = "Swap"
+
+    @classmethod
+    def of(cls, unit: str) -> Section:
+        """The section for a unit name: app.service -> Service."""
+        return cls(unit.rsplit(".", 1)[1].capitalize())
+
+
+def format_property(name: str, value: PlanValue) -> str:
     """A typed property value as it is written in a unit file."""
-    if name in CPUSET_PROPS:
-        assert isinstance(value, frozenset)
-        return format_cpulist(value)
-    assert isinstance(value, int)
-    if name in PERCENT_PROPS:
-        return f"{value}%"
-    if name in DURATION_PROPS:
-        return format_duration_us(value)
-    if name in SIZE_PROPS:
-        return format_size(value)
-    return str(value)
-
-
-def _json_value(name: str, value: PropValue) -> Any:
-    if name in CPUSET_PROPS:
-        assert isinstance(value, frozenset)
-        return format_cpulist(value)
-    if name in SIZE_PROPS and value == INFINITY:
-        return "infinity"
-    return value
-
-
-def _from_json_value(name: str, value: Any) -> PropValue:
-    if name in CPUSET_PROPS:
-        return parse_cpulist(str(value))
-    if name in SIZE_PROPS and value == "infinity":
-        return INFINITY
-    return int(value)
+    return PROP_BY_NAME[name].kind.file(value)
 
 
 @dataclass(frozen=True)
@@ -72,9 +67,9 @@ class UnitPlan:
 
     unit: str
     path: str  # relative to the unit directory, e.g. "system.slice.d/50-slicectl.conf"
-    kind: str  # "unit" | "dropin"
-    section: str  # [Slice], [Service], [Scope], …
-    properties: Mapping[str, PropValue] = field(default_factory=dict)
+    kind: FileKind
+    section: Section
+    properties: Mapping[str, PlanValue] = field(default_factory=dict)
     description: str | None = None
     slice: str | None = None  # member units: Slice= (takes effect on restart)
     tenant: str | None = None
@@ -83,25 +78,28 @@ class UnitPlan:
 
     def formatted(self) -> list[tuple[str, str]]:
         """(key, value) pairs in file order, values formatted for a unit file."""
-        return [(k, format_property(k, self.properties[k]))
-                for k in RESOURCE_PROPS if k in self.properties]
+        return [(p.name, p.kind.file(self.properties[p.name]))
+                for p in PROPERTIES if p.name in self.properties]
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "unit": self.unit, "path": self.path, "kind": self.kind, "section": self.section,
-            "description": self.description, "slice": self.slice, "tenant": self.tenant,
+            "unit": self.unit, "path": self.path, "kind": str(self.kind),
+            "section": str(self.section), "description": self.description,
+            "slice": self.slice, "tenant": self.tenant,
             "extra": dict(sorted(self.extra.items())), "wants": list(self.wants),
-            "properties": {k: _json_value(k, self.properties[k])
-                           for k in RESOURCE_PROPS if k in self.properties},
+            "properties": {p.name: p.kind.json(self.properties[p.name])
+                           for p in PROPERTIES if p.name in self.properties},
         }
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> UnitPlan:
         return cls(
-            unit=d["unit"], path=d["path"], kind=d["kind"], section=d["section"],
-            description=d.get("description"), slice=d.get("slice"), tenant=d.get("tenant"),
-            extra=dict(d.get("extra", {})), wants=tuple(d.get("wants", ())),
-            properties={k: _from_json_value(k, v) for k, v in d["properties"].items()},
+            unit=d["unit"], path=d["path"], kind=FileKind(d["kind"]),
+            section=Section(d["section"]), description=d.get("description"),
+            slice=d.get("slice"), tenant=d.get("tenant"), extra=dict(d.get("extra", {})),
+            wants=tuple(d.get("wants", ())),
+            properties={k: PROP_BY_NAME[k].kind.from_json(v)
+                        for k, v in d["properties"].items()},
         )
 
 
@@ -152,8 +150,7 @@ class Plan:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Plan:
-        from slicectl.placement import TenantPlacement
-
+        """Read back what to_json wrote (tests/test_plan.py round-trips every example)."""
         layout = Layout(
             housekeeping=parse_cpulist(d["housekeeping_cpus"]),
             shared_pool=parse_cpulist(d["shared_pool"]),
@@ -171,87 +168,69 @@ class Plan:
                    layout=layout, units=tuple(UnitPlan.from_json(u) for u in d["units"]))
 
 
-def _tenant_props(t: Tenant, cpus: frozenset[int], mems: tuple[int, ...] | None) -> dict[
-        str, PropValue]:
-    props: dict[str, PropValue] = {"AllowedCPUs": cpus}
-    if mems is not None:
-        props["AllowedMemoryNodes"] = frozenset(mems)
-    for key, prop in (("cpu_weight", "CPUWeight"), ("cpu_quota", "CPUQuota"),
-                      ("cpu_quota_period", "CPUQuotaPeriodSec"), ("memory_min", "MemoryMin"),
-                      ("memory_low", "MemoryLow"), ("memory_high", "MemoryHigh"),
-                      ("memory_max", "MemoryMax"), ("memory_swap_max", "MemorySwapMax")):
-        value = getattr(t, key)
-        if value is not None:
-            props[prop] = value
+def _resources(values: Mapping[str, Any]) -> dict[str, PlanValue]:
+    """Resource keys as properties: each becomes its row's property, as it is."""
+    props: dict[str, PlanValue] = {}
+    for key, value in values.items():
+        prop = BY_KEY[key].prop
+        if prop is not None:
+            props[prop.name] = value
     return props
+
+
+def _tenant_props(t: Tenant, p: TenantPlacement) -> dict[str, PlanValue]:
+    props: dict[str, PlanValue] = {ALLOWED_CPUS.name: p.cpus}
+    if p.memory_nodes is not None:
+        props[ALLOWED_MEMORY_NODES.name] = frozenset(p.memory_nodes)
+    return props | _resources(t.resources)
 
 
 def _confine_props(c: Confinement | None, hk: frozenset[int], housekeeping_unit: bool) -> dict[
-        str, PropValue]:
-    props: dict[str, PropValue] = {}
+        str, PlanValue]:
+    props: dict[str, PlanValue] = {}
     if housekeeping_unit and hk:
-        props["AllowedCPUs"] = hk
+        props[ALLOWED_CPUS.name] = hk
     if c is not None:
         if c.cpus is not None:
-            props["AllowedCPUs"] = c.cpus
-        for key, prop in (("cpu_weight", "CPUWeight"), ("cpu_quota", "CPUQuota"),
-                          ("memory_high", "MemoryHigh"), ("memory_max", "MemoryMax"),
-                          ("memory_swap_max", "MemorySwapMax")):
-            value = getattr(c, key)
-            if value is not None:
-                props[prop] = value
+            props[ALLOWED_CPUS.name] = c.cpus
+        props |= _resources(c.resources)
     return props
 
 
-def _section(unit: str) -> str:
-    return SECTION_OF_TYPE[unit.rsplit(".", 1)[1]]
+def check_protection(config: Config, topo: Topology) -> None:
+    """Refuse protection beyond RAM minus housekeeping: it protects nobody (issue 5; lint's
+    protection-overcommit reports the same)."""
+    found = overcommit(config, topo)
+    if found is not None:
+        raise PlacementError(f"{config.path}:{found.tenant.line_of(found.key)}: "
+                             f"{found.message()}", f"{FIX} (source: {SOURCE})")
 
 
-def _sum_protection(values: list[int | None]) -> int:
-    return sum(v for v in values if v is not None and v != INFINITY)
-
-
-def build_plan(
-    config: Config, topo: Topology, previous: Mapping[str, frozenset[int]] | None = None
-) -> Plan:
-    """Place tenants and derive the unit files; `previous` keeps tenants where they were."""
-    layout = place(config, topo, previous)
-    # Protection beyond RAM protects nobody (issue 5): refuse it here, not only in lint.
-    if any(t.memory_low or t.memory_min for t in config.tenants):
-        from slicectl.lint import overcommit_rule
-
-        for finding in overcommit_rule(config, topo):
-            raise PlacementError(f"{finding.file}:{finding.line}: {finding.message}",
-                                 f"{finding.fix} (source: {finding.source})")
-    units: list[UnitPlan] = []
-    parent = config.slice_unit()
-    parent_props: dict[str, PropValue] = {}
+def _parent(config: Config, topo: Topology, layout: Layout) -> UnitPlan:
+    """tenants.slice: off the housekeeping CPUs, protecting what its tenants protect."""
+    props: dict[str, PlanValue] = {}
     if layout.housekeeping:
         # Keeps everything under tenants.slice off the housekeeping CPUs, members included.
-        parent_props["AllowedCPUs"] = topo.online_cpus - layout.housekeeping
+        props[ALLOWED_CPUS.name] = topo.online_cpus - layout.housekeeping
     # memory.low/min only protect a cgroup when every ancestor is protected as well, so the
-    # parent carries the sum of its children's protection (cgroup-v2.rst, "memory.low").
-    low = _sum_protection([t.memory_low for t in config.tenants])
-    mins = _sum_protection([t.memory_min for t in config.tenants])
-    if mins:
-        parent_props["MemoryMin"] = mins
-    if low:
-        parent_props["MemoryLow"] = low
+    # parent carries the sum of its children's protection (cgroup-v2.rst, "memory.low"); a
+    # child's infinity makes the parent's infinity.
+    for key in ("memory_min", "memory_low"):
+        total = size_sum(t.resources.get(key) for t in config.tenants)
+        prop = BY_KEY[key].prop
+        if total and prop is not None:
+            props[prop.name] = total
     # Wants= the tenant slices: starting the parent (apply does, and so does the first member
     # service after a boot) brings every tenant slice up in one systemd transaction.
-    units.append(UnitPlan(unit=parent, path=parent, kind="unit", section="Slice",
-                          properties=parent_props,
-                          description=f"slicectl tenants ({config.slice})",
-                          wants=tuple(config.slice_unit(t.name) for t in config.tenants)))
-    for t in config.tenants:
-        p = layout.of(t.name)
-        name = config.slice_unit(t.name)
-        units.append(UnitPlan(
-            unit=name, path=name, kind="unit", section="Slice",
-            properties=_tenant_props(t, p.cpus, p.memory_nodes),
-            description=t.description or f"slicectl tenant {t.name}", tenant=t.name,
-        ))
+    return UnitPlan(unit=config.slice_unit(), path=config.slice_unit(), kind=FileKind.UNIT,
+                    section=Section.SLICE, properties=props,
+                    description=f"slicectl tenants ({config.slice})",
+                    wants=tuple(config.slice_unit(t.name) for t in config.tenants))
+
+
+def _housekeeping_dropins(config: Config, layout: Layout) -> list[UnitPlan]:
     confined = {c.unit: c for c in config.confine}
+    units = []
     for unit in sorted(set(HOUSEKEEPING_UNITS) | set(confined)):
         props = _confine_props(confined.get(unit), layout.housekeeping,
                                unit in HOUSEKEEPING_UNITS)
@@ -262,12 +241,32 @@ def build_plan(
         extra = ({"OOMPolicy": "continue"}
                  if unit.endswith(".service") and unit in confined else {})
         if props:
-            units.append(UnitPlan(unit=unit, path=f"{unit}.d/{DROPIN_NAME}", kind="dropin",
-                                  section=_section(unit), properties=props, extra=extra))
+            units.append(UnitPlan(unit=unit, path=f"{unit}.d/{DROPIN_NAME}",
+                                  kind=FileKind.DROPIN, section=Section.of(unit),
+                                  properties=props, extra=extra))
+    return units
+
+
+def build_plan(
+    config: Config, topo: Topology, previous: Mapping[str, frozenset[int]] | None = None
+) -> Plan:
+    """Place tenants and derive the unit files; `previous` keeps tenants where they were."""
+    layout = place(config, topo, previous)
+    if any(protects(t) for t in config.tenants):
+        check_protection(config, topo)
+    units = [_parent(config, topo, layout)]
+    for t in config.tenants:
+        name = config.slice_unit(t.name)
+        units.append(UnitPlan(
+            unit=name, path=name, kind=FileKind.UNIT, section=Section.SLICE,
+            properties=_tenant_props(t, layout.of(t.name)),
+            description=t.description or f"slicectl tenant {t.name}", tenant=t.name,
+        ))
+    units += _housekeeping_dropins(config, layout)
     for t in config.tenants:
         for svc in t.services:
-            units.append(UnitPlan(unit=svc, path=f"{svc}.d/{DROPIN_NAME}", kind="dropin",
-                                  section=_section(svc), slice=config.slice_unit(t.name),
-                                  tenant=t.name))
+            units.append(UnitPlan(unit=svc, path=f"{svc}.d/{DROPIN_NAME}",
+                                  kind=FileKind.DROPIN, section=Section.of(svc),
+                                  slice=config.slice_unit(t.name), tenant=t.name))
     return Plan(source=config.path, profile=config.profile, topology=topo.source,
                 layout=layout, units=tuple(units))

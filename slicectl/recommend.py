@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from slicectl.atomic import write_atomically
 from slicectl.errors import SlicectlError
-from slicectl.values import format_size, parse_size
+from slicectl.values import INFINITY, format_size, parse_size
 
 DEFAULT_STARTUP_S = 3600.0  # 001: no measurements during the application's start-up
 DEFAULT_HOLD_S = 600.0  # 001: consider only values that last ~10 minutes
@@ -407,7 +407,7 @@ def run_recommend(
         head = parse_size(headroom)
     except ValueError as e:
         raise RecommendError(f"--headroom: {e}", "e.g. --headroom 1G") from None
-    if head < 0 or startup_s < 0 or hold_s < 0:
+    if head is INFINITY or head < 0 or startup_s < 0 or hold_s < 0:
         raise RecommendError("--headroom, --startup and --hold must not be negative or "
                              "infinity", "e.g. --startup 3600 --hold 600 --headroom 1G")
     if samples is not None:

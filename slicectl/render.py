@@ -9,7 +9,6 @@ jinja2 is imported here only, and only when rendering: `slicectl --help` never p
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from slicectl import __version__
@@ -136,8 +135,3 @@ def _render_one(env: jinja2.Environment, cache: dict[str, jinja2.Template], name
         raise RenderError(f"template {where}: {e}",
                           "fix the template, or drop --templates to use the built-in ones"
                           ) from e
-
-
-def render_mapping(files: Mapping[str, str]) -> str:
-    """All files as one text (for `plan` previews): a header line per file."""
-    return "".join(f"--- {path}\n{text}" for path, text in sorted(files.items()))

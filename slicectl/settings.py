@@ -1,26 +1,54 @@
-"""The one table of tenants.yaml settings: key, parser, default, systemd property, doc.
+"""The one table of tenants.yaml settings and the systemd properties they become.
 
-It drives parsing (config.py), rendering (which property a key becomes) and the README's
-reference table (a test checks the README against it).
+Each `Setting` row says, for one key: how to parse it (with systemd's own ranges), where it
+may appear (tenants, profiles, `confine:`), the unit-file property it becomes with its D-Bus
+name, kind of value (slicectl.kinds), cgroup file and first systemd version, whether the TUI
+form offers it, and its documentation. Everything else reads this table: config (parsing and
+validation), plan and render (which properties, in which order), live (D-Bus values, what a
+cgroup file must say), systemd (signatures), the TUI form, and the README's reference
+(tests/test_readme.py). Adding a property is one row here plus its tests
+(docs/design-notes.md, "Adding a property").
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any
+from enum import Flag, StrEnum, auto
+from typing import Any, Final
 
+from slicectl import kinds
 from slicectl.cpulist import parse_cpulist
-from slicectl.values import parse_duration_us, parse_percent, parse_size
+from slicectl.kinds import CgroupExpectation, Kind, LiveValue
+from slicectl.values import (
+    MAX_PERIOD_US,
+    MIN_PERIOD_US,
+    Size,
+    parse_duration_us,
+    parse_percent,
+    parse_size,
+    quote,
+)
 
-TENANT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
-# systemd unit names: ASCII letters, digits, ":-_.\" and "@" for instances; max 255 chars.
-UNIT_NAME_RE = re.compile(r"^[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]*)?\.[a-z]+$")
+# Whole-string matches: `$` alone would accept a final newline ("db1\n").
+TENANT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_]*")
+# systemd unit names: ASCII letters, digits, ":-_.\" and "@" for instances (systemd.unit(5)).
+UNIT_NAME_RE = re.compile(r"[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]*)?\.[a-z]+")
 UNIT_TYPES = ("service", "socket", "mount", "swap", "slice", "scope", "timer", "path")
 # Member units get `Slice=`; systemd honours Slice= only for these types (systemd.resource-control).
 SLICE_MEMBER_TYPES = ("service", "socket", "mount", "swap")
+CONFINE_TYPES = ("slice", "service", "scope", "socket", "mount", "swap")
+# A file name is at most 255 bytes (NAME_MAX). slicectl writes UNIT and UNIT.d/ and, beside
+# each file, a temporary ".UNIT.XXXXXXXX.slicectl-tmp" (slicectl.atomic): 23 bytes more.
+NAME_MAX: Final = 255
+TEMP_NAME_EXTRA: Final = 23
+MAX_UNIT_FILE_NAME: Final = NAME_MAX - TEMP_NAME_EXTRA
+# The most CPUs systemd's CPU sets take (CPU_SET_MAX: 8192) and NUMA nodes Linux has
+# (MAX_NUMNODES with NODES_SHIFT=10): ranges are checked against these before they expand.
+MAX_CPUS: Final = 8192
+MAX_NODES: Final = 1024
+DESCRIPTION_MAX: Final = 200
 
 
 class Numa(StrEnum):
@@ -31,14 +59,34 @@ class Numa(StrEnum):
     ANY = "any"  # wherever there is room; memory not bound
 
 
+class Scope(Flag):
+    """Where a key may appear in tenants.yaml."""
+
+    TENANT = auto()  # tenants.NAME
+    PROFILE = auto()  # profiles.P.NAME (overrides a tenant's key)
+    CONFINE = auto()  # confine.UNIT
+
+
+class Role(StrEnum):
+    """What a key does: becomes a resource property, places CPUs, or names things."""
+
+    RESOURCE = "resource"  # its value becomes the row's property as it is
+    PLACEMENT = "placement"  # read by placement (cpus, numa, nodes, exclusive)
+    TEXT = "text"  # description
+    MEMBERS = "members"  # services
+
+
+# --- parsers (pure; ValueError with a message for the user) -------------------------------
+
+
 def parse_int_range(lo: int, hi: int) -> Callable[[Any], int]:
     """A parser for an integer in [lo, hi]."""
 
     def parse(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"expected a whole number from {lo} to {hi}, got {value!r}")
+            raise ValueError(f"expected a whole number from {lo} to {hi}, got {quote(value)}")
         if not lo <= value <= hi:
-            raise ValueError(f"{value} is out of range {lo}..{hi}")
+            raise ValueError(f"{quote(value)} is out of range {lo}..{hi}")
         return value
 
     return parse
@@ -47,8 +95,17 @@ def parse_int_range(lo: int, hi: int) -> Callable[[Any], int]:
 def parse_bool(value: Any) -> bool:
     """YAML true/false only (not "yes" strings or 0/1)."""
     if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
+        raise ValueError(f"expected true or false, got {quote(value)}")
     return value
+
+
+def parse_bounded_list(value: str, limit: int, what: str) -> frozenset[int]:
+    """A kernel-style list ("0-3,8") whose members are below `limit`, checked before any range
+    is expanded (a cpulist "0-2147483648" would take gigabytes)."""
+    for number in re.findall(r"\d+", value):
+        if len(number) > 6 or int(number) >= limit:
+            raise ValueError(f"{what} {quote(number)} is out of range: at most {limit - 1}")
+    return parse_cpulist(value)
 
 
 def parse_cpus(value: Any) -> int | frozenset[int]:
@@ -58,18 +115,21 @@ def parse_cpus(value: Any) -> int | frozenset[int]:
     if isinstance(value, int):
         if value < 1:
             raise ValueError(f"a CPU count must be at least 1, got {value}")
+        if value > MAX_CPUS:
+            raise ValueError(f"a CPU count must be at most {MAX_CPUS}, got {quote(value)}")
         return value
     if isinstance(value, list):
-        if not value or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                                for v in value):
-            raise ValueError("a CPU list must hold CPU numbers (non-negative integers)")
+        if not value or not all(isinstance(v, int) and not isinstance(v, bool)
+                                and 0 <= v < MAX_CPUS for v in value):
+            raise ValueError(f"a CPU list must hold CPU numbers from 0 to {MAX_CPUS - 1}")
         return frozenset(value)
     if isinstance(value, str):
-        cpus = parse_cpulist(value)
+        cpus = parse_bounded_list(value, MAX_CPUS, "CPU")
         if not cpus:
             raise ValueError("the cpulist is empty")
         return cpus
-    raise ValueError(f"expected a CPU count or a cpulist such as \"0-3,16-19\", got {value!r}")
+    raise ValueError(f"expected a CPU count or a cpulist such as \"0-3,16-19\", "
+                     f"got {quote(value)}")
 
 
 def parse_cpulist_only(value: Any) -> frozenset[int]:
@@ -90,10 +150,9 @@ def parse_housekeeping_cpus(value: Any) -> int | frozenset[int]:
 
 def parse_numa(value: Any) -> Numa:
     """local, spread or any."""
-    try:
-        return Numa(str(value))
-    except ValueError:
-        raise ValueError(f"expected one of local, spread, any; got {value!r}") from None
+    if isinstance(value, str) and value in tuple(Numa):
+        return Numa(value)
+    raise ValueError(f"expected one of local, spread, any; got {quote(value)}")
 
 
 def parse_nodes(value: Any) -> tuple[int, ...]:
@@ -103,14 +162,18 @@ def parse_nodes(value: Any) -> tuple[int, ...]:
     if isinstance(value, int):
         value = [value]
     if isinstance(value, str):
-        return tuple(sorted(parse_cpulist(value)))
+        nodes = tuple(sorted(parse_bounded_list(value, MAX_NODES, "node")))
+        if not nodes:
+            raise ValueError("the node list is empty")
+        return nodes
     if isinstance(value, list) and value and all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < MAX_NODES for v in value
     ):
         if len(set(value)) != len(value):
             raise ValueError("a node is listed twice")
         return tuple(sorted(value))
-    raise ValueError(f"expected a list of node numbers such as [0, 1], got {value!r}")
+    raise ValueError(f"expected a list of node numbers (0 to {MAX_NODES - 1}) such as [0, 1], "
+                     f"got {quote(value)}")
 
 
 def parse_unit_list(suffixes: tuple[str, ...]) -> Callable[[Any], tuple[str, ...]]:
@@ -122,7 +185,7 @@ def parse_unit_list(suffixes: tuple[str, ...]) -> Callable[[Any], tuple[str, ...
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ValueError("expected a list of unit names such as [app.service]")
         for v in value:
-            check_unit_name(v, suffixes)
+            check_unit_name(v, suffixes, folder=True)
         if len(set(value)) != len(value):
             raise ValueError("a unit is listed twice")
         return tuple(value)
@@ -130,94 +193,222 @@ def parse_unit_list(suffixes: tuple[str, ...]) -> Callable[[Any], tuple[str, ...
     return parse
 
 
-def check_unit_name(name: str, suffixes: tuple[str, ...] = UNIT_TYPES) -> str:
-    """Refuse anything that is not a plain systemd unit name (no paths, spaces, newlines)."""
-    if len(name) > 255 or not UNIT_NAME_RE.match(name):
-        raise ValueError(f"{name!r} is not a valid systemd unit name")
+def check_unit_name(name: str, suffixes: tuple[str, ...] = UNIT_TYPES, *,
+                    folder: bool = False) -> str:
+    """Refuse anything that is not a plain systemd unit name (no paths, spaces, newlines).
+
+    With `folder`, slicectl writes `NAME.d/`, so NAME may be 2 bytes shorter than systemd's
+    limit.
+    """
+    if not UNIT_NAME_RE.fullmatch(name):
+        raise ValueError(f"{quote(name)} is not a valid systemd unit name")
+    longest = NAME_MAX - 2 if folder else NAME_MAX
+    if len(name.encode()) > longest:
+        why = f"slicectl writes a {name[:12]}….d/ folder for it" if folder else "systemd's limit"
+        raise ValueError(f"{quote(name)} is {len(name.encode())} bytes long; at most {longest} "
+                         f"fit ({why})")
     if name.rsplit(".", 1)[1] not in suffixes:
-        raise ValueError(
-            f"{name!r} must end in ." + ", .".join(suffixes)
-        )
+        raise ValueError(f"{quote(name)} must end in ." + ", .".join(suffixes))
     if name.startswith("@") or name.endswith("@." + name.rsplit(".", 1)[1]):
-        raise ValueError(f"{name!r} is a template; name an instance such as app@1.service")
+        raise ValueError(f"{quote(name)} is a template; name an instance such as app@1.service")
     return name
 
 
 def parse_description(value: Any) -> str:
     """One line of text (no control characters: it goes into Description=)."""
     if not isinstance(value, str):
-        raise ValueError(f"expected text, got {value!r}")
+        raise ValueError(f"expected text, got {quote(value)}")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise ValueError("must be a single line without control characters")
-    if len(value) > 200:
-        raise ValueError("is longer than 200 characters")
-    return value.strip()
+    if len(value) > DESCRIPTION_MAX:
+        raise ValueError(f"is longer than {DESCRIPTION_MAX} characters")
+    text = value.strip()
+    if text.endswith("\\"):
+        # systemd reads a final backslash as "continued on the next line" (systemd.syntax(7)).
+        raise ValueError("ends in a backslash, which systemd reads as a line continuation")
+    return text
 
 
-def parse_memory(value: Any) -> int:
-    """A size: K/M/G/T (base 1024) or infinity."""
-    return parse_size(value)
+def size_parser(minimum: int) -> Callable[[Any], Size]:
+    """A parser for a size (K/M/G/T/P, base 1024, or infinity) of at least `minimum` bytes."""
+
+    def parse(value: Any) -> Size:
+        return parse_size(value, minimum)
+
+    return parse
+
+
+def parse_quota_period(value: Any) -> int:
+    """CPUQuotaPeriodSec=: the kernel's cpu.max period range; systemd clamps others."""
+    return parse_duration_us(value, MIN_PERIOD_US, MAX_PERIOD_US)
+
+
+# --- systemd properties -----------------------------------------------------------------
+
+CgroupText = Callable[[LiveValue, Mapping[str, LiveValue]], str]
+
+
+@dataclass(frozen=True)
+class Prop:
+    """A systemd unit property slicectl sets, and the cgroup file that proves it took."""
+
+    name: str  # in unit files and plan JSON: CPUQuota
+    dbus: str  # on D-Bus: CPUQuotaPerSecUSec
+    kind: Kind
+    since: int  # first systemd version that accepts it
+    cgroup: str | None = None  # the file it lands in; None: checked through another's file
+    text: CgroupText | None = None  # what that file says for a live value (and the others)
+    same: Callable[[str, str], bool] = kinds.same_text
+
+    @property
+    def signature(self) -> str:
+        """The D-Bus signature of its value."""
+        return self.kind.signature
+
+    def expectation(self, live: LiveValue, want: Mapping[str, LiveValue]
+                    ) -> CgroupExpectation | None:
+        """What the cgroup file must say once `live` (and the rest of `want`) is in force."""
+        if self.cgroup is None or self.text is None:
+            return None
+        return CgroupExpectation(self.cgroup, self.text(live, want), self.same)
+
+
+def _cpu_max(quota: LiveValue, want: Mapping[str, LiveValue]) -> str:
+    return kinds.cpu_max_text(quota, want.get("CPUQuotaPeriodUSec"))
+
+
+def _own(text: Callable[[LiveValue], str]) -> CgroupText:
+    """A file whose text depends on the property's own value only."""
+    return lambda live, _want: text(live)
+
+
+ALLOWED_CPUS = Prop("AllowedCPUs", "AllowedCPUs", kinds.CpuSet(), 244, "cpuset.cpus",
+                    _own(kinds.cpuset_text), kinds.same_cpus)
+ALLOWED_MEMORY_NODES = Prop("AllowedMemoryNodes", "AllowedMemoryNodes", kinds.CpuSet(), 244,
+                            "cpuset.mems", _own(kinds.cpuset_text), kinds.same_cpus)
+
+
+def _memory(name: str, file: str, since: int, *, protection: bool = False,
+            unset_text: str = "(unset)") -> Prop:
+    return Prop(name, name, kinds.Bytes(protection=protection, unset_text=unset_text), since,
+                file, _own(kinds.page_bytes))
+
+
+# --- the table ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One key of tenants.yaml: how to parse it, its default, its systemd property, its doc."""
+    """One key of tenants.yaml: how to parse it, where it may appear, the systemd property it
+    becomes, and its documentation (README's reference tables are made from these rows)."""
 
     key: str
     parse: Callable[[Any], Any]
-    default: Any
-    prop: str
+    prop: Prop | None
     doc: str
-    default_doc: str = ""
+    default_doc: str = "unset"
+    default: Any = None
+    role: Role = Role.RESOURCE
+    scopes: Scope = Scope.TENANT | Scope.PROFILE
+    editable: bool = False  # offered by the TUI's edit form
+    hint: str = ""  # the form's placeholder: an example value
+    # In `confine:` a key may parse and read differently (cpus: a cpulist only).
+    confine_parse: Callable[[Any], Any] | None = None
+    confine_doc: str = ""
+    confine_default_doc: str = ""
+
+    def in_confine(self) -> Setting:
+        """This row as `confine:` reads it."""
+        from dataclasses import replace
+
+        return replace(self, parse=self.confine_parse or self.parse,
+                       doc=self.confine_doc or self.doc,
+                       default_doc=self.confine_default_doc or self.default_doc)
 
 
-TENANT_SETTINGS: tuple[Setting, ...] = (
-    Setting("description", parse_description, None, "Description",
-            "one line shown by systemctl", "tenant NAME"),
-    Setting("cpus", parse_cpus, None, "AllowedCPUs",
-            "CPU count (placed by slicectl) or explicit cpulist \"0-3,16-19\"",
-            "shared pool"),
-    Setting("numa", parse_numa, Numa.LOCAL, "AllowedMemoryNodes",
-            "local: one node, memory bound to it; spread: across nodes; any: unbound",
-            "local"),
-    Setting("nodes", parse_nodes, None, "AllowedMemoryNodes",
-            "explicit NUMA node(s) for CPUs and memory", "chosen by slicectl"),
-    Setting("exclusive", parse_bool, True, "",
-            "no other tenant shares these CPUs (false: may overlap the shared pool)", "true"),
-    Setting("cpu_weight", parse_int_range(1, 10000), None, "CPUWeight",
-            "relative CPU share among siblings, 1..10000", "unset (100)"),
-    Setting("cpu_quota", parse_percent, None, "CPUQuota",
-            "hard cap in percent of one CPU, e.g. 600%", "unset"),
-    Setting("cpu_quota_period", parse_duration_us, None, "CPUQuotaPeriodSec",
+_TPC = Scope.TENANT | Scope.PROFILE | Scope.CONFINE
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("description", parse_description, None, "one line shown by systemctl",
+            "tenant NAME", role=Role.TEXT, scopes=Scope.TENANT),
+    Setting("cpus", parse_cpus, ALLOWED_CPUS,
+            "CPU count (placed by slicectl) or explicit cpulist \"0-3,16-19\"", "shared pool",
+            role=Role.PLACEMENT, scopes=_TPC, editable=True, hint="count or cpulist 0-3,8",
+            confine_parse=parse_cpulist_only, confine_doc="cpulist the unit may run on",
+            confine_default_doc="housekeeping CPUs for the three housekeeping units"),
+    Setting("numa", parse_numa, ALLOWED_MEMORY_NODES,
+            "local: one node, memory bound to it; spread: across nodes; any: unbound", "local",
+            default=Numa.LOCAL, role=Role.PLACEMENT),
+    Setting("nodes", parse_nodes, ALLOWED_MEMORY_NODES,
+            "explicit NUMA node(s) for CPUs and memory", "chosen by slicectl",
+            role=Role.PLACEMENT),
+    Setting("exclusive", parse_bool, None,
+            "no other tenant shares these CPUs (false: may overlap the shared pool)", "true",
+            default=True, role=Role.PLACEMENT),
+    Setting("cpu_weight", parse_int_range(1, 10000),
+            Prop("CPUWeight", "CPUWeight", kinds.Number(), 232, "cpu.weight",
+                 _own(kinds.weight_text)),
+            "relative CPU share among siblings, 1..10000", "unset (100)", scopes=_TPC,
+            editable=True, hint="1..10000", confine_doc="relative CPU share, 1..10000",
+            confine_default_doc="unset"),
+    Setting("cpu_quota", parse_percent,
+            Prop("CPUQuota", "CPUQuotaPerSecUSec", kinds.Quota(), 213, "cpu.max", _cpu_max,
+                 kinds.same_cpu_max),
+            "hard cap in percent of one CPU, e.g. 600%", scopes=_TPC, editable=True,
+            hint="e.g. 600%", confine_doc="hard cap, percent of one CPU"),
+    Setting("cpu_quota_period", parse_quota_period,
+            # Its cgroup file is CPUQuota's cpu.max, checked there with this period.
+            Prop("CPUQuotaPeriodSec", "CPUQuotaPeriodUSec", kinds.Duration(), 242),
             "period for cpu_quota, e.g. 100ms (keep >= 30ms, seed 002)", "unset (100ms)"),
-    Setting("memory_max", parse_memory, None, "MemoryMax",
-            "hard limit: K/M/G/T (base 1024) or infinity", "unset"),
-    Setting("memory_high", parse_memory, None, "MemoryHigh",
-            "throttling threshold (reclaim starts here)", "unset"),
-    Setting("memory_low", parse_memory, None, "MemoryLow",
-            "best-effort protection under pressure (a reservation, seed 001)", "unset"),
-    Setting("memory_min", parse_memory, None, "MemoryMin",
-            "hard protection: never reclaimed", "unset"),
-    Setting("memory_swap_max", parse_memory, None, "MemorySwapMax",
-            "swap limit; 0 keeps the tenant out of swap", "unset"),
-    Setting("services", parse_unit_list(SLICE_MEMBER_TYPES), (), "Slice",
-            "units moved into the tenant's slice by a drop-in", "[]"),
+    Setting("memory_min", size_parser(0), _memory("MemoryMin", "memory.min", 240,
+                                                 protection=True),
+            "hard protection: never reclaimed", editable=True, hint="e.g. 0"),
+    Setting("memory_low", size_parser(0), _memory("MemoryLow", "memory.low", 231,
+                                                 protection=True),
+            "best-effort protection under pressure (a reservation, seed 001)", editable=True,
+            hint="e.g. 16G"),
+    Setting("memory_high", size_parser(1), _memory("MemoryHigh", "memory.high", 231),
+            "throttling threshold (reclaim starts here)", scopes=_TPC, editable=True,
+            hint="e.g. 22G", confine_doc="throttling threshold"),
+    Setting("memory_max", size_parser(1), _memory("MemoryMax", "memory.max", 231,
+                                                 unset_text="infinity"),
+            "hard limit: K/M/G/T (base 1024) or infinity", scopes=_TPC, editable=True,
+            hint="e.g. 24G or infinity", confine_doc="hard limit"),
+    Setting("memory_swap_max", size_parser(0), _memory("MemorySwapMax", "memory.swap.max",
+                                                      232),
+            "swap limit; 0 keeps the tenant out of swap", scopes=_TPC,
+            confine_doc="swap limit"),
+    Setting("services", parse_unit_list(SLICE_MEMBER_TYPES), None,
+            "units moved into the tenant's slice by a drop-in", "[]", default=(),
+            role=Role.MEMBERS, scopes=Scope.TENANT),
 )
 
+BY_KEY: Final[Mapping[str, Setting]] = {s.key: s for s in SETTINGS}
+TENANT_SETTINGS: tuple[Setting, ...] = tuple(s for s in SETTINGS if Scope.TENANT in s.scopes)
+CONFINE_SETTINGS: tuple[Setting, ...] = tuple(s.in_confine() for s in SETTINGS
+                                              if Scope.CONFINE in s.scopes)
 # Keys a profile may override (services stay fixed: moving units between slices needs restarts).
-PROFILE_KEYS = tuple(s.key for s in TENANT_SETTINGS if s.key not in ("services", "description"))
-
-CONFINE_SETTINGS: tuple[Setting, ...] = (
-    Setting("cpus", parse_cpulist_only, None, "AllowedCPUs",
-            "cpulist the unit may run on", "housekeeping CPUs for the three housekeeping units"),
-    Setting("cpu_weight", parse_int_range(1, 10000), None, "CPUWeight",
-            "relative CPU share, 1..10000", "unset"),
-    Setting("cpu_quota", parse_percent, None, "CPUQuota", "hard cap, percent of one CPU",
-            "unset"),
-    Setting("memory_high", parse_memory, None, "MemoryHigh", "throttling threshold", "unset"),
-    Setting("memory_max", parse_memory, None, "MemoryMax", "hard limit", "unset"),
-    Setting("memory_swap_max", parse_memory, None, "MemorySwapMax", "swap limit", "unset"),
-)
+PROFILE_KEYS: tuple[str, ...] = tuple(s.key for s in SETTINGS if Scope.PROFILE in s.scopes)
+RESOURCE_KEYS: tuple[str, ...] = tuple(s.key for s in SETTINGS if s.role is Role.RESOURCE)
+EDITABLE_KEYS: tuple[str, ...] = tuple(s.key for s in SETTINGS if s.editable)
+# Every property slicectl sets, in the order generated files list them (the table's order).
+PROPERTIES: Final[tuple[Prop, ...]] = tuple(
+    dict.fromkeys(s.prop for s in SETTINGS if s.prop is not None))
+PROP_BY_NAME: Final[Mapping[str, Prop]] = {p.name: p for p in PROPERTIES}
+PROP_BY_DBUS: Final[Mapping[str, Prop]] = {p.dbus: p for p in PROPERTIES}
 
 TOP_KEYS = ("version", "slice", "housekeeping", "confine", "tenants", "profiles")
 HOUSEKEEPING_KEYS = ("cpus",)
+
+
+def reference_table(settings: tuple[Setting, ...]) -> str:
+    """The README's reference table for `settings` (tests/test_readme.py compares them)."""
+    lines = ["| key | default | systemd property | since systemd | meaning |",
+             "|---|---|---|---|---|"]
+    for s in settings:
+        prop = f"`{s.prop.name}`" if s.prop is not None else (
+            "`Slice`" if s.role is Role.MEMBERS else "`Description`" if s.role is Role.TEXT
+            else "—")
+        since = str(s.prop.since) if s.prop is not None else "—"
+        lines.append(f"| `{s.key}` | {s.default_doc} | {prop} | {since} | {s.doc} |")
+    return "\n".join(lines)

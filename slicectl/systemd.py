@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, Final, Self
@@ -20,8 +20,10 @@ from dbus_fast import BusType, Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 from dbus_fast.errors import AuthError, DBusFastError
 
-from slicectl.cpulist import from_bitmask, to_bitmask
+from slicectl.cpulist import from_bitmask
 from slicectl.errors import SystemdError
+from slicectl.kinds import LiveValue
+from slicectl.settings import PROP_BY_DBUS, PROPERTIES
 
 BUS_NAME: Final = "org.freedesktop.systemd1"
 MANAGER_PATH: Final = "/org/freedesktop/systemd1"
@@ -30,7 +32,6 @@ UNIT_IFACE: Final = "org.freedesktop.systemd1.Unit"
 PROPERTIES_IFACE: Final = "org.freedesktop.DBus.Properties"
 DBUS_NAME: Final = "org.freedesktop.DBus"
 DBUS_PATH: Final = "/org/freedesktop/DBus"
-UINT64_MAX: Final = 2**64 - 1
 CALL_TIMEOUT: Final = 25.0  # libdbus' default method call timeout
 MAX_IN_FLIGHT: Final = 128  # method calls pipelined on one connection
 JOB_TIMEOUT: Final = 90.0  # systemd's DefaultTimeoutStartSec
@@ -44,100 +45,84 @@ JOB_REMOVED_MATCH: Final = (
     f"interface='{MANAGER_IFACE}',member='JobRemoved'"
 )
 
-PropValue = frozenset[int] | int | str | tuple[str, ...] | None
-
-
 class Kind(StrEnum):
-    """How a property's D-Bus value maps to a Python value."""
+    """How a read-only state property's D-Bus value maps to a Python value."""
 
-    MASK = "mask"  # ay bitmask <-> frozenset[int]; empty mask = unset
-    LIMIT = "limit"  # t; UINT64_MAX = unset/infinity/default <-> None
-    NUMBER = "number"  # t; 0 = unset, kept as 0
+    MASK = "mask"  # ay bitmask -> frozenset[int]
     STR = "str"
     STRLIST = "strlist"
 
 
 @dataclass(frozen=True)
-class PropSpec:
-    """One systemd unit property slicectl sets or reads."""
+class StateSpec:
+    """A read-only unit property slicectl reads (the settable ones are in the settings table)."""
 
     name: str
     signature: str
     kind: Kind
-    settable: bool
     attr: str  # the UnitState field
     on_unit: bool = False  # on org.freedesktop.systemd1.Unit, not the cgroup interface
 
 
-PROPERTIES: Final[dict[str, PropSpec]] = {
+STATE: Final[dict[str, StateSpec]] = {
     spec.name: spec
     for spec in (
-        PropSpec("AllowedCPUs", "ay", Kind.MASK, True, "allowed_cpus"),
-        PropSpec("AllowedMemoryNodes", "ay", Kind.MASK, True, "allowed_memory_nodes"),
-        PropSpec("CPUWeight", "t", Kind.LIMIT, True, "cpu_weight"),
-        PropSpec("CPUQuotaPerSecUSec", "t", Kind.LIMIT, True, "cpu_quota_per_sec_usec"),
-        PropSpec("CPUQuotaPeriodUSec", "t", Kind.LIMIT, True, "cpu_quota_period_usec"),
-        PropSpec("MemoryMax", "t", Kind.LIMIT, True, "memory_max"),
-        PropSpec("MemoryHigh", "t", Kind.LIMIT, True, "memory_high"),
-        PropSpec("MemorySwapMax", "t", Kind.LIMIT, True, "memory_swap_max"),
-        PropSpec("MemoryLow", "t", Kind.NUMBER, True, "memory_low"),
-        PropSpec("MemoryMin", "t", Kind.NUMBER, True, "memory_min"),
-        PropSpec("EffectiveCPUs", "ay", Kind.MASK, False, "effective_cpus"),
-        PropSpec("EffectiveMemoryNodes", "ay", Kind.MASK, False, "effective_memory_nodes"),
-        PropSpec("ControlGroup", "s", Kind.STR, False, "control_group"),
-        PropSpec("Slice", "s", Kind.STR, False, "slice"),
-        PropSpec("ActiveState", "s", Kind.STR, False, "active_state", on_unit=True),
-        PropSpec("LoadState", "s", Kind.STR, False, "load_state", on_unit=True),
-        PropSpec("SubState", "s", Kind.STR, False, "sub_state", on_unit=True),
-        PropSpec("FragmentPath", "s", Kind.STR, False, "fragment_path", on_unit=True),
-        PropSpec("DropInPaths", "as", Kind.STRLIST, False, "drop_in_paths", on_unit=True),
+        StateSpec("EffectiveCPUs", "ay", Kind.MASK, "effective_cpus"),
+        StateSpec("EffectiveMemoryNodes", "ay", Kind.MASK, "effective_memory_nodes"),
+        StateSpec("ControlGroup", "s", Kind.STR, "control_group"),
+        StateSpec("Slice", "s", Kind.STR, "slice"),
+        StateSpec("ActiveState", "s", Kind.STR, "active_state", on_unit=True),
+        StateSpec("LoadState", "s", Kind.STR, "load_state", on_unit=True),
+        StateSpec("SubState", "s", Kind.STR, "sub_state", on_unit=True),
+        StateSpec("FragmentPath", "s", Kind.STR, "fragment_path", on_unit=True),
+        StateSpec("DropInPaths", "as", Kind.STRLIST, "drop_in_paths", on_unit=True),
     )
 }
-# What systemd reports when a property is unset (and for units without a cgroup interface).
-_UNSET_RAW: Final[dict[Kind, Any]] = {
-    Kind.MASK: b"", Kind.LIMIT: UINT64_MAX, Kind.NUMBER: 0, Kind.STR: "", Kind.STRLIST: [],
-}
+_STATE_UNSET: Final[dict[Kind, Any]] = {Kind.MASK: b"", Kind.STR: "", Kind.STRLIST: []}
 
 
-def encode(name: str, value: PropValue) -> Variant:
-    """Encode a settable property's Python value as the Variant systemd expects."""
-    spec = PROPERTIES.get(name)
-    if spec is None or not spec.settable:
-        settable = ", ".join(n for n, s in PROPERTIES.items() if s.settable)
-        raise SystemdError(f"slicectl cannot set property {name!r}", f"settable: {settable}",
+def settable() -> str:
+    """The properties slicectl can set, for messages."""
+    return ", ".join(p.dbus for p in PROPERTIES)
+
+
+def encode(name: str, value: LiveValue) -> Variant:
+    """Encode a settable property's live value as the Variant systemd expects."""
+    prop = PROP_BY_DBUS.get(name)
+    if prop is None:
+        raise SystemdError(f"slicectl cannot set property {name!r}", f"settable: {settable()}",
                            prop=name)
-    if spec.kind is Kind.MASK and (value is None or isinstance(value, frozenset | set)):
-        return Variant("ay", to_bitmask(value or ()))  # an empty mask resets the setting
-    if spec.kind is Kind.LIMIT and value is None:
-        return Variant("t", UINT64_MAX)
-    if spec.kind is Kind.NUMBER and value is None:
-        return Variant("t", 0)  # 0 is systemd's "no protection"
-    if spec.kind in (Kind.LIMIT, Kind.NUMBER) and isinstance(value, int) and not (
-        isinstance(value, bool) or value < 0 or value > UINT64_MAX
-    ):
-        return Variant("t", value)
-    raise SystemdError(f"invalid value {value!r} for {name}",
-                       "expected a set of ints" if spec.kind is Kind.MASK
-                       else "expected a non-negative int or None", prop=name)
+    try:
+        return Variant(prop.signature, prop.kind.to_wire(value))
+    except ValueError as e:
+        raise SystemdError(f"invalid value {value!r} for {name}", str(e), prop=name) from None
 
 
-def decode(name: str, raw: Any) -> PropValue:
+def decode(name: str, raw: Any) -> Any:
     """Decode a property's D-Bus value (as dbus-fast returns it) to its Python value."""
-    kind = PROPERTIES[name].kind
+    prop = PROP_BY_DBUS.get(name)
+    if prop is not None:
+        return prop.kind.from_wire(raw)
+    kind = STATE[name].kind
     if kind is Kind.MASK:
         return from_bitmask(raw)  # systemd pads the masks it returns to 8 bytes
-    if kind is Kind.LIMIT:
-        return None if raw == UINT64_MAX else int(raw)
-    if kind is Kind.NUMBER:
-        return int(raw)
     if kind is Kind.STRLIST:
         return tuple(str(s) for s in raw)
     return str(raw)
 
 
+def _unset_raw(name: str) -> Any:
+    """What systemd reports for a property that is not set."""
+    prop = PROP_BY_DBUS.get(name)
+    if prop is not None:
+        return prop.kind.to_wire(prop.kind.unset)
+    return _STATE_UNSET[STATE[name].kind]
+
+
 @dataclass(frozen=True)
 class UnitState:
-    """The live state of one unit, as systemd reports it."""
+    """The live state of one unit, as systemd reports it; `props` holds every settable
+    property (settings table) by D-Bus name."""
 
     unit: str
     load_state: str
@@ -147,36 +132,29 @@ class UnitState:
     drop_in_paths: tuple[str, ...]
     slice: str
     control_group: str  # "" while the unit has no cgroup (inactive)
-    allowed_cpus: frozenset[int]
-    allowed_memory_nodes: frozenset[int]
     effective_cpus: frozenset[int]
     effective_memory_nodes: frozenset[int]
-    cpu_weight: int | None
-    cpu_quota_per_sec_usec: int | None
-    cpu_quota_period_usec: int | None
-    memory_max: int | None
-    memory_high: int | None
-    memory_swap_max: int | None
-    memory_low: int
-    memory_min: int
+    props: Mapping[str, LiveValue]
+
+    @classmethod
+    def from_raw(cls, unit: str, raw: Mapping[str, Any]) -> UnitState:
+        """From D-Bus values by property name (missing ones read as unset)."""
+        fields: dict[str, Any] = {
+            spec.attr: decode(name, raw.get(name, _unset_raw(name)))
+            for name, spec in STATE.items()}
+        props = {p.dbus: decode(p.dbus, raw.get(p.dbus, _unset_raw(p.dbus)))
+                 for p in PROPERTIES}
+        return cls(unit=unit, props=props, **fields)
 
     @classmethod
     def absent(cls, unit: str) -> UnitState:
         """A unit systemd has not loaded: no state, no cgroup, nothing set."""
-        fields: dict[str, Any] = {spec.attr: decode(name, _UNSET_RAW[spec.kind])
-                                  for name, spec in PROPERTIES.items()}
-        fields["active_state"] = "inactive"
-        return cls(unit=unit, **fields)
+        return replace(cls.from_raw(unit, {}), active_state="inactive")
 
     @property
     def loaded(self) -> bool:
         """Whether systemd has the unit in memory (a reload is needed to change it)."""
         return self.load_state != ""
-
-    @property
-    def props(self) -> dict[str, PropValue]:
-        """The settable properties by systemd name, for diffing desired against live."""
-        return {s.name: getattr(self, s.attr) for s in PROPERTIES.values() if s.settable}
 
 
 @dataclass(frozen=True)
@@ -350,7 +328,7 @@ class Systemd:
         # A reload of a big system can take longer than an ordinary call.
         await self._call("Reload", action="reloading systemd", timeout=self._job_timeout)
 
-    async def set_unit_properties(self, unit: str, props: Mapping[str, PropValue],
+    async def set_unit_properties(self, unit: str, props: Mapping[str, LiveValue],
                                   runtime: bool) -> None:
         """Manager.SetUnitProperties: change properties of a unit, live."""
         body = [[name, encode(name, value)] for name, value in props.items()]
@@ -444,7 +422,7 @@ class Systemd:
 
     async def get_unit_properties(self, unit: str, *, load: bool = True,
                                   unit_interface: bool = True) -> UnitState:
-        """Read the unit's state and the properties in PROPERTIES.
+        """Read the unit's state (STATE) and every settable property (settings table).
 
         `load=False` does not load a unit systemd has not loaded (GetUnit, not LoadUnit): such
         a unit comes back as UnitState.absent, and systemd loads its files fresh from disk
@@ -459,8 +437,8 @@ class Systemd:
         if unit_interface:
             # One Get per property, not GetAll: GetAll on the Unit interface makes systemd
             # work out UnitFileState/UnitFilePreset, which scans the unit directories for
-            # each unit until the next reload (101 units: 4.4 s in the testbed, 0.4 s so).
-            names = [name for name, spec in PROPERTIES.items() if spec.on_unit]
+            # each unit until the next reload (docs/design-notes.md).
+            names = [name for name, spec in STATE.items() if spec.on_unit]
             values = await asyncio.gather(*(
                 self._call("Get", "ss", [UNIT_IFACE, name], path=path,
                            interface=PROPERTIES_IFACE, unit=unit, action=action)
@@ -470,10 +448,9 @@ class Systemd:
         if (cgroup_iface := CGROUP_IFACES.get(unit.rpartition(".")[2])) is not None:
             (values,) = await self._call("GetAll", "s", [cgroup_iface], path=path,
                                          interface=PROPERTIES_IFACE, unit=unit, action=action)
-            raw.update({k: v.value for k, v in values.items() if k in PROPERTIES})
-        fields: dict[str, Any] = {spec.attr: decode(name, raw.get(name, _UNSET_RAW[spec.kind]))
-                                  for name, spec in PROPERTIES.items()}
-        return UnitState(unit=unit, **fields)
+            raw.update({k: v.value for k, v in values.items()
+                        if k in STATE or k in PROP_BY_DBUS})
+        return UnitState.from_raw(unit, raw)
 
     async def control_group(self, unit: str) -> str:
         """The unit's ControlGroup ("" while it has none), in one call: the object path is

@@ -14,6 +14,7 @@ ruamel): `lc.line`, `lc.col`, `lc.key(k)`, `lc.value(k)`, `lc.item(i)`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -76,7 +77,7 @@ def _loader(pure: bool) -> Any:
     from ruamel.yaml import YAML
     from ruamel.yaml.constructor import SafeConstructor
 
-    class LineConstructor(SafeConstructor):
+    class LineConstructor(_located_scalars(SafeConstructor)):  # type: ignore[misc]
         def construct_line_map(self, node: Any) -> Iterator[LineMap]:
             data = LineMap()
             data.lc = _start(node)
@@ -109,6 +110,105 @@ def _loader(pure: bool) -> Any:
     yaml.allow_duplicate_keys = False
     _LOADERS[pure] = yaml
     return yaml
+
+
+def round_trip_yaml() -> Any:
+    """ruamel's round-trip YAML (keeps comments, key order, styles, quoting), whose scalars
+    that cannot be converted are located errors like `load`'s."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import RoundTripConstructor
+
+    yaml = YAML(typ="rt")
+    yaml.Constructor = _located_scalars(RoundTripConstructor)
+    return yaml
+
+
+def _located_scalars(base: type) -> type:
+    """`base` (a ruamel constructor class) whose scalars that cannot be converted are located
+    YAML errors instead of a bare ValueError."""
+
+    class Constructor(base):  # type: ignore[misc]
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            try:
+                return super().construct_object(node, deep)
+            except (ValueError, OverflowError) as e:
+                raise _unreadable(node, e) from None
+
+    return Constructor
+
+
+def _unreadable(node: Any, error: Exception) -> Exception:
+    """A scalar a constructor could not convert (`!!int 1.5`, a 5,000-digit number), as a
+    located YAML error."""
+
+    from slicectl.values import quote
+
+    value = node.value if isinstance(node.value, str) else ""
+    tag = str(node.tag).rpartition(":")[2]
+    if tag == "int" and sum(ch.isdigit() for ch in value) > 4300:
+        why = f"a number of {len(value)} digits is too large"
+    else:
+        why = f"{quote(value)} is not a valid {tag}" + (f" ({error})" if tag not in (
+            "int", "float") else "")
+    return _unreadable_error()(None, None, why, node.start_mark)
+
+
+@functools.cache
+def _unreadable_error() -> type[Exception]:
+    """The error of a scalar that cannot be converted (load_located gives it its own hint)."""
+    from ruamel.yaml.constructor import ConstructorError
+
+    class UnreadableScalar(ConstructorError):
+        """A scalar of a known tag whose text the tag's constructor refused."""
+
+    return UnreadableScalar
+
+
+def load_located(text: str, path: str, *, round_trip: bool = False) -> Any:
+    """The YAML document in `text`; any YAML problem is a ConfigError located in `path`.
+
+    With `round_trip`, ruamel's round-trip loader (comments kept, pure Python), else `load`.
+    """
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.reader import ReaderError
+
+    from slicectl.errors import ConfigError, Problem
+
+    def problem(line: int, message: str, hint: str) -> ConfigError:
+        return ConfigError([Problem(path, line, "", message, hint)])
+
+    try:
+        return round_trip_yaml().load(text) if round_trip else load(text)
+    except MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        message = (e.problem or e.context or "invalid YAML").strip()
+        hint = "check indentation and quoting around this line"
+        if isinstance(e, _unreadable_error()):
+            hint = "write a plain value of that type, or quote it to make it text"
+        if "duplicate" in message.lower() or "found duplicate" in str(e).lower():
+            message = "duplicate key " + message.split("found duplicate key", 1)[-1].strip()
+            hint = "each key may appear once; merge the two entries"
+        raise problem(mark.line + 1 if mark is not None else 0, message, hint) from None
+    except ReaderError as e:
+        line = text.count("\n", 0, max(0, int(e.position))) + 1
+        char = f"#x{e.character:04x}" if isinstance(e.character, int) else repr(e.character)
+        raise problem(line, f"unacceptable character {char} ({e.reason})",
+                      "tenants.yaml must be printable UTF-8 text") from None
+    except RecursionError:
+        raise problem(_deepest_line(text), "nested too deeply to read",
+                      "a tenants.yaml needs a few levels of nesting, not hundreds") from None
+    except YAMLError as e:
+        raise problem(0, f"invalid YAML: {str(e)[:200]}", "check the file's syntax") from None
+
+
+def _deepest_line(text: str, limit: int = 100) -> int:
+    """The line where flow collections first nest `limit` deep (0: nowhere)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch in "[{") - (ch in "]}")
+        if depth >= limit:
+            return text.count("\n", 0, i) + 1
+    return 0
 
 
 def load(text: str, *, pure: bool = False) -> Any:

@@ -11,6 +11,7 @@ from slicectl import yamldoc
 from slicectl.config import Config, load_config, load_yaml, parse_config
 from slicectl.errors import ConfigError, Problem
 from slicectl.settings import Numa
+from slicectl.values import INFINITY
 
 G = 1024**3
 M = 1024**2
@@ -108,7 +109,7 @@ def test_every_key_parsed() -> None:
     assert db1.numa is Numa.SPREAD and db1.nodes == (0, 1) and db1.exclusive is False
     assert (db1.cpu_weight, db1.cpu_quota, db1.cpu_quota_period) == (200, 600, 100_000)
     assert (db1.memory_max, db1.memory_high, db1.memory_low) == (24 * G, 22 * G, 16 * G)
-    assert (db1.memory_min, db1.memory_swap_max) == (0, -1)
+    assert (db1.memory_min, db1.memory_swap_max) == (0, INFINITY)
     assert db1.services == ("oracle@db1.service", "db1.socket")
     assert db1.line == line_of(text, "db1:")
     assert db1.line_of("memory_low") == line_of(text, "memory_low")
@@ -331,7 +332,8 @@ def test_non_utf8_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         load_config(str(path))
     (p,) = e.value.problems
-    assert str(p) == f"{path}: is not UTF-8 text"
+    # The line and column of the first byte that is not UTF-8 (issue 11).
+    assert str(p) == f"{path}:2: is not UTF-8 text (byte 0xe9 in column 32)"
     assert p.hint == "save the file as UTF-8"
 
 

@@ -407,7 +407,8 @@ def configs(draw: st.DrawFn, t: Topology) -> Config:
             cpus_ = draw(st.frozensets(st.sampled_from(all_ids), min_size=1, max_size=4))
         memory_low = draw(st.sampled_from([None, None, G, 3 * G]))
         tenants.append(Tenant(name=f"t{i}", cpus=cpus_, numa=numa, nodes=nodes,
-                              exclusive=exclusive, memory_low=memory_low))
+                              exclusive=exclusive,
+                              resources={} if memory_low is None else {"memory_low": memory_low}))
     return Config(path="t.yaml", housekeeping_cpus=hk, tenants=tuple(tenants))
 
 

@@ -15,7 +15,7 @@ from unitcheck import parse_unit, systemd_verify
 import slicectl
 from slicectl.config import load_config, load_yaml, parse_config
 from slicectl.errors import RenderError
-from slicectl.plan import Plan, UnitPlan, build_plan
+from slicectl.plan import FileKind, Plan, Section, UnitPlan, build_plan
 from slicectl.render import check_value, default_templates_dir, render
 from slicectl.topology import Topology
 
@@ -146,7 +146,7 @@ def test_percent_in_description_is_doubled() -> None:
 def test_hand_built_plan_renders() -> None:
     plan = example_plan()
     unit = UnitPlan(unit="extra.service", path="extra.service.d/50-slicectl.conf",
-                    kind="dropin", section="Service",
+                    kind=FileKind.DROPIN, section=Section.SERVICE,
                     properties={"MemoryMax": 2 * 1024**3, "AllowedCPUs": frozenset({1, 2, 3}),
                                 "CPUQuota": 150},
                     slice="tenants-web.slice")

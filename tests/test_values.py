@@ -293,7 +293,8 @@ def test_check_unit_name_accepts(name: str) -> None:
     ("x.service\n[Service]", "is not a valid systemd unit name"),
     ("app.target", "must end in .service"),
     ("app@.service", "is a template; name an instance such as app@1.service"),
-    ("a" * 250 + ".service", "is not a valid systemd unit name"),
+    ("a" * 250 + ".service", "is 258 bytes long; at most 255 fit"),
+    ("x.service\n", "is not a valid systemd unit name"),
 ])
 def test_check_unit_name_refuses(name: str, message: str) -> None:
     with pytest.raises(ValueError) as e:

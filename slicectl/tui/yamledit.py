@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from slicectl.config import Config, load_yaml, parse_config
+from slicectl.settings import EDITABLE_KEYS
 
-# Keys the edit form offers, in the order of the settings table (settings.TENANT_SETTINGS).
-EDITABLE = ("cpus", "cpu_weight", "cpu_quota", "memory_max", "memory_high", "memory_low",
-            "memory_min")
+# Keys the edit form offers: the settings table's editable rows, in its order.
+EDITABLE = EDITABLE_KEYS
 
 
 def current_values(text: str, path: str, tenant: str) -> dict[str, str]:

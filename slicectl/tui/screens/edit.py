@@ -13,17 +13,10 @@ from textual.widgets.option_list import Option
 
 from slicectl.config import Config
 from slicectl.errors import ConfigError
+from slicectl.settings import BY_KEY
 from slicectl.tui.yamledit import EDITABLE, current_values, edit_tenant
 
-HINTS = {
-    "cpus": "count or cpulist 0-3,8",
-    "cpu_weight": "1..10000",
-    "cpu_quota": "e.g. 600%",
-    "memory_max": "e.g. 24G or infinity",
-    "memory_high": "e.g. 22G",
-    "memory_low": "e.g. 16G",
-    "memory_min": "e.g. 0",
-}
+HINTS = {key: BY_KEY[key].hint for key in EDITABLE}  # the settings table's examples
 BASE = "(base)"  # the profile list's entry for "no profile"
 
 

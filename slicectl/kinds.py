@@ -1,0 +1,260 @@
+"""Kinds of property values: one object per kind knows every form a value takes (pure).
+
+A value of a systemd resource property appears in five places, and each kind converts
+between them, so a property row in `slicectl.settings` needs only to name its kind:
+
+- the **plan value** (`PlanValue`): the typed value in a Plan (`frozenset` of CPUs, an int
+  percent, a `Size`), written into unit files (`file`) and plan JSON (`json`/`from_json`);
+- the **live value** (`LiveValue`): the D-Bus value decoded, as slicectl compares what
+  systemd reports with what it wants (`live`, `unset`, `show` for people);
+- the **wire value**: what dbus-fast sends and returns for the property's signature
+  (`to_wire`/`from_wire`; only slicectl.systemd calls these);
+- the **cgroup file** that proves the kernel took it (`slicectl.settings` pairs each
+  property with the file; the kinds format the expected text).
+
+Facts about systemd's encodings come from systemd.resource-control(5) and
+org.freedesktop.systemd1(5), and were checked on systemd 252 in the testbed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from slicectl.cpulist import format_cpulist, from_bitmask, parse_cpulist, to_bitmask
+from slicectl.values import (
+    INFINITY,
+    UINT64_MAX,
+    Size,
+    format_duration_us,
+    format_size,
+    parse_size,
+)
+
+PlanValue = frozenset[int] | Size  # Size = int | Infinity
+LiveValue = frozenset[int] | int | None
+PAGE: Final = 4096
+DEFAULT_WEIGHT: Final = 100
+DEFAULT_PERIOD_US: Final = 100_000
+
+
+class Kind:
+    """How one kind of value looks in a unit file, in JSON, on D-Bus and to people."""
+
+    signature = "t"
+    unset: LiveValue = None  # the live value systemd reports when the property is not set
+
+    def file(self, value: PlanValue) -> str:
+        """The value as written in a unit file."""
+        return str(value)
+
+    def json(self, value: PlanValue) -> Any:
+        """The value in plan JSON (docs/plan-json.md)."""
+        return value
+
+    def from_json(self, data: Any) -> PlanValue:
+        """Inverse of `json`."""
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise ValueError(f"expected a whole number, got {data!r}")
+        return data
+
+    def live(self, value: PlanValue) -> LiveValue:
+        """The live value that means `value` is in force."""
+        assert isinstance(value, int)
+        return value
+
+    def to_wire(self, live: LiveValue) -> Any:
+        """The live value as dbus-fast sends it (`t`: UINT64_MAX for unset)."""
+        if live is None:
+            return UINT64_MAX
+        if isinstance(live, int) and not isinstance(live, bool) and 0 <= live <= UINT64_MAX:
+            return live
+        raise ValueError(f"expected a non-negative int or None, got {live!r}")
+
+    def from_wire(self, raw: Any) -> LiveValue:
+        """What systemd returned, as a live value."""
+        return None if raw == UINT64_MAX else int(raw)
+
+    def show(self, live: LiveValue) -> str:
+        """A live value for people, in unit-file spelling."""
+        return "(unset)" if live is None else str(live)
+
+
+class CpuSet(Kind):
+    """A set of CPUs or NUMA nodes: "0-3,8" in files, an `ay` bitmask on D-Bus (bit c%8 of
+    byte c//8; systemd pads the masks it returns to 8 bytes); empty = unset."""
+
+    signature = "ay"
+    unset: LiveValue = frozenset()
+
+    def file(self, value: PlanValue) -> str:
+        assert isinstance(value, frozenset)
+        return format_cpulist(value)
+
+    def json(self, value: PlanValue) -> Any:
+        return self.file(value)
+
+    def from_json(self, data: Any) -> PlanValue:
+        return parse_cpulist(str(data))
+
+    def live(self, value: PlanValue) -> LiveValue:
+        assert isinstance(value, frozenset)
+        return value
+
+    def to_wire(self, live: LiveValue) -> Any:
+        if live is None or isinstance(live, frozenset | set):
+            return to_bitmask(live or ())  # an empty mask resets the setting
+        raise ValueError(f"expected a set of ints, got {live!r}")
+
+    def from_wire(self, raw: Any) -> LiveValue:
+        return from_bitmask(raw)
+
+    def show(self, live: LiveValue) -> str:
+        assert isinstance(live, frozenset)
+        return format_cpulist(live) or "(unset)"
+
+
+class Number(Kind):
+    """A plain number (`t`, UINT64_MAX = unset), e.g. CPUWeight."""
+
+
+class Quota(Kind):
+    """CPUQuota=: percent of one CPU in files; µs of CPU time per second on D-Bus
+    (CPUQuotaPerSecUSec, 150 % = 1,500,000)."""
+
+    def file(self, value: PlanValue) -> str:
+        return f"{value}%"
+
+    def live(self, value: PlanValue) -> LiveValue:
+        assert isinstance(value, int)
+        return value * 10_000
+
+    def show(self, live: LiveValue) -> str:
+        if live is None:
+            return "(unset)"
+        assert isinstance(live, int)
+        return f"{live / 10_000:g}%"
+
+
+class Duration(Kind):
+    """A time span: "100ms" in files, µs on D-Bus."""
+
+    def file(self, value: PlanValue) -> str:
+        assert isinstance(value, int)
+        return format_duration_us(value)
+
+
+class Bytes(Kind):
+    """A memory size. A *limit* (MemoryMax, MemoryHigh, MemorySwapMax) is unset when it is
+    infinity (UINT64_MAX on D-Bus, None here); a *protection* (MemoryLow, MemoryMin) is unset
+    at 0 and infinity is UINT64_MAX."""
+
+    def __init__(self, *, protection: bool = False, unset_text: str = "(unset)") -> None:
+        self.protection = protection
+        self.unset = 0 if protection else None
+        self.unset_text = unset_text
+
+    def file(self, value: PlanValue) -> str:
+        assert not isinstance(value, frozenset)
+        return format_size(value)
+
+    def json(self, value: PlanValue) -> Any:
+        return "infinity" if value is INFINITY else value
+
+    def from_json(self, data: Any) -> PlanValue:
+        return parse_size(data)
+
+    def live(self, value: PlanValue) -> LiveValue:
+        if value is INFINITY:
+            return UINT64_MAX if self.protection else None
+        assert isinstance(value, int)
+        return value
+
+    def to_wire(self, live: LiveValue) -> Any:
+        if self.protection and live is None:
+            return 0  # systemd's "no protection"
+        return super().to_wire(live)
+
+    def from_wire(self, raw: Any) -> LiveValue:
+        if self.protection:
+            return int(raw)
+        return super().from_wire(raw)
+
+    def show(self, live: LiveValue) -> str:
+        if live is None:
+            return self.unset_text
+        if self.protection and live == 0:
+            return "(unset)"
+        return str(live)
+
+
+# --- what cgroup files must say --------------------------------------------------------
+
+
+def same_text(content: str, expected: str) -> bool:
+    return content == expected
+
+
+def same_cpus(content: str, expected: str) -> bool:
+    return parse_cpulist(content) == parse_cpulist(expected)
+
+
+def same_cpu_max(content: str, expected: str) -> bool:
+    qa, _, pa = content.partition(" ")
+    qb, _, pb = expected.partition(" ")
+    if "max" in (qa, qb):
+        return qa == qb
+    # systemd may stretch the period for tiny quotas; compare the ratio (cores) instead.
+    return abs(int(qa) / int(pa) - int(qb) / int(pb)) < 0.001
+
+
+# What a file reads as when its controller is not enabled for the cgroup (no file): fine only
+# when slicectl expects the kernel's default there.
+_DEFAULTS = ("", "max", "0", str(DEFAULT_WEIGHT), f"max {DEFAULT_PERIOD_US}")
+
+
+@dataclass(frozen=True)
+class CgroupExpectation:
+    """One cgroup file and what it must contain."""
+
+    file: str
+    expected: str
+    same: Callable[[str, str], bool] = same_text
+
+    def matches(self, content: str | None) -> bool:
+        """Whether the file's content (None: no such file) shows the expected value."""
+        if content is None:
+            return self.expected in _DEFAULTS
+        return self.same(content.strip(), self.expected)
+
+
+def page_bytes(live: LiveValue) -> str:
+    """A memory file's text for a live size: "max" for unset/infinity, else the bytes rounded
+    down to whole pages (the kernel stores memory limits in pages)."""
+    if live is None:
+        return "max"
+    assert isinstance(live, int)
+    return "max" if live >= UINT64_MAX else str(live // PAGE * PAGE)
+
+
+def cpuset_text(live: LiveValue) -> str:
+    """cpuset.cpus/mems text: unset shows "" (the kernel then uses the parent's)."""
+    assert isinstance(live, frozenset)
+    return format_cpulist(live)
+
+
+def weight_text(live: LiveValue) -> str:
+    """cpu.weight text: unset means the kernel's default weight."""
+    return str(live or DEFAULT_WEIGHT)
+
+
+def cpu_max_text(quota: LiveValue, period: LiveValue) -> str:
+    """cpu.max text for a CPUQuotaPerSecUSec and a CPUQuotaPeriodUSec (None: the defaults).
+    The kernel takes a quota of at least 1 ms per period."""
+    period = period or DEFAULT_PERIOD_US
+    assert isinstance(period, int)
+    if quota is None:
+        return f"max {period}"
+    assert isinstance(quota, int)
+    return f"{max(quota * period // 1_000_000, 1000)} {period}"
