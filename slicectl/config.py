@@ -35,6 +35,9 @@ from slicectl.values import Size, quote
 
 SUPPORTED_VERSION = 1
 HOUSEKEEPING_UNITS = ("system.slice", "user.slice", "init.scope")
+TENANT_KEYS: Mapping[str, Setting] = {s.key: s for s in TENANT_SETTINGS}
+CONFINE_KEYS: Mapping[str, Setting] = {s.key: s for s in CONFINE_SETTINGS}
+PROFILE_OVERRIDES: Mapping[str, Setting] = {k: TENANT_KEYS[k] for k in PROFILE_KEYS}
 
 
 class _Resources:
@@ -160,12 +163,27 @@ class Config:
 class _Collector:
     """Collects problems with file/line/key so all are reported at once."""
 
+    # "did you mean" searches are costly (difflib): the first ones get them, a file of
+    # thousands of unknown keys gets the list of known keys after that.
+    SUGGESTIONS = 100
+
     def __init__(self, path: str) -> None:
         self.path = path
         self.problems: list[Problem] = []
+        self._suggested = 0
 
     def add(self, line: int, key: str, message: str, hint: str = "") -> None:
         self.problems.append(Problem(self.path, line, key, message, hint))
+
+    def unknown_key_hint(self, key: object, known: tuple[str, ...], what: str = "known keys"
+                         ) -> str:
+        """Known keys, and the closest one while suggestions last."""
+        self._suggested += 1
+        if self._suggested <= self.SUGGESTIONS:
+            close = difflib.get_close_matches(str(key)[:60], known, n=1)
+            if close:
+                return f"did you mean {close[0]!r}? {what}: {', '.join(known)}"
+        return f"{what}: {', '.join(known)}"
 
 
 def _key_line(node: Any, key: Any, default: int) -> int:
@@ -176,23 +194,18 @@ def _key_line(node: Any, key: Any, default: int) -> int:
         return default
 
 
-def _unknown_key_hint(key: str, known: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(str(key), known, n=1)
-    if close:
-        return f"did you mean {close[0]!r}? known keys: {', '.join(known)}"
-    return f"known keys: {', '.join(known)}"
-
-
 def _name(value: Any) -> str:
     """A key as a key path shows it (bounded: a key may be anything YAML allows)."""
-    return value if isinstance(value, str) and len(value) <= 60 else quote(value)
+    plain = isinstance(value, str) and len(value) <= 60 and value.isprintable()
+    return value if plain else quote(value)
 
 
 def _parse_settings(
-    c: _Collector, node: Any, settings: tuple[Setting, ...], prefix: str, line: int,
-    allowed: tuple[str, ...] | None = None,
+    c: _Collector, node: Any, table: Mapping[str, Setting], prefix: str, line: int,
+    allowed: Mapping[str, Setting] | None = None,
 ) -> tuple[dict[str, Any], dict[str, int]]:
-    """Parse a mapping of settings; returns (values, lines). Problems go to the collector."""
+    """Parse a mapping of settings (keys of `table`, or only `allowed` ones); returns (values,
+    lines). Problems go to the collector."""
     values: dict[str, Any] = {}
     lines: dict[str, int] = {}
     if node is None:
@@ -201,22 +214,21 @@ def _parse_settings(
         c.add(line, prefix, f"expected a mapping of settings, got {_kind(node)}",
               "write it as `key: value` lines indented under it")
         return values, lines
-    by_key = {s.key: s for s in settings}
-    known = tuple(k for k in by_key if allowed is None or k in allowed)
+    known = table if allowed is None else allowed
     for key, value in node.items():
         kline = _key_line(node, key, line)
-        path = f"{prefix}.{_name(key)}"
-        if key not in known:
-            if allowed is not None and key in by_key:
+        setting = known.get(key) if isinstance(key, str) else None
+        if setting is None:
+            path = f"{prefix}.{_name(key)}"
+            if allowed is not None and key in table:
                 c.add(kline, path, "cannot be changed here", f"allowed here: {', '.join(known)}")
             else:
-                c.add(kline, path, "unknown key", _unknown_key_hint(str(key)[:60], known))
+                c.add(kline, path, "unknown key", c.unknown_key_hint(key, tuple(known)))
             continue
-        setting = by_key[key]
         try:
             values[key] = setting.parse(value)
         except ValueError as e:
-            c.add(kline, path, str(e), f"{key}: {setting.doc}")
+            c.add(kline, f"{prefix}.{key}", str(e), f"{key}: {setting.doc}")
             continue
         lines[key] = kline
     return values, lines
@@ -264,7 +276,7 @@ def _parse_tenants(c: _Collector, node: Any, line: int, slice_name: str) -> list
                   "a file name has at most 255 bytes, and slicectl writes a temporary file "
                   "beside each unit file: use a shorter tenant name")
             continue
-        values, lines = _parse_settings(c, body, TENANT_SETTINGS, f"tenants.{name}", tline)
+        values, lines = _parse_settings(c, body, TENANT_KEYS, f"tenants.{name}", tline)
         fields_, resources = _split(values)
         tenants.append(Tenant(name=name, line=tline, lines=lines, resources=resources,
                               **fields_))
@@ -289,7 +301,7 @@ def _parse_confine(c: _Collector, node: Any, line: int) -> list[Confinement]:
             c.add(uline, f"confine.{_name(unit)}", str(e),
                   "name a unit such as system.slice, user.slice or cron.service")
             continue
-        values, lines = _parse_settings(c, body, CONFINE_SETTINGS, f"confine.{unit}", uline)
+        values, lines = _parse_settings(c, body, CONFINE_KEYS, f"confine.{unit}", uline)
         fields_, resources = _split(values)
         result.append(Confinement(unit=unit, line=uline, lines=lines, resources=resources,
                                   **fields_))
@@ -308,10 +320,10 @@ def _parse_profile(c: _Collector, pname: str, body: Any, pline: int,
         tline = _key_line(body, tname, pline)
         if tname not in names:
             c.add(tline, f"profiles.{pname}.{_name(tname)}", "no such tenant",
-                  _unknown_key_hint(str(tname)[:60], names).replace("known keys", "tenants"))
+                  c.unknown_key_hint(tname, names, "tenants"))
             continue
-        parsed, _ = _parse_settings(c, values, TENANT_SETTINGS, f"profiles.{pname}.{tname}",
-                                    tline, PROFILE_KEYS)
+        parsed, _ = _parse_settings(c, values, TENANT_KEYS, f"profiles.{pname}.{tname}",
+                                    tline, PROFILE_OVERRIDES)
         overrides[str(tname)] = parsed
     return overrides
 
@@ -375,7 +387,7 @@ def _check_top(c: _Collector, data: Mapping[Any, Any]) -> None:
     for key in data:
         if key not in TOP_KEYS:
             c.add(_key_line(data, key, 1), _name(key), "unknown key",
-                  _unknown_key_hint(str(key)[:60], TOP_KEYS))
+                  c.unknown_key_hint(key, TOP_KEYS))
     version = data.get("version")
     if version is None:
         c.add(1, "version", "missing", "add `version: 1` at the top")
@@ -414,7 +426,7 @@ def _parse_housekeeping(c: _Collector, data: Mapping[Any, Any]) -> tuple[
         kline = _key_line(hk, key, hk_line)
         if key not in HOUSEKEEPING_KEYS:
             c.add(kline, f"housekeeping.{_name(key)}", "unknown key",
-                  _unknown_key_hint(str(key)[:60], HOUSEKEEPING_KEYS))
+                  c.unknown_key_hint(key, HOUSEKEEPING_KEYS))
             continue
         try:
             hk_cpus = parse_housekeeping_cpus(value)

@@ -49,6 +49,7 @@ MAX_UNIT_FILE_NAME: Final = NAME_MAX - TEMP_NAME_EXTRA
 MAX_CPUS: Final = 8192
 MAX_NODES: Final = 1024
 DESCRIPTION_MAX: Final = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class Numa(StrEnum):
@@ -218,7 +219,7 @@ def parse_description(value: Any) -> str:
     """One line of text (no control characters: it goes into Description=)."""
     if not isinstance(value, str):
         raise ValueError(f"expected text, got {quote(value)}")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if _CONTROL.search(value):
         raise ValueError("must be a single line without control characters")
     if len(value) > DESCRIPTION_MAX:
         raise ValueError(f"is longer than {DESCRIPTION_MAX} characters")

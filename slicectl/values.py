@@ -195,6 +195,15 @@ class _Quoter(reprlib.Repr):
         self.maxlevel = 2
         self.maxlist = self.maxtuple = self.maxdict = self.maxset = 4
 
+    def repr1(self, x: object, level: int) -> str:
+        # reprlib picks a method by the exact type name; YAML's mappings and sequences are
+        # subclasses (slicectl.yamldoc), which would fall through to a full repr().
+        if isinstance(x, list) and type(x) is not list:
+            return self.repr_list(list(x), level)
+        if isinstance(x, dict) and type(x) is not dict:
+            return self.repr_dict(dict(x), level)
+        return super().repr1(x, level)
+
 
 _QUOTER = _Quoter()
 

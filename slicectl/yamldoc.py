@@ -15,6 +15,7 @@ ruamel): `lc.line`, `lc.col`, `lc.key(k)`, `lc.value(k)`, `lc.item(i)`.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -107,6 +108,8 @@ def _loader(pure: bool) -> Any:
                                     LineConstructor.construct_line_seq)
     yaml = YAML(typ="safe", pure=pure)
     yaml.Constructor = LineConstructor
+    if not pure:
+        yaml.Resolver = _c_resolver()
     yaml.allow_duplicate_keys = False
     _LOADERS[pure] = yaml
     return yaml
@@ -123,17 +126,57 @@ def round_trip_yaml() -> Any:
     return yaml
 
 
+def _c_resolver() -> type:
+    """ruamel's resolver for the C parser, without its per-scalar version lookup.
+
+    `VersionedResolver.processing_version` asks the scanner for a %YAML directive on every
+    scalar; the C parser has no Python scanner, so each lookup fails through two caught
+    AttributeErrors and ends at the default version, 1.2 (a fifth of the time to load a 1 MB
+    file). The answer is the same every time: say it once.
+    """
+    from ruamel.yaml.nodes import ScalarNode
+    from ruamel.yaml.resolver import VersionedResolver
+
+    class Resolver(VersionedResolver):
+        """Also remembers the tags of short scalars: keys and values repeat in every tenant."""
+
+        processing_version = (1, 2)
+        CACHED = 4096
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is not ScalarNode or len(value) > 32:
+                return super().resolve(kind, value, implicit)
+            cache = self.__dict__.setdefault("_tags", {})
+            tag = cache.get((value, implicit))
+            if tag is None:
+                if len(cache) >= self.CACHED:
+                    cache.clear()
+                tag = cache[value, implicit] = super().resolve(kind, value, implicit)
+            return tag
+
+    return Resolver
+
+
 def _located_scalars(base: type) -> type:
-    """`base` (a ruamel constructor class) whose scalars that cannot be converted are located
-    YAML errors instead of a bare ValueError."""
+    """`base` (a ruamel constructor class) whose numbers that cannot be converted (`!!int
+    1.5`, more digits than Python converts) are located YAML errors, not a bare ValueError.
+    The other scalar constructors raise located errors already."""
 
     class Constructor(base):  # type: ignore[misc]
-        def construct_object(self, node: Any, deep: bool = False) -> Any:
+        def construct_yaml_int(self, node: Any) -> Any:
             try:
-                return super().construct_object(node, deep)
+                return super().construct_yaml_int(node)
             except (ValueError, OverflowError) as e:
                 raise _unreadable(node, e) from None
 
+        def construct_yaml_float(self, node: Any) -> Any:
+            try:
+                return super().construct_yaml_float(node)
+            except (ValueError, OverflowError) as e:
+                raise _unreadable(node, e) from None
+
+    Constructor.add_constructor("tag:yaml.org,2002:int", Constructor.construct_yaml_int)
+    Constructor.add_constructor("tag:yaml.org,2002:float", Constructor.construct_yaml_float)
     return Constructor
 
 
@@ -177,6 +220,10 @@ def load_located(text: str, path: str, *, round_trip: bool = False) -> Any:
     def problem(line: int, message: str, hint: str) -> ConfigError:
         return ConfigError([Problem(path, line, "", message, hint)])
 
+    deep = flow_depth_line(text, MAX_FLOW_DEPTH)
+    if deep is not None:
+        raise problem(deep, f"nested more than {MAX_FLOW_DEPTH} levels deep",
+                      "a tenants.yaml needs a few levels of nesting, not hundreds")
     try:
         return round_trip_yaml().load(text) if round_trip else load(text)
     except MarkedYAMLError as e:
@@ -195,25 +242,43 @@ def load_located(text: str, path: str, *, round_trip: bool = False) -> Any:
         raise problem(line, f"unacceptable character {char} ({e.reason})",
                       "tenants.yaml must be printable UTF-8 text") from None
     except RecursionError:
-        raise problem(_deepest_line(text), "nested too deeply to read",
+        raise problem(flow_depth_line(text, MAX_C_FLOW_DEPTH) or 0, "nested too deeply to read",
                       "a tenants.yaml needs a few levels of nesting, not hundreds") from None
     except YAMLError as e:
         raise problem(0, f"invalid YAML: {str(e)[:200]}", "check the file's syntax") from None
 
 
-def _deepest_line(text: str, limit: int = 100) -> int:
-    """The line where flow collections first nest `limit` deep (0: nowhere)."""
+# libyaml's parser composes flow collections recursively in C: 100,000 nested `[` crash the
+# process (SIGSEGV; 20,000 did not). A file that may nest more than MAX_C_FLOW_DEPTH deep is
+# read by the pure Python parser, which stops at Python's recursion limit with a
+# RecursionError instead; one nesting more than MAX_FLOW_DEPTH is refused before parsing.
+MAX_C_FLOW_DEPTH = 64
+MAX_FLOW_DEPTH = 200
+_BRACKETS = re.compile(r"[][{}]")
+
+
+def flow_depth_line(text: str, limit: int) -> int | None:
+    """The line where `[`/`{` first nest more than `limit` deep, or None (brackets in quoted
+    strings count too: this is a bound, not a parser)."""
+    if text.count("[") + text.count("{") <= limit:
+        return None
     depth = 0
-    for i, ch in enumerate(text):
-        depth += (ch in "[{") - (ch in "]}")
-        if depth >= limit:
-            return text.count("\n", 0, i) + 1
-    return 0
+    for m in _BRACKETS.finditer(text):
+        if m.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return text.count("\n", 0, m.start()) + 1
+        else:
+            depth -= 1
+    return None
 
 
 def load(text: str, *, pure: bool = False) -> Any:
-    """The YAML document in `text`, parsed by libyaml when available unless `pure`.
+    """The YAML document in `text`, parsed by libyaml when available unless `pure` (or the
+    text nests flow collections deeply, MAX_C_FLOW_DEPTH).
 
-    ruamel's errors propagate (MarkedYAMLError with the line, YAMLError).
+    ruamel's errors propagate (MarkedYAMLError with the line, YAMLError, RecursionError).
     """
+    if not pure and flow_depth_line(text, MAX_C_FLOW_DEPTH) is not None:
+        pure = True
     return _loader(pure).load(text)

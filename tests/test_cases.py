@@ -6,6 +6,9 @@ Directives are comment lines starting with `## `:
   ## assert-file-absent PATH
   ## assert-failed                        generate must fail (exit 1) and write nothing
   ## assert-stderr-contains TEXT
+  ## assert-validate-failed               `slicectl validate` fails too (exit 1), before any
+                                          placement, with the same stderr texts, each error
+                                          located (FILE:LINE:) and no "internal error"
   ## profile P: <directive>               checked after generating profile P into the same
                                           directory (so placement stability is part of the test)
 Every successful output is also checked by the real `systemd-analyze verify`, and examples are
@@ -15,6 +18,7 @@ compared byte for byte with golden files under tests/golden/ (UPDATE_GOLDEN=1 re
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -75,8 +79,28 @@ def check(words: list[str], out: Path, code: int, stderr: str) -> None:
     elif verb == "assert-stderr-contains":
         assert words[1] in stderr, f"stderr lacks {words[1]!r}:\n{stderr}"
         assert "Traceback" not in stderr
-    elif verb != "topology:":
+    elif verb not in ("topology:", "assert-validate-failed"):
         raise AssertionError(f"unknown directive {verb}")
+
+
+def check_validate(case: Path, ds: list[tuple[str | None, list[str]]],
+                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`slicectl validate` refuses the case with located errors (no topology involved)."""
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        code = main(["validate", str(case.relative_to(ROOT))])
+    finally:
+        os.chdir(cwd)
+    out, err = capsys.readouterr()
+    assert code == 1 and out == "", f"validate: exit {code}\n{out}{err}"
+    assert "internal error" not in err and "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors and all(re.match(rf"error: \S*{re.escape(case.name)}:\d+: ", line)
+                          for line in errors), err
+    for _, words in ds:
+        if words[0] == "assert-stderr-contains":
+            assert words[1] in err, f"validate's stderr lacks {words[1]!r}:\n{err}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
@@ -91,6 +115,8 @@ def test_case(case: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     for profile, words in ds:
         if profile is None:
             check(words, out, code, stderr)
+    if any(w[0] == "assert-validate-failed" for _, w in ds):
+        check_validate(case, ds, capsys)
     if not failing:
         systemd_verify(out, tmp_path / "base")
         if case.parent.name == "examples":

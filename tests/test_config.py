@@ -337,6 +337,15 @@ def test_non_utf8_file(tmp_path: Path) -> None:
     assert p.hint == "save the file as UTF-8"
 
 
+def test_nul_character_is_located(tmp_path: Path) -> None:
+    path = tmp_path / "nul.yaml"
+    path.write_bytes(b"version: 1\ntenants:\n  a: {description: \"x\x00y\"}\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(str(path))
+    (p,) = e.value.problems
+    assert str(p) == f"{path}:3: contains a NUL character"
+
+
 def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text("version: 1\ntenants:\n  a: {cpus: 1\n  b: 2\n")
