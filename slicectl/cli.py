@@ -283,15 +283,12 @@ def cmd_apply(args: argparse.Namespace) -> int:
     options = _options(args)
     ask = sys.stdin.isatty() and not args.yes and not args.dry_run and not args.json
 
-    def confirm(diff: object) -> bool:
-        assert isinstance(diff, Diff)
+    def confirm(diff: Diff) -> bool:
         print("slicectl will make these changes:")
         for line in diff.lines(options.unit_dir):
             print(f"  {line}")
         answer = input("Apply them? [y/N] ").strip().lower()
         return answer in ("y", "yes")
-
-    from slicectl.apply import Diff
 
     def progress(line: str) -> None:
         print(f"slicectl: {line}", file=sys.stderr, flush=True)
@@ -342,14 +339,14 @@ def _print_changes(changes: object, where: str) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from slicectl.plan import build_plan
+    from slicectl.apply import plan_from_manifest
     from slicectl.render import render
     from slicectl.unitdir import Manifest, UnitDir
 
     config = _load_config(args)
     topo = _load_topology(args)
     unit_dir = UnitDir(Path(args.out))
-    plan = build_plan(config, topo, unit_dir.manifest().placements)
+    plan = plan_from_manifest(config, topo, unit_dir.root)
     files = render(plan, args.templates)
     changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
                                                 source=Path(config.path).name))

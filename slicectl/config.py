@@ -1,4 +1,5 @@
-"""tenants.yaml v1: strict parsing into frozen dataclasses, every problem located by line.
+"""tenants.yaml v1: strict parsing into the tenants model (slicectl.tenants), every problem
+located by line.
 
 `load_config(path)` raises ConfigError carrying *all* problems found (file, line, key path,
 message, hint), so `slicectl validate` can list them at once. What the keys mean, their
@@ -11,7 +12,6 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from slicectl.errors import ConfigError, Problem
@@ -31,133 +31,16 @@ from slicectl.settings import (
     check_unit_name,
     parse_housekeeping_cpus,
 )
-from slicectl.values import Size, quote
+from slicectl.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
+from slicectl.values import quote
+
+__all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_config",
+           "load_yaml", "parse_config", "printable", "read_text"]
 
 SUPPORTED_VERSION = 1
-HOUSEKEEPING_UNITS = ("system.slice", "user.slice", "init.scope")
 TENANT_KEYS: Mapping[str, Setting] = {s.key: s for s in TENANT_SETTINGS}
 CONFINE_KEYS: Mapping[str, Setting] = {s.key: s for s in CONFINE_SETTINGS}
 PROFILE_OVERRIDES: Mapping[str, Setting] = {k: TENANT_KEYS[k] for k in PROFILE_KEYS}
-
-
-class _Resources:
-    """Typed access to the resource values the core reasons about (lint, placement, plan).
-
-    Every resource key of the settings table lives in `resources`; a key that only becomes a
-    property (no rule looks at it) needs no accessor here."""
-
-    resources: Mapping[str, Any]
-
-    @property
-    def cpu_weight(self) -> int | None:
-        return self.resources.get("cpu_weight")
-
-    @property
-    def cpu_quota(self) -> int | None:
-        return self.resources.get("cpu_quota")
-
-    @property
-    def cpu_quota_period(self) -> int | None:
-        return self.resources.get("cpu_quota_period")
-
-    @property
-    def memory_max(self) -> Size | None:
-        return self.resources.get("memory_max")
-
-    @property
-    def memory_high(self) -> Size | None:
-        return self.resources.get("memory_high")
-
-    @property
-    def memory_low(self) -> Size | None:
-        return self.resources.get("memory_low")
-
-    @property
-    def memory_min(self) -> Size | None:
-        return self.resources.get("memory_min")
-
-    @property
-    def memory_swap_max(self) -> Size | None:
-        return self.resources.get("memory_swap_max")
-
-
-@dataclass(frozen=True)
-class Tenant(_Resources):
-    """One tenant: becomes `<slice>-<name>.slice`."""
-
-    name: str
-    line: int = 0
-    description: str | None = None
-    cpus: int | frozenset[int] | None = None
-    numa: Numa = Numa.LOCAL
-    nodes: tuple[int, ...] | None = None
-    exclusive: bool = True
-    services: tuple[str, ...] = ()
-    resources: Mapping[str, Any] = field(default_factory=dict)  # key -> value, as set
-    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
-
-    def line_of(self, key: str) -> int:
-        """Line of `key` in the source file, or of the tenant when the key is absent."""
-        return self.lines.get(key, self.line)
-
-    def with_values(self, values: Mapping[str, Any]) -> Tenant:
-        """This tenant with some keys changed (a profile's overrides)."""
-        fields_ = {k: v for k, v in values.items() if BY_KEY[k].role is not Role.RESOURCE}
-        resources = {k: v for k, v in values.items() if BY_KEY[k].role is Role.RESOURCE}
-        return replace(self, **fields_, resources={**self.resources, **resources})
-
-
-@dataclass(frozen=True)
-class Confinement(_Resources):
-    """Limits for a housekeeping unit (system.slice, user.slice, cron.service, …)."""
-
-    unit: str
-    line: int = 0
-    cpus: frozenset[int] | None = None
-    resources: Mapping[str, Any] = field(default_factory=dict)
-    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
-
-    def line_of(self, key: str) -> int:
-        """Line of `key` in the source file, or of the unit when the key is absent."""
-        return self.lines.get(key, self.line)
-
-
-@dataclass(frozen=True)
-class Config:
-    """A validated tenants.yaml."""
-
-    path: str
-    slice: str = "tenants"
-    housekeeping_cpus: int | frozenset[int] = 0
-    housekeeping_line: int = 0
-    confine: tuple[Confinement, ...] = ()
-    tenants: tuple[Tenant, ...] = ()
-    profiles: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
-    profile_lines: Mapping[str, int] = field(default_factory=dict, compare=False)
-    profile: str | None = None  # the profile applied by with_profile(), if any
-
-    def tenant(self, name: str) -> Tenant:
-        for t in self.tenants:
-            if t.name == name:
-                return t
-        raise KeyError(name)
-
-    def slice_unit(self, tenant: str | None = None) -> str:
-        """`tenants.slice`, or `tenants-NAME.slice` for a tenant."""
-        return f"{self.slice}.slice" if tenant is None else f"{self.slice}-{tenant}.slice"
-
-    def with_profile(self, name: str | None) -> Config:
-        """This config with a profile's overrides applied (None: unchanged)."""
-        if name is None:
-            return self
-        if name not in self.profiles:
-            known = ", ".join(sorted(self.profiles)) or "none defined"
-            raise ConfigError([Problem(self.path, 0, "profiles", f"no profile {name!r}",
-                                       f"profiles in this file: {known}")])
-        overrides = self.profiles[name]
-        tenants = tuple(t.with_values(overrides[t.name]) if t.name in overrides else t
-                        for t in self.tenants)
-        return replace(self, tenants=tenants, profile=name)
 
 
 class _Collector:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from slicectl.config import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.cpulist import format_cpulist, parse_cpulist
 from slicectl.errors import PlacementError
 from slicectl.kinds import PlanValue
@@ -26,6 +25,7 @@ from slicectl.settings import (
     PROP_BY_NAME,
     PROPERTIES,
 )
+from slicectl.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.topology import Topology
 from slicectl.values import size_sum
 

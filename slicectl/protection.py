@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slicectl.config import HOUSEKEEPING_UNITS, Config, Tenant
+from slicectl.tenants import HOUSEKEEPING_UNITS, Config, Tenant
 from slicectl.topology import Topology
 from slicectl.values import INFINITY, format_size, size_bytes
 

@@ -93,8 +93,10 @@ class Journal:
     previous: list[tuple[Path, bytes | None]] = field(default_factory=list)
     made_dirs: list[Path] = field(default_factory=list)
 
-    def rollback(self) -> None:
-        """Restore every touched path to what it was (a file that did not exist is removed)."""
+    def rollback(self) -> list[tuple[Path, str]]:
+        """Restore every touched path to what it was (a file that did not exist is removed);
+        returns the paths that could not be restored, with why (the others are restored)."""
+        failed: list[tuple[Path, str]] = []
         for path, old in reversed(self.previous):
             try:
                 if old is None:
@@ -102,15 +104,16 @@ class Journal:
                 else:
                     path.parent.mkdir(parents=True, exist_ok=True)  # a removed .d folder
                     _write_atomic(path, old)
-            except OSError:
-                continue  # keep restoring the others; the caller reports the failure
+            except OSError as e:
+                failed.append((path, e.strerror or str(e)))
         for d in reversed(self.made_dirs):
             try:
                 d.rmdir()
             except OSError:
-                pass
+                pass  # not empty (someone else's file) or gone: leave it
         self.previous.clear()
         self.made_dirs.clear()
+        return failed
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -153,9 +153,10 @@ async def test_write_failure_midway_restores_files_and_touches_nothing_live(
 async def test_verification_mismatch_rolls_back(
         options: ApplyOptions, fake_systemd: FakeSystemd,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import slicectl.apply as apply_mod
+    import slicectl.cgroupfs as cgroupfs
+    import slicectl.livestate as livestate
 
-    real = apply_mod.read_cgroup_files
+    real = cgroupfs.read_cgroup_files
 
     def lying(root: Path, control_group: str, names: list[str]) -> dict[str, str | None]:
         got = real(root, control_group, names)
@@ -163,7 +164,7 @@ async def test_verification_mismatch_rolls_back(
             got["cpuset.cpus"] = "0-7\n"  # e.g. the kernel refused the new cpuset
         return got
 
-    monkeypatch.setattr(apply_mod, "read_cgroup_files", lying)
+    monkeypatch.setattr(livestate, "read_cgroup_files", lying)
     with pytest.raises(ApplyError) as e:
         await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
     assert "verification failed" in e.value.message

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slicectl import settings as S
+from slicectl import parsers as S
 from slicectl.cpulist import format_cpulist, from_bitmask, parse_cpulist, to_bitmask
 from slicectl.values import (
     INFINITY,

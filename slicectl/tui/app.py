@@ -192,15 +192,15 @@ class SlicectlApp(App[int]):
         """The plan for the current config and profile, or None and why not."""
         if self.config is None or self.settings.topology is None:
             return None, ""
+        from slicectl.apply import plan_from_manifest
         from slicectl.plan import build_plan
-        from slicectl.unitdir import UnitDir
 
-        previous = None
-        if self.settings.options is not None:
-            previous = UnitDir(self.settings.options.unit_dir).manifest().placements
+        options = self.settings.options
         try:
             config = self.config.with_profile(self.profile)
-            return build_plan(config, self.settings.topology, previous), ""
+            if options is None:
+                return build_plan(config, self.settings.topology), ""
+            return plan_from_manifest(config, self.settings.topology, options.unit_dir), ""
         except SlicectlError as e:
             return None, f"{e.message}" + (f" (hint: {e.hint})" if e.hint else "")
 
