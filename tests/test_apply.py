@@ -341,3 +341,24 @@ async def test_a_slice_the_parent_did_not_bring_up_is_started_and_its_failure_ro
     assert snapshot(options.unit_dir) == {}
     assert fake_systemd.units["tenants-db1.slice"].active_state == "inactive"
     assert "ListUnitsByNames" in fake_systemd.members()
+
+
+async def test_a_rollback_that_cannot_restore_everything_says_what(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    grown = YAML.replace("  db2: {cpus: 2, cpu_quota: 150%}\n",
+                         "  db2: {cpus: 2, cpu_quota: 150%}\n  db3: {cpus: 1}\n")
+    fake_systemd.fail_job("tenants-db3.slice")  # the apply fails ...
+    # ... and so does the reload of the rollback (the apply's own reload is the first): the
+    # user must learn what is left.
+    fake_systemd.fail_on("Reload", error="org.freedesktop.DBus.Error.AccessDenied", nth=2)
+    with pytest.raises(ApplyError) as e:
+        await apply_plan(config(grown), make_topology(), options)  # type: ignore[arg-type]
+    message = e.value.message
+    assert message.startswith("apply failed: starting tenants-db3.slice failed")
+    assert "the rollback could not restore: reloading systemd: reloading systemd failed: " \
+           "permission denied" in message
+    assert "rolled back to the previous state" not in message
+    assert "slicectl plan" in e.value.hint
+    # The files were restored all the same (only the reload failed).
+    assert not (options.unit_dir / "tenants-db3.slice").exists()
