@@ -9,7 +9,11 @@ systemd escapes names that clash with controllers): callers pass systemd's Contr
 from __future__ import annotations
 
 import os
+import re
+import stat
 from pathlib import Path
+
+from slicectl import paths
 
 MAX_READ = 65536
 
@@ -47,3 +51,42 @@ def read_cgroup_file(root: Path, control_group: str, name: str) -> str | None:
 def populated(root: Path, control_group: str) -> bool:
     """Whether processes live in the cgroup or below it (cgroup.events)."""
     return "populated 1" in (read_cgroup_file(root, control_group, "cgroup.events") or "")
+
+
+def block_device(path: str, sysfs: Path = paths.SYSFS_ROOT) -> str | None:
+    """The whole disk a device path (or a file on a disk's file system) is on, as "MAJ:MIN",
+    resolved as systemd does for IO settings (`/dev/block/MAJ:MIN` taken as it is; a file's
+    own device; a partition or a single dm/LUKS mapping up to its disk); None when there is
+    no such block device (a missing path, a character device, tmpfs, btrfs)."""
+    m = _DEV_BLOCK.fullmatch(path)
+    if m:
+        number = f"{int(m[1])}:{int(m[2])}"
+    else:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if stat.S_ISCHR(st.st_mode):
+            return None
+        dev = st.st_rdev if stat.S_ISBLK(st.st_mode) else st.st_dev
+        if os.major(dev) == 0:
+            return None
+        number = f"{os.major(dev)}:{os.minor(dev)}"
+    return _whole_disk(number, sysfs)
+
+
+_DEV_BLOCK = re.compile(r"/dev/block/(\d+):(\d+)")
+
+
+def _whole_disk(number: str, sysfs: Path) -> str:
+    """A partition's disk, and a dm/LUKS mapping's single lower device, up to the disk."""
+    for _ in range(8):  # mappings of mappings, bounded
+        folder = sysfs / "dev" / "block" / number
+        slaves = sorted((folder / "slaves").glob("*")) if (folder / "slaves").is_dir() else []
+        if len(slaves) == 1:
+            number = (slaves[0] / "dev").read_text().strip()
+            continue
+        if (folder / "partition").is_file():
+            return (folder.resolve().parent / "dev").read_text().strip()
+        return number
+    return number

@@ -4,16 +4,18 @@ A value of a systemd resource property appears in five places, and each kind con
 between them, so a property row in `slicectl.settings` needs only to name its kind:
 
 - the **plan value** (`PlanValue`): the typed value in a Plan (`frozenset` of CPUs, an int
-  percent, a `Size`), written into unit files (`file`) and plan JSON (`json`/`from_json`);
+  percent, a `Size`, a choice, a per-device list), written into unit files (`lines`) and
+  plan JSON (`json`/`from_json`);
 - the **live value** (`LiveValue`): the D-Bus value decoded, as slicectl compares what
   systemd reports with what it wants (`live`, `unset`, `show` for people);
 - the **wire value**: what dbus-fast sends and returns for the property's signature
   (`to_wire`/`from_wire`; only slicectl.systemd calls these);
 - the **cgroup file** that proves the kernel took it (`slicectl.settings` pairs each
-  property with the file; the kinds format the expected text).
+  property with its file; the helpers at the end format the expected text).
 
-Facts about systemd's encodings come from systemd.resource-control(5) and
-org.freedesktop.systemd1(5), and were checked on systemd 252 in the testbed.
+Facts about systemd's encodings come from systemd.resource-control(5),
+org.freedesktop.systemd1(5) and systemd's sources (research notes in docs/design-notes.md),
+checked on systemd 252 in the testbed.
 """
 
 from __future__ import annotations
@@ -32,22 +34,32 @@ from slicectl.values import (
     parse_size,
 )
 
-PlanValue = frozenset[int] | Size  # Size = int | Infinity
-LiveValue = frozenset[int] | int | None
+# A per-device list, sorted by path: ((path, value), ...); a value may be infinity.
+DeviceValues = tuple[tuple[str, Size], ...]
+PlanValue = frozenset[int] | Size | str | DeviceValues  # Size = int | Infinity
+LiveValue = frozenset[int] | int | str | tuple[tuple[str, int], ...] | None
 PAGE: Final = 4096
 DEFAULT_WEIGHT: Final = 100
 DEFAULT_PERIOD_US: Final = 100_000
+UINT32_MAX: Final = 2**32 - 1
+WEIGHT_IDLE: Final = 0  # CPUWeight=idle on D-Bus (systemd 252+)
 
 
 class Kind:
-    """How one kind of value looks in a unit file, in JSON, on D-Bus and to people."""
+    """How one kind of value looks in a unit file, in JSON, on D-Bus and to people. The base
+    kind is a number (`t` on D-Bus; UINT64_MAX = unset)."""
 
     signature = "t"
     unset: LiveValue = None  # the live value systemd reports when the property is not set
+    appends = False  # D-Bus adds to the list: send an empty one first to replace it
 
     def file(self, value: PlanValue) -> str:
         """The value as written in a unit file."""
         return str(value)
+
+    def lines(self, value: PlanValue) -> list[str]:
+        """The values of the property's lines in a unit file (most kinds: one)."""
+        return [self.file(value)]
 
     def json(self, value: PlanValue) -> Any:
         """The value in plan JSON (docs/plan-json.md)."""
@@ -116,7 +128,23 @@ class CpuSet(Kind):
 
 
 class Number(Kind):
-    """A plain number (`t`, UINT64_MAX = unset), e.g. CPUWeight."""
+    """A plain number (`t`, UINT64_MAX = unset), e.g. IOWeight."""
+
+
+class Weight(Number):
+    """CPUWeight= and StartupCPUWeight=: 1..10000, or `idle` (0 on D-Bus, systemd 252+)."""
+
+    def file(self, value: PlanValue) -> str:
+        return "idle" if value == WEIGHT_IDLE else str(value)
+
+    def json(self, value: PlanValue) -> Any:
+        return "idle" if value == WEIGHT_IDLE else value
+
+    def from_json(self, data: Any) -> PlanValue:
+        return WEIGHT_IDLE if data == "idle" else super().from_json(data)
+
+    def show(self, live: LiveValue) -> str:
+        return "idle" if live == WEIGHT_IDLE else super().show(live)
 
 
 class Quota(Kind):
@@ -145,10 +173,26 @@ class Duration(Kind):
         return format_duration_us(value)
 
 
-class Bytes(Kind):
-    """A memory size. A *limit* (MemoryMax, MemoryHigh, MemorySwapMax) is unset when it is
-    infinity (UINT64_MAX on D-Bus, None here); a *protection* (MemoryLow, MemoryMin) is unset
-    at 0 and infinity is UINT64_MAX."""
+class Limit(Kind):
+    """A count that may be infinity (TasksMax=): infinity is UINT64_MAX on D-Bus, None here."""
+
+    def file(self, value: PlanValue) -> str:
+        return "infinity" if value is INFINITY else str(value)
+
+    def json(self, value: PlanValue) -> Any:
+        return "infinity" if value is INFINITY else value
+
+    def from_json(self, data: Any) -> PlanValue:
+        return INFINITY if data == "infinity" else super().from_json(data)
+
+    def live(self, value: PlanValue) -> LiveValue:
+        return None if value is INFINITY else super().live(value)
+
+
+class Bytes(Limit):
+    """A memory size. A *limit* (MemoryMax, MemoryHigh, MemorySwapMax, MemoryZSwapMax) is
+    unset when it is infinity (UINT64_MAX on D-Bus, None here); a *protection* (MemoryLow,
+    MemoryMin) is unset at 0 and infinity is UINT64_MAX."""
 
     def __init__(self, *, protection: bool = False, unset_text: str = "(unset)") -> None:
         self.protection = protection
@@ -156,11 +200,8 @@ class Bytes(Kind):
         self.unset_text = unset_text
 
     def file(self, value: PlanValue) -> str:
-        assert not isinstance(value, frozenset)
+        assert isinstance(value, int) or value is INFINITY
         return format_size(value)
-
-    def json(self, value: PlanValue) -> Any:
-        return "infinity" if value is INFINITY else value
 
     def from_json(self, data: Any) -> PlanValue:
         return parse_size(data)
@@ -189,6 +230,124 @@ class Bytes(Kind):
         return str(live)
 
 
+class Choice(Kind):
+    """One of a few words (`s` on D-Bus), e.g. ManagedOOMMemoryPressure= auto|kill."""
+
+    signature = "s"
+
+    def __init__(self, *choices: str) -> None:
+        self.choices = choices
+        self.unset = choices[0]  # systemd's default comes first
+
+    def from_json(self, data: Any) -> PlanValue:
+        if data not in self.choices:
+            raise ValueError(f"expected one of {', '.join(self.choices)}, got {data!r}")
+        return str(data)
+
+    def live(self, value: PlanValue) -> LiveValue:
+        assert isinstance(value, str)
+        return value
+
+    def to_wire(self, live: LiveValue) -> Any:
+        if live in self.choices:
+            return live
+        raise ValueError(f"expected one of {', '.join(self.choices)}, got {live!r}")
+
+    def from_wire(self, raw: Any) -> LiveValue:
+        return str(raw)
+
+    def show(self, live: LiveValue) -> str:
+        return str(live)
+
+
+class Permyriad(Kind):
+    """A share written as a percent with up to two decimals ("60%", "12.5%"), kept in
+    permyriad (1/10,000), sent as a `u` scaled so that UINT32_MAX is 100 %
+    (ManagedOOMMemoryPressureLimit=, systemd 248+); 0 = unset (systemd-oomd's default)."""
+
+    signature = "u"
+    unset: LiveValue = 0
+
+    def file(self, value: PlanValue) -> str:
+        assert isinstance(value, int)
+        whole, part = divmod(value, 100)
+        return f"{whole}.{part:02d}".rstrip("0").rstrip(".") + "%"
+
+    def live(self, value: PlanValue) -> LiveValue:
+        assert isinstance(value, int)
+        return (value * UINT32_MAX + 5000) // 10_000
+
+    def to_wire(self, live: LiveValue) -> Any:
+        if isinstance(live, int) and not isinstance(live, bool) and 0 <= live <= UINT32_MAX:
+            return live
+        raise ValueError(f"expected an int from 0 to {UINT32_MAX}, got {live!r}")
+
+    def from_wire(self, raw: Any) -> LiveValue:
+        return int(raw)
+
+    def show(self, live: LiveValue) -> str:
+        assert isinstance(live, int)
+        if live == 0:
+            return "(unset)"
+        return self.file(round(live * 10_000 / UINT32_MAX))
+
+
+class Devices(Kind):
+    """A value per block device, `path value` per line (IODeviceWeight=, IOReadBandwidthMax=,
+    …): `a(st)` on D-Bus, where systemd *adds* each entry to the unit's list, so a full list
+    is sent after an empty one (`appends`); in a unit file an empty assignment first resets
+    what earlier files set. A value may be infinity (UINT64_MAX: no limit on that device)."""
+
+    signature = "a(st)"
+    unset: LiveValue = ()
+    appends = True
+
+    def __init__(self, unit: str = "") -> None:
+        self.unit = unit  # " B/s", " IOPS": for people
+
+    def _value(self, v: Size) -> str:
+        return "infinity" if v is INFINITY else str(v)
+
+    def lines(self, value: PlanValue) -> list[str]:
+        assert isinstance(value, tuple)
+        return ["", *(f"{path} {self._value(v)}" for path, v in value)]
+
+    def file(self, value: PlanValue) -> str:
+        return "; ".join(self.lines(value)[1:])
+
+    def json(self, value: PlanValue) -> Any:
+        assert isinstance(value, tuple)
+        return {path: "infinity" if v is INFINITY else v for path, v in value}
+
+    def from_json(self, data: Any) -> PlanValue:
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a mapping of device paths, got {data!r}")
+        return tuple(sorted((str(p), INFINITY if v == "infinity" else int(v))
+                            for p, v in data.items()))
+
+    def live(self, value: PlanValue) -> LiveValue:
+        assert isinstance(value, tuple)
+        return tuple((p, UINT64_MAX if v is INFINITY else v) for p, v in value)
+
+    def to_wire(self, live: LiveValue) -> Any:
+        if live is None:
+            return []
+        if isinstance(live, tuple) and all(
+                isinstance(p, str) and isinstance(v, int) and 0 <= v <= UINT64_MAX
+                for p, v in live):
+            return [[p, v] for p, v in live]
+        raise ValueError(f"expected (path, value) pairs, got {live!r}")
+
+    def from_wire(self, raw: Any) -> LiveValue:
+        return tuple(sorted((str(p), int(v)) for p, v in raw))
+
+    def show(self, live: LiveValue) -> str:
+        assert isinstance(live, tuple)
+        shown = ", ".join(f"{p} {'infinity' if v == UINT64_MAX else v}{self.unit}"
+                          for p, v in live)
+        return shown or "(unset)"
+
+
 # --- what cgroup files must say --------------------------------------------------------
 
 
@@ -209,9 +368,27 @@ def same_cpu_max(content: str, expected: str) -> bool:
     return abs(int(qa) / int(pa) - int(qb) / int(pb)) < 0.001
 
 
+def first_line(content: str, expected: str) -> bool:
+    """io.weight: "default N" first, then per-device lines."""
+    return content.partition("\n")[0].strip() == expected
+
+
+def has_entries(content: str, expected: str) -> bool:
+    """A nested-keyed file (io.max, io.weight): the device's line holds every key=value of
+    `expected` ("8:0 rbps=5000000"), or its value ("8:0 200")."""
+    device, _, wanted = expected.partition(" ")
+    for line in content.splitlines():
+        dev, _, rest = line.strip().partition(" ")
+        if dev == device:
+            have = set(rest.split())
+            return all(item in have for item in wanted.split())
+    return False
+
+
 # What a file reads as when its controller is not enabled for the cgroup (no file): fine only
 # when slicectl expects the kernel's default there.
-_DEFAULTS = ("", "max", "0", str(DEFAULT_WEIGHT), f"max {DEFAULT_PERIOD_US}")
+_DEFAULTS = ("", "max", "0", str(DEFAULT_WEIGHT), f"max {DEFAULT_PERIOD_US}",
+             f"default {DEFAULT_WEIGHT}")
 
 
 @dataclass(frozen=True)
@@ -238,6 +415,11 @@ def page_bytes(live: LiveValue) -> str:
     return "max" if live >= UINT64_MAX else str(live // PAGE * PAGE)
 
 
+def count_text(live: LiveValue) -> str:
+    """pids.max text: "max" for unset/infinity."""
+    return "max" if live is None or live == UINT64_MAX else str(live)
+
+
 def cpuset_text(live: LiveValue) -> str:
     """cpuset.cpus/mems text: unset shows "" (the kernel then uses the parent's)."""
     assert isinstance(live, frozenset)
@@ -245,7 +427,7 @@ def cpuset_text(live: LiveValue) -> str:
 
 
 def weight_text(live: LiveValue) -> str:
-    """cpu.weight text: unset means the kernel's default weight."""
+    """cpu.weight or io.weight's default: unset means the kernel's default weight."""
     return str(live or DEFAULT_WEIGHT)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from slicectl.kinds import CgroupExpectation, LiveValue
 from slicectl.plan import FileKind, UnitPlan
-from slicectl.settings import PROP_BY_DBUS, PROP_BY_NAME, PROPERTIES
+from slicectl.settings import PROP_BY_DBUS, PROP_BY_NAME, PROPERTIES, DeviceNumber, no_devices
 
 __all__ = ["CgroupExpectation", "LiveValue", "cgroup_expectations", "desired", "file_key",
            "format_live", "is_control_file", "later_dropins", "override_source",
@@ -48,14 +48,14 @@ def format_live(prop: str, value: LiveValue) -> str:
     return PROP_BY_DBUS[prop].kind.show(value)
 
 
-def cgroup_expectations(want: Mapping[str, LiveValue]) -> list[CgroupExpectation]:
-    """What the unit's cgroup files must say once `want` is in force (cgroup-v2.rst)."""
+def cgroup_expectations(want: Mapping[str, LiveValue],
+                        devices: DeviceNumber = no_devices) -> list[CgroupExpectation]:
+    """What the unit's cgroup files must say once `want` is in force (cgroup-v2.rst);
+    `devices` names the disks of device paths (per-device settings are checked only then)."""
     out = []
     for prop in PROPERTIES:
         if prop.dbus in want:
-            expectation = prop.expectation(want[prop.dbus], want)
-            if expectation is not None:
-                out.append(expectation)
+            out += prop.expectations(want[prop.dbus], want, devices)
     return out
 
 

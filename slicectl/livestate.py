@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slicectl.cgroupfs import populated, read_cgroup_files
+from slicectl.cgroupfs import block_device, populated, read_cgroup_files
 from slicectl.live import (
     CgroupExpectation,
     LiveValue,
@@ -261,7 +261,8 @@ async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
     for (u, owned), group in zip(managed, groups, strict=True):
         if not group:
             continue  # no cgroup (a drop-in for a unit that is not running)
-        if cgroup_problems(cgroup_root, u.unit, group, cgroup_expectations(desired(u, owned))):
+        if cgroup_problems(cgroup_root, u.unit, group,
+                           cgroup_expectations(desired(u, owned), block_device)):
             suspects.append((u, owned))
         else:
             result.problems[u.unit] = []
@@ -275,6 +276,6 @@ async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
         if wrong:
             result.differ += wrong
         else:
-            result.problems[u.unit] = cgroup_problems(cgroup_root, u.unit, st.control_group,
-                                                      cgroup_expectations(want))
+            result.problems[u.unit] = cgroup_problems(
+                cgroup_root, u.unit, st.control_group, cgroup_expectations(want, block_device))
     return result

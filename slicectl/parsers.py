@@ -15,8 +15,10 @@ from typing import Any, Final
 
 from slicectl.cpulist import parse_cpulist
 from slicectl.values import (
+    INFINITY,
     MAX_PERIOD_US,
     MIN_PERIOD_US,
+    UINT64_MAX,
     Size,
     parse_duration_us,
     parse_size,
@@ -214,3 +216,116 @@ def size_parser(minimum: int) -> Callable[[Any], Size]:
 def parse_quota_period(value: Any) -> int:
     """CPUQuotaPeriodSec=: the kernel's cpu.max period range; systemd clamps others."""
     return parse_duration_us(value, MIN_PERIOD_US, MAX_PERIOD_US)
+
+
+def parse_weight(allow_idle: bool) -> Callable[[Any], int]:
+    """A CPU weight 1..10000, or `idle` (0: the group runs only when nothing else wants the
+    CPU; systemd 252+)."""
+    numbers = parse_int_range(1, 10000)
+
+    def parse(value: Any) -> int:
+        if allow_idle and value == "idle":
+            return 0
+        if allow_idle and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"expected a whole number from 1 to 10000 or idle, got "
+                             f"{quote(value)}")
+        return numbers(value)
+
+    return parse
+
+
+def parse_tasks_max(value: Any) -> Size:
+    """TasksMax=: a number of tasks (1 or more) or infinity."""
+    if isinstance(value, str) and value.strip().lower() == "infinity":
+        return INFINITY
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected a number of tasks or infinity, got {quote(value)}")
+    if not 1 <= value < UINT64_MAX:
+        raise ValueError(f"{quote(value)} is out of range: systemd takes 1 or more tasks "
+                         "(write infinity for no limit)")
+    return value
+
+
+def parse_choice(*choices: str) -> Callable[[Any], str]:
+    """One of `choices`."""
+
+    def parse(value: Any) -> str:
+        if isinstance(value, str) and value in choices:
+            return value
+        raise ValueError(f"expected one of {', '.join(choices)}; got {quote(value)}")
+
+    return parse
+
+
+_PERCENT2 = re.compile(r"\s*(\d{1,3})(?:\.(\d{1,2}))?\s*%\s*")
+
+
+def parse_permyriad(value: Any) -> int:
+    """A share from 0% to 100% with up to two decimals ("60%", "12.5%"), in permyriad."""
+    m = _PERCENT2.fullmatch(value) if isinstance(value, str) else None
+    if m is None:
+        raise ValueError(f"{quote(value)} is not a percent from 0% to 100% (e.g. 60% or "
+                         "12.5%)")
+    permyriad = int(m[1]) * 100 + int((m[2] or "0").ljust(2, "0"))
+    if permyriad > 10_000:
+        raise ValueError(f"{quote(value)} is more than 100%")
+    return permyriad
+
+
+_RATE_RE = re.compile(r"\s*(\d{1,20})\s*([KMGT]?)\s*", re.IGNORECASE)
+_RATE_FACTORS = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4}
+
+
+def parse_rate(value: Any) -> Size:
+    """An IO limit: bytes or operations per second, K/M/G/T base 1000 as systemd reads them
+    (IOReadBandwidthMax=), or infinity; 0 is refused (systemd does at the next reload)."""
+    if isinstance(value, str) and value.strip().lower() == "infinity":
+        return INFINITY
+    if isinstance(value, int) and not isinstance(value, bool):
+        rate = value
+    else:
+        m = _RATE_RE.fullmatch(value) if isinstance(value, str) else None
+        if m is None:
+            raise ValueError(f"{quote(value)} is not a rate (a number with K, M, G or T, base "
+                             "1000, or infinity)")
+        rate = int(m[1]) * _RATE_FACTORS[m[2].upper()]
+    if not 1 <= rate < UINT64_MAX:
+        raise ValueError(f"{quote(value)} is out of range: systemd takes 1 or more (write "
+                         "infinity for no limit)")
+    return rate
+
+
+# A block device, or any file on one: systemd resolves it to the whole disk when it applies
+# the setting. The path is one word of the unit-file line, so no whitespace.
+_DEVICE_PATH = re.compile(r"/[^\s\\]*")
+
+
+def check_device_path(path: Any) -> str:
+    """An absolute, normalized path without whitespace (systemd refuses others on D-Bus)."""
+    if not isinstance(path, str) or not _DEVICE_PATH.fullmatch(path) or len(path) > 4096:
+        raise ValueError(f"{quote(path)} is not an absolute path without spaces, such as "
+                         "/dev/sda or /var/lib/db")
+    parts = path.split("/")[1:]
+    if path != "/" and ("" in parts or "." in parts or ".." in parts):
+        raise ValueError(f"{quote(path)} is not normalized (no //, /./ or /../)")
+    return path
+
+
+def parse_devices(values: Callable[[Any], Size]) -> Callable[[Any], tuple[tuple[str, Size], ...]]:
+    """A mapping of device path -> value (e.g. {/dev/sda: 50M}), kept sorted by path."""
+
+    def parse(value: Any) -> tuple[tuple[str, Size], ...]:
+        if not isinstance(value, dict) or not value:
+            raise ValueError("expected a mapping of device paths to values, such as "
+                             "{/dev/sda: 50M}")
+        if len(value) > 64:
+            raise ValueError(f"{len(value)} devices: at most 64")
+        out = []
+        for path, v in value.items():
+            try:
+                out.append((check_device_path(path), values(v)))
+            except ValueError as e:
+                raise ValueError(f"{quote(path)}: {e}") from None
+        return tuple(sorted(out))
+
+    return parse

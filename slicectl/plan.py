@@ -78,8 +78,8 @@ class UnitPlan:
 
     def formatted(self) -> list[tuple[str, str]]:
         """(key, value) pairs in file order, values formatted for a unit file."""
-        return [(p.name, p.kind.file(self.properties[p.name]))
-                for p in PROPERTIES if p.name in self.properties]
+        return [(p.name, line) for p in PROPERTIES if p.name in self.properties
+                for line in p.kind.lines(self.properties[p.name])]
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -27,18 +27,24 @@ from slicectl.parsers import (
     Numa,
     check_unit_name,
     parse_bool,
+    parse_choice,
     parse_cpulist_only,
     parse_cpus,
     parse_description,
+    parse_devices,
     parse_housekeeping_cpus,
     parse_int_range,
     parse_nodes,
     parse_numa,
+    parse_permyriad,
     parse_quota_period,
+    parse_rate,
+    parse_tasks_max,
     parse_unit_list,
+    parse_weight,
     size_parser,
 )
-from slicectl.values import parse_percent
+from slicectl.values import UINT64_MAX, parse_percent
 
 __all__ = ["BY_KEY", "CONFINE_SETTINGS", "CONFINE_TYPES", "EDITABLE_KEYS", "MAX_UNIT_FILE_NAME",
            "PROFILE_KEYS", "PROPERTIES", "PROP_BY_DBUS", "PROP_BY_NAME", "RESOURCE_KEYS",
@@ -64,53 +70,106 @@ class Role(StrEnum):
 
 # --- systemd properties -----------------------------------------------------------------
 
-CgroupText = Callable[[LiveValue, Mapping[str, LiveValue]], str]
+# The whole disk a device path (or a file on it) is on, as "MAJ:MIN" (None: unknown). An edge
+# supplies it (slicectl.cgroupfs.block_device); systemd resolves paths the same way.
+DeviceNumber = Callable[[str], "str | None"]
+Check = Callable[[LiveValue, Mapping[str, LiveValue], DeviceNumber], list[CgroupExpectation]]
+
+
+def no_devices(_path: str) -> str | None:
+    """A DeviceNumber that knows no device (per-device checks are skipped)."""
+    return None
 
 
 @dataclass(frozen=True)
 class Prop:
-    """A systemd unit property slicectl sets, and the cgroup file that proves it took."""
+    """A systemd unit property slicectl sets, and the cgroup files that prove it took."""
 
     name: str  # in unit files and plan JSON: CPUQuota
     dbus: str  # on D-Bus: CPUQuotaPerSecUSec
     kind: Kind
     since: int  # first systemd version that accepts it
-    cgroup: str | None = None  # the file it lands in; None: checked through another's file
-    text: CgroupText | None = None  # what that file says for a live value (and the others)
-    same: Callable[[str, str], bool] = kinds.same_text
+    check: Check | None = None  # None: no cgroup file of its own (or checked by another's)
+    # A value that needs a later systemd than the property (CPUWeight=idle: 252).
+    since_value: Callable[[Any], int] | None = None
+    # Unit types that take it (None: every type with a cgroup).
+    types: tuple[str, ...] | None = None
 
     @property
     def signature(self) -> str:
         """The D-Bus signature of its value."""
         return self.kind.signature
 
-    def expectation(self, live: LiveValue, want: Mapping[str, LiveValue]
-                    ) -> CgroupExpectation | None:
-        """What the cgroup file must say once `live` (and the rest of `want`) is in force."""
-        if self.cgroup is None or self.text is None:
-            return None
-        return CgroupExpectation(self.cgroup, self.text(live, want), self.same)
+    def expectations(self, live: LiveValue, want: Mapping[str, LiveValue],
+                     devices: DeviceNumber = no_devices) -> list[CgroupExpectation]:
+        """What the cgroup files must say once `live` (and the rest of `want`) is in force."""
+        return [] if self.check is None else self.check(live, want, devices)
+
+    def needs(self, value: Any) -> int:
+        """The first systemd version that takes this property with `value`."""
+        return max(self.since, self.since_value(value) if self.since_value else 0)
 
 
-def _cpu_max(quota: LiveValue, want: Mapping[str, LiveValue]) -> str:
-    return kinds.cpu_max_text(quota, want.get("CPUQuotaPeriodUSec"))
-
-
-def _own(text: Callable[[LiveValue], str]) -> CgroupText:
+def _file(name: str, text: Callable[[LiveValue], str],
+          same: Callable[[str, str], bool] = kinds.same_text) -> Check:
     """A file whose text depends on the property's own value only."""
-    return lambda live, _want: text(live)
+    return lambda live, _want, _devices: [CgroupExpectation(name, text(live), same)]
 
 
-ALLOWED_CPUS = Prop("AllowedCPUs", "AllowedCPUs", kinds.CpuSet(), 244, "cpuset.cpus",
-                    _own(kinds.cpuset_text), kinds.same_cpus)
+def _cpu_max(quota: LiveValue, want: Mapping[str, LiveValue], _d: DeviceNumber
+             ) -> list[CgroupExpectation]:
+    text = kinds.cpu_max_text(quota, want.get("CPUQuotaPeriodUSec"))
+    return [CgroupExpectation("cpu.max", text, kinds.same_cpu_max)]
+
+
+def _cpu_weight(live: LiveValue, _want: Mapping[str, LiveValue], _d: DeviceNumber
+                ) -> list[CgroupExpectation]:
+    # idle: systemd writes cpu.idle=1 and leaves cpu.weight alone (the kernel then shows a
+    # weight of 0 or 1 depending on its version); otherwise cpu.idle=0 and the weight.
+    if live == kinds.WEIGHT_IDLE:
+        return [CgroupExpectation("cpu.idle", "1")]
+    return [CgroupExpectation("cpu.weight", kinds.weight_text(live))]
+
+
+def _per_device(file: str, key: str) -> Check:
+    """io.weight/io.max: a line per device ("8:0 200", "8:0 rbps=5000000"), for devices the
+    host has (a missing one systemd skips with a warning; lint reports it)."""
+    def check(live: LiveValue, _want: Mapping[str, LiveValue], devices: DeviceNumber
+              ) -> list[CgroupExpectation]:
+        out = []
+        for path, value in live if isinstance(live, tuple) else ():
+            dev = devices(path)
+            if dev is None or value == UINT64_MAX:
+                continue  # unknown device, or no limit (io.max then has no line for it)
+            entry = f"{key}={value}" if key else str(value)
+            out.append(CgroupExpectation(file, f"{dev} {entry}", kinds.has_entries))
+        return out
+
+    return check
+
+
+ALLOWED_CPUS = Prop("AllowedCPUs", "AllowedCPUs", kinds.CpuSet(), 244,
+                    _file("cpuset.cpus", kinds.cpuset_text, kinds.same_cpus))
 ALLOWED_MEMORY_NODES = Prop("AllowedMemoryNodes", "AllowedMemoryNodes", kinds.CpuSet(), 244,
-                            "cpuset.mems", _own(kinds.cpuset_text), kinds.same_cpus)
+                            _file("cpuset.mems", kinds.cpuset_text, kinds.same_cpus))
+
+
+def _idle_needs_252(value: Any) -> int:
+    return 252 if value == kinds.WEIGHT_IDLE else 0
 
 
 def _memory(name: str, file: str, since: int, *, protection: bool = False,
             unset_text: str = "(unset)") -> Prop:
     return Prop(name, name, kinds.Bytes(protection=protection, unset_text=unset_text), since,
-                file, _own(kinds.page_bytes))
+                _file(file, kinds.page_bytes))
+
+
+def _io_limit(name: str, key: str, unit: str) -> Prop:
+    return Prop(name, name, kinds.Devices(unit), 230, _per_device("io.max", key))
+
+
+# ManagedOOM*= are read by systemd-oomd, which runs only for services, scopes and slices.
+_OOMD_TYPES = ("service", "scope", "slice")
 
 
 # --- the table ----------------------------------------------------------------------------
@@ -164,15 +223,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("exclusive", parse_bool, None,
             "no other tenant shares these CPUs (false: may overlap the shared pool)", "true",
             default=True, role=Role.PLACEMENT),
-    Setting("cpu_weight", parse_int_range(1, 10000),
-            Prop("CPUWeight", "CPUWeight", kinds.Number(), 232, "cpu.weight",
-                 _own(kinds.weight_text)),
-            "relative CPU share among siblings, 1..10000", "unset (100)", scopes=_TPC,
-            editable=True, hint="1..10000", confine_doc="relative CPU share, 1..10000",
+    Setting("cpu_weight", parse_weight(allow_idle=True),
+            Prop("CPUWeight", "CPUWeight", kinds.Weight(), 232, _cpu_weight,
+                 since_value=_idle_needs_252),
+            "relative CPU share among siblings, 1..10000, or idle (runs only when nothing "
+            "else wants the CPU)", "unset (100)", scopes=_TPC, editable=True,
+            hint="1..10000 or idle", confine_doc="relative CPU share, 1..10000, or idle",
             confine_default_doc="unset"),
+    Setting("startup_cpu_weight", parse_weight(allow_idle=True),
+            Prop("StartupCPUWeight", "StartupCPUWeight", kinds.Weight(), 232,
+                 since_value=_idle_needs_252),
+            "cpu_weight while the host boots or shuts down (startup storms)", scopes=_TPC),
     Setting("cpu_quota", parse_percent,
-            Prop("CPUQuota", "CPUQuotaPerSecUSec", kinds.Quota(), 213, "cpu.max", _cpu_max,
-                 kinds.same_cpu_max),
+            Prop("CPUQuota", "CPUQuotaPerSecUSec", kinds.Quota(), 213, _cpu_max),
             "hard cap in percent of one CPU, e.g. 600%", scopes=_TPC, editable=True,
             hint="e.g. 600%", confine_doc="hard cap, percent of one CPU"),
     Setting("cpu_quota_period", parse_quota_period,
@@ -197,6 +260,48 @@ SETTINGS: tuple[Setting, ...] = (
                                                       232),
             "swap limit; 0 keeps the tenant out of swap", scopes=_TPC,
             confine_doc="swap limit"),
+    Setting("memory_zswap_max", size_parser(0), _memory("MemoryZSwapMax", "memory.zswap.max",
+                                                       253),
+            "limit of compressed swap in RAM (zswap); 0 keeps the tenant out of it",
+            scopes=_TPC),
+    Setting("tasks_max", parse_tasks_max,
+            Prop("TasksMax", "TasksMax", kinds.Limit(), 227, _file("pids.max", kinds.count_text)),
+            "most processes and threads (stops fork bombs), or infinity", scopes=_TPC,
+            editable=True, hint="e.g. 4096"),
+    Setting("io_weight", parse_int_range(1, 10000),
+            Prop("IOWeight", "IOWeight", kinds.Number(), 230,
+                 _file("io.weight", lambda live: f"default {kinds.weight_text(live)}",
+                       kinds.first_line)),
+            "relative IO share among siblings, 1..10000", "unset (100)", scopes=_TPC),
+    Setting("io_device_weight", parse_devices(parse_int_range(1, 10000)),
+            Prop("IODeviceWeight", "IODeviceWeight", kinds.Devices(), 230,
+                 _per_device("io.weight", "")),
+            "IO weight per device: {/dev/sda: 200}", scopes=_TPC),
+    Setting("io_read_bandwidth_max", parse_devices(parse_rate),
+            _io_limit("IOReadBandwidthMax", "rbps", " B/s"),
+            "read bytes/s per device: {/dev/sda: 50M} (K/M/G base 1000)", scopes=_TPC),
+    Setting("io_write_bandwidth_max", parse_devices(parse_rate),
+            _io_limit("IOWriteBandwidthMax", "wbps", " B/s"),
+            "write bytes/s per device: {/dev/sda: 20M} (K/M/G base 1000)", scopes=_TPC),
+    Setting("io_read_iops_max", parse_devices(parse_rate),
+            _io_limit("IOReadIOPSMax", "riops", " IOPS"),
+            "read operations/s per device: {/dev/sda: 1000}", scopes=_TPC),
+    Setting("io_write_iops_max", parse_devices(parse_rate),
+            _io_limit("IOWriteIOPSMax", "wiops", " IOPS"),
+            "write operations/s per device: {/dev/sda: 500}", scopes=_TPC),
+    Setting("managed_oom_memory_pressure", parse_choice("auto", "kill"),
+            Prop("ManagedOOMMemoryPressure", "ManagedOOMMemoryPressure",
+                 kinds.Choice("auto", "kill"), 247, types=_OOMD_TYPES),
+            "kill: systemd-oomd kills the tenant's processes under sustained memory "
+            "pressure", "unset (auto)", scopes=_TPC),
+    Setting("managed_oom_memory_pressure_limit", parse_permyriad,
+            Prop("ManagedOOMMemoryPressureLimit", "ManagedOOMMemoryPressureLimit",
+                 kinds.Permyriad(), 248, types=_OOMD_TYPES),
+            "memory pressure (PSI full avg10) at which systemd-oomd kills, e.g. 60%",
+            "unset (oomd's 60%)", scopes=_TPC),
+    Setting("startup_allowed_cpus", parse_cpulist_only,
+            Prop("StartupAllowedCPUs", "StartupAllowedCPUs", kinds.CpuSet(), 250),
+            "cpulist while the host boots or shuts down", scopes=_TPC),
     Setting("services", parse_unit_list(SLICE_MEMBER_TYPES), None,
             "units moved into the tenant's slice by a drop-in", "[]", default=(),
             role=Role.MEMBERS, scopes=Scope.TENANT),

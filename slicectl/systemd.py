@@ -330,8 +330,14 @@ class Systemd:
 
     async def set_unit_properties(self, unit: str, props: Mapping[str, LiveValue],
                                   runtime: bool) -> None:
-        """Manager.SetUnitProperties: change properties of a unit, live."""
-        body = [[name, encode(name, value)] for name, value in props.items()]
+        """Manager.SetUnitProperties: change properties of a unit, live. A list that systemd
+        adds to (IODeviceWeight=, IO*Max=) is sent empty first, so it is replaced."""
+        body = []
+        for name, value in props.items():
+            prop = PROP_BY_DBUS.get(name)
+            if prop is not None and prop.kind.appends:
+                body.append([name, Variant(prop.signature, [])])
+            body.append([name, encode(name, value)])
         names = ", ".join(props)
         await self._call("SetUnitProperties", "sba(sv)", [unit, runtime, body],
                          action=f"setting {names} on {unit}", unit=unit, prop=names)

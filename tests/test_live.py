@@ -75,7 +75,8 @@ def test_cgroup_expectations_of_a_full_slice() -> None:
         "cpuset.cpus": "1,5", "cpuset.mems": "1", "cpu.weight": "300",
         "cpu.max": "25000 50000", "memory.max": str(256 * 1024**2),  # whole pages
         "memory.high": "max", "memory.low": str(G), "memory.min": "0",
-        "memory.swap.max": "0"}
+        "memory.swap.max": "0", "memory.zswap.max": "max", "pids.max": "max",
+        "io.weight": "default 100"}
     assert got["cpuset.cpus"].matches("1,5\n") and got["cpuset.cpus"].matches("5,1")
     assert not got["cpuset.cpus"].matches("1-5")
     assert got["cpu.max"].matches("25000 50000\n")
@@ -102,3 +103,34 @@ def test_override_source_names_the_file() -> None:
     assert later_dropins(ours, texts) == [(later, "CPUQuota")]
     assert override_source("MemoryMax", ours, []) == (
         "slicectl's file is not loaded yet (daemon-reload pending)")
+
+
+def test_new_controls_and_their_files() -> None:
+    want = desired(slice_plan(CPUWeight=0, TasksMax=512, IOWeight=50,
+                              IODeviceWeight=(("/dev/vda", 300),),
+                              IOReadBandwidthMax=(("/dev/vda", 5_000_000), ("/dev/vdb",
+                                                                           INFINITY)),
+                              ManagedOOMMemoryPressure="kill",
+                              ManagedOOMMemoryPressureLimit=6000))
+    assert want["CPUWeight"] == 0  # idle
+    assert want["IOReadBandwidthMax"] == (("/dev/vda", 5_000_000), ("/dev/vdb", UINT64_MAX))
+    assert want["ManagedOOMMemoryPressureLimit"] == 2576980377  # 60 % of UINT32_MAX
+    disks = {"/dev/vda": "254:0", "/dev/vdb": "254:16"}.get
+    got = {(e.file, e.expected): e for e in cgroup_expectations(want, disks)}
+    assert set(got) >= {("cpu.idle", "1"), ("pids.max", "512"), ("io.weight", "default 50"),
+                        ("io.weight", "254:0 300"), ("io.max", "254:0 rbps=5000000")}
+    assert not any(e.file == "cpu.weight" for e in got.values())  # idle: weight untouched
+    # infinity on a device: io.max shows no line for it, so nothing to check
+    assert not any("254:16" in e.expected for e in got.values())
+    io_max = got["io.max", "254:0 rbps=5000000"]
+    assert io_max.matches("254:0 rbps=5000000 wbps=max riops=max wiops=max\n")
+    assert not io_max.matches("254:0 rbps=max wbps=5000000 riops=max wiops=max")
+    assert not io_max.matches("")
+    assert got["io.weight", "default 50"].matches("default 50\n254:0 300")
+    assert got["io.weight", "254:0 300"].matches("default 50\n254:0 300")
+    # Without device numbers (plan for another host) the per-device checks are skipped.
+    assert not any(e.file == "io.max" for e in cgroup_expectations(want))
+    assert format_live("IOReadBandwidthMax", want["IOReadBandwidthMax"]) == (
+        "/dev/vda 5000000 B/s, /dev/vdb infinity B/s")
+    assert format_live("CPUWeight", 0) == "idle"
+    assert format_live("ManagedOOMMemoryPressureLimit", 2576980377) == "60%"

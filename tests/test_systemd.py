@@ -72,9 +72,11 @@ def test_encode_rejects(name: str, value: Any) -> None:
 
 
 def test_every_settable_property_round_trips() -> None:
+    samples: dict[str, LiveValue] = {"ay": frozenset({0, 63}), "t": 4096, "u": 4096,
+                                     "a(st)": (("/dev/sda", 100), ("/dev/sdb", 2**64 - 1))}
     for prop in PROPERTIES:
-        value: LiveValue = frozenset({0, 63}) if prop.signature == "ay" else 4096
-        assert decode(prop.dbus, encode(prop.dbus, value).value) == value
+        value = samples.get(prop.signature, prop.kind.unset)
+        assert decode(prop.dbus, encode(prop.dbus, value).value) == value, prop.name
 
 
 # --- over the bus ------------------------------------------------------------------------------
