@@ -31,6 +31,7 @@ from slicectl.livestate import Diff, PropChange, host_diff, managed_units, read_
 from slicectl.plan import Plan
 from slicectl.transaction import Transaction
 from slicectl.unitdir import Manifest, UnitDir
+from slicectl.versions import check_version, parse_version
 
 if TYPE_CHECKING:
     from slicectl.config import Config
@@ -134,6 +135,8 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
     with apply_lock(options.lock_path):
         plan, files = load_plan(config, topology, options)
         async with await Systemd.connect(options.bus_address) as sd:
+            # Before anything is written: a key this systemd cannot take is refused here.
+            check_version(config, parse_version(await sd.version()), "systemd on this host")
             diff, states = await host_diff(sd, plan, files, options.unit_dir,
                                            options.cgroup_root)
             report = ApplyReport(diff=diff, notes=list(diff.notes))

@@ -30,6 +30,31 @@ def _add_topology_args(p: argparse.ArgumentParser) -> None:
                    help="topology JSON from `slicectl topology --json` (plan for another host)")
     g.add_argument("--sysfs", metavar="ROOT", help="sysfs root to read the topology from "
                    "(default: /sys)")
+    p.add_argument("--systemd-version", metavar="N", type=_release, default=None,
+                   help="the target's systemd release (default: from --topology, or this "
+                   "host's); keys it cannot take are refused")
+
+
+def _release(text: str) -> int:
+    """--systemd-version: a release number such as 252."""
+    if not text.isdigit() or not 0 < int(text) < 100_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a systemd release such as 252")
+    return int(text)
+
+
+def _check_target_version(args: argparse.Namespace, config: Config, topo: Topology) -> None:
+    """Refuse keys the target's systemd cannot take: --systemd-version, else the topology
+    export's, else (planning for this host) the installed one."""
+    from slicectl.versions import check_version
+
+    if args.systemd_version is not None:
+        check_version(config, args.systemd_version, "--systemd-version")
+    elif topo.systemd_version is not None:
+        check_version(config, topo.systemd_version, f"recorded in {topo.source}")
+    elif not (getattr(args, "topology", None) or getattr(args, "sysfs", None)):
+        from slicectl.hostinfo import systemd_version
+
+        check_version(config, systemd_version(), "systemd on this host")
 
 
 def _add_host_args(p: argparse.ArgumentParser) -> None:
@@ -166,6 +191,12 @@ def _load_config(args: argparse.Namespace) -> Config:
 
 def cmd_topology(args: argparse.Namespace) -> int:
     topo = _load_topology(args)
+    if not (args.sysfs or args.topology):  # this host: record its systemd for other hosts
+        from dataclasses import replace
+
+        from slicectl.hostinfo import systemd_version
+
+        topo = replace(topo, systemd_version=systemd_version())
     if args.json:
         import json
 
@@ -202,6 +233,7 @@ def _options(args: argparse.Namespace) -> ApplyOptions:
 def cmd_plan(args: argparse.Namespace) -> int:
     config = _load_config(args)
     topo = _load_topology(args)
+    _check_target_version(args, config, topo)
     # Offline (a plan for another host, or a fixture) unless pointed at a host's units/bus.
     live = bool(args.unit_dir or args.bus) or not (args.topology or args.sysfs)
     diff = None
@@ -345,6 +377,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     config = _load_config(args)
     topo = _load_topology(args)
+    _check_target_version(args, config, topo)
     unit_dir = UnitDir(Path(args.out))
     plan = plan_from_manifest(config, topo, unit_dir.root)
     files = render(plan, args.templates)

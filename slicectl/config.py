@@ -185,15 +185,30 @@ def _parse_confine(c: _Collector, node: Any, line: int) -> list[Confinement]:
                   "name a unit such as system.slice, user.slice or cron.service")
             continue
         values, lines = _parse_settings(c, body, CONFINE_KEYS, f"confine.{unit}", uline)
+        _check_unit_types(c, unit, values, lines)
         fields_, resources = _split(values)
         result.append(Confinement(unit=unit, line=uline, lines=lines, resources=resources,
                                   **fields_))
     return result
 
 
+def _check_unit_types(c: _Collector, unit: str, values: dict[str, Any],
+                      lines: Mapping[str, int]) -> None:
+    """Keys whose property this unit's type does not take (ManagedOOM*: services, scopes and
+    slices only) are refused, and dropped."""
+    kind = unit.rpartition(".")[2]
+    for key in list(values):
+        prop = CONFINE_KEYS[key].prop
+        if prop is not None and prop.types is not None and kind not in prop.types:
+            c.add(lines[key], f"confine.{unit}.{key}",
+                  f"{prop.name}= applies to {', '.join(t + 's' for t in prop.types)} only",
+                  f"remove it from {unit}")
+            del values[key]
+
+
 def _parse_profile(c: _Collector, pname: str, body: Any, pline: int,
-                   names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
-    """One profile: tenant -> overrides."""
+                   names: tuple[str, ...], lines: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """One profile: tenant -> overrides (their lines go to `lines` as "P.TENANT.KEY")."""
     overrides: dict[str, dict[str, Any]] = {}
     if not isinstance(body, Mapping):
         c.add(pline, f"profiles.{pname}", f"expected tenant overrides, got {_kind(body)}",
@@ -205,9 +220,11 @@ def _parse_profile(c: _Collector, pname: str, body: Any, pline: int,
             c.add(tline, f"profiles.{pname}.{_name(tname)}", "no such tenant",
                   c.unknown_key_hint(tname, names, "tenants"))
             continue
-        parsed, _ = _parse_settings(c, values, TENANT_KEYS, f"profiles.{pname}.{tname}",
-                                    tline, PROFILE_OVERRIDES)
+        parsed, key_lines = _parse_settings(c, values, TENANT_KEYS,
+                                            f"profiles.{pname}.{tname}", tline,
+                                            PROFILE_OVERRIDES)
         overrides[str(tname)] = parsed
+        lines.update({f"{pname}.{tname}.{k}": n for k, n in key_lines.items()})
     return overrides
 
 
@@ -230,7 +247,7 @@ def _parse_profiles(
                   "use lower-case letters, digits and _")
             continue
         plines[pname] = pline
-        profiles[pname] = _parse_profile(c, pname, body, pline, names)
+        profiles[pname] = _parse_profile(c, pname, body, pline, names, plines)
     return profiles, plines
 
 

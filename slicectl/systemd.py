@@ -323,6 +323,13 @@ class Systemd:
             raise error_for(name, text, action, unit=unit, prop=prop)
         return list(reply.body)
 
+    async def version(self) -> str:
+        """Manager.Version: the running systemd's version string ("252.38-1~deb12u1")."""
+        (value,) = await self._call("Get", "ss", [MANAGER_IFACE, "Version"],
+                                    interface=PROPERTIES_IFACE, action="reading systemd's "
+                                    "version")
+        return str(value.value)
+
     async def reload(self) -> None:
         """Manager.Reload: re-read all unit files; systemd answers once the reload is done."""
         # A reload of a big system can take longer than an ordinary call.

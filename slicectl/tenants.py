@@ -111,6 +111,7 @@ class Config:
     confine: tuple[Confinement, ...] = ()
     tenants: tuple[Tenant, ...] = ()
     profiles: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+    # line of each profile ("night") and of each of its keys ("night.db1.cpus")
     profile_lines: Mapping[str, int] = field(default_factory=dict, compare=False)
     profile: str | None = None  # the profile applied by with_profile(), if any
 

@@ -59,6 +59,9 @@ class Topology:
     nodes: tuple[Node, ...]
     cpus: tuple[Cpu, ...]
     source: str = ""
+    # The release of the host's systemd when known (`slicectl topology --json` on the host
+    # records it), so units generated elsewhere are checked against it (slicectl.versions).
+    systemd_version: int | None = None
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -136,6 +139,7 @@ class Topology:
         return {
             "format": FORMAT,
             "source": self.source,
+            "systemd_version": self.systemd_version,
             "nodes": [
                 {
                     "id": n.id,
@@ -197,7 +201,14 @@ class Topology:
                 f"{where}: malformed topology export ({type(e).__name__}: {e})",
                 "re-export it with `slicectl topology --json`",
             ) from e
-        return cls(nodes=nodes, cpus=cpus, source=source or str(data.get("source", "")))
+        version = data.get("systemd_version")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int)
+                                    or not 0 < version < 100_000):
+            raise TopologyError(f"{where}: systemd_version {version!r} is not a release "
+                                "number such as 252",
+                                "re-export it with `slicectl topology --json`")
+        return cls(nodes=nodes, cpus=cpus, source=source or str(data.get("source", "")),
+                   systemd_version=version)
 
 
 def load_topology_file(path: str) -> Topology:

@@ -121,6 +121,10 @@ class _Manager(ServiceInterface):
         self.fake.enter("Reload", ())
         await asyncio.sleep(self.fake.reload_delay)  # systemd replies once reloaded
 
+    @dbus_property(access=PropertyAccess.READ)
+    def Version(self) -> DBusStr:  # noqa: N802
+        return self.fake.version
+
     @dbus_method()
     def Subscribe(self) -> Void:  # noqa: N802
         self.fake.enter("Subscribe", ())
@@ -232,6 +236,7 @@ class FakeSystemd:
         self.units: dict[str, FakeUnit] = {}
         self.failures: list[Failure] = []
         self.reload_delay = 0.0  # seconds Reload takes
+        self.version = "252.38-1~deb12u1"  # Manager.Version, as Debian 12's systemd says
         self.job_delay = 0.0  # seconds between a job's reply and its JobRemoved
         self.signal_before_reply = False  # systemd may send JobRemoved before the reply
         self._jobs = 0
