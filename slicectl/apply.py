@@ -28,7 +28,7 @@ from slicectl import paths
 from slicectl.errors import ApplyError, LockError, SlicectlError
 from slicectl.live import LiveValue, format_live
 from slicectl.livestate import Diff, PropChange, host_diff, managed_units, read_back
-from slicectl.plan import Plan
+from slicectl.plan import Plan, ScheduleCommand
 from slicectl.transaction import Transaction
 from slicectl.unitdir import Manifest, UnitDir
 from slicectl.versions import check_version, parse_version
@@ -52,6 +52,8 @@ class ApplyOptions:
     control_dir: Path = paths.CONTROL_DIR
     lock_path: Path = paths.APPLY_LOCK
     templates: str | None = None
+    # How the schedule's timers run slicectl on this host (None: ScheduleCommand.default).
+    schedule_command: ScheduleCommand | None = None
 
 
 @dataclass
@@ -91,12 +93,13 @@ def apply_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def plan_from_manifest(config: Config, topology: Topology, unit_dir: Path) -> Plan:
+def plan_from_manifest(config: Config, topology: Topology, unit_dir: Path,
+                       command: ScheduleCommand | None = None) -> Plan:
     """The plan, keeping tenants where the last apply or generate into `unit_dir` placed
     them (its manifest): what plan shows is what apply does, and generate is stable."""
     from slicectl.plan import build_plan
 
-    return build_plan(config, topology, UnitDir(unit_dir).manifest().placements)
+    return build_plan(config, topology, UnitDir(unit_dir).manifest().placements, command)
 
 
 def load_plan(config: Config, topology: Topology, options: ApplyOptions) -> tuple[
@@ -104,7 +107,7 @@ def load_plan(config: Config, topology: Topology, options: ApplyOptions) -> tupl
     """The plan for the host's unit directory and its rendered files."""
     from slicectl.render import render
 
-    plan = plan_from_manifest(config, topology, options.unit_dir)
+    plan = plan_from_manifest(config, topology, options.unit_dir, options.schedule_command)
     return plan, render(plan, options.templates)
 
 
@@ -178,15 +181,20 @@ async def _write(tx: Transaction, plan: Plan, files: dict[str, str], config: Con
 
 async def _start(tx: Transaction, plan: Plan, units: list[str],
                  states: dict[str, UnitState], report: ApplyReport, say: Progress) -> None:
-    """Start the tenant slices that are not running (recorded first: a failure stops them)."""
+    """Start the tenant slices and the schedule's timers that are not running (recorded
+    first: a failure stops them again)."""
     if not units:
         return
-    for unit in units:
+    slices = [u for u in units if u in states]
+    timers = [u for u in units if u not in states]
+    for unit in slices:
         tx.touch(unit, states[unit])
-    say(f"starting {len(units)} slice(s)")
+    say(f"starting {len(units)} unit(s)")
     tx.started.extend(units)
     report.started.extend(units)
-    await start_slices(tx.sd, plan.units[0].unit, units)
+    if slices:
+        await start_slices(tx.sd, plan.units[0].unit, slices)
+    await gather_all([tx.sd.start_unit(t) for t in timers])
 
 
 async def _verify(tx: Transaction, plan: Plan, states: dict[str, UnitState],

@@ -18,7 +18,9 @@ from slicectl.errors import ConfigError, SlicectlError
 
 if TYPE_CHECKING:
     from slicectl.apply import ApplyOptions, Diff
+    from slicectl.calendar import InForce
     from slicectl.config import Config
+    from slicectl.plan import ScheduleCommand
     from slicectl.topology import Topology
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DIFF = 0, 1, 2, 3
@@ -100,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="show what would change; change "
                    "nothing")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--if-in-force", action="store_true",
+                   help="apply --profile P only if P is the profile the schedule has in force "
+                   "now (its schedule elapsed last); else change nothing (the timers use it)")
     p.add_argument("--json", action="store_true", help="print a JSON report")
     p.add_argument("--sysfs", metavar="ROOT", help=argparse.SUPPRESS)
     p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
@@ -186,7 +191,88 @@ def _load_topology(args: argparse.Namespace) -> Topology:
 def _load_config(args: argparse.Namespace) -> Config:
     from slicectl.config import load_config
 
-    return load_config(args.tenants).with_profile(getattr(args, "profile", None))
+    config = load_config(args.tenants)
+    if config.schedule:
+        _check_schedule(config)
+    return config.with_profile(getattr(args, "profile", None))
+
+
+def _check_schedule(config: Config) -> None:
+    """Calendar events systemd does not understand, or two profiles at one moment, are
+    located errors (systemd's own parser: slicectl.calendar)."""
+    from slicectl import calendar
+
+    if not calendar.available():
+        print("warning: schedule: not checked (systemd-analyze is not installed); the "
+              "timers check it on the host", file=sys.stderr)
+        return
+    problems = calendar.schedule_problems(config)
+    if problems:
+        raise ConfigError(problems)
+
+
+def _in_force(config: Config) -> bool:
+    """Whether `config`'s profile is the one its schedule has in force now; says so if not."""
+    from slicectl import calendar
+
+    now = calendar.in_force(config.schedule, base_name=_base_name(config))
+    if now.profile == config.profile:
+        return True
+    print(f"slicectl: profile {config.profile or 'default (the base file)'} is not in force "
+          f"now: {_schedule_name(now)} is; nothing changed", file=sys.stderr)
+    return False
+
+
+def _base_name(config: Config) -> str | None:
+    """The schedule's name for the base file: `default`, unless a profile has that name."""
+    from slicectl.tenants import BASE_PROFILE
+
+    return None if BASE_PROFILE in config.profiles else BASE_PROFILE
+
+
+def _schedule_name(now: InForce) -> str:
+    from time import gmtime, strftime
+
+    name = now.profile or "the base file"
+    if now.since is None:
+        return f"{name} (no schedule has elapsed)"
+    return f"{name} (since {strftime('%Y-%m-%d %H:%M:%S UTC', gmtime(now.since))})"
+
+
+def _schedule_json(config: Config) -> dict[str, object]:
+    """`plan --json`'s "schedule": each timer's next elapse, and the profile in force now."""
+    from time import gmtime, strftime
+
+    from slicectl import calendar
+
+    def stamp(t: float | None) -> str | None:
+        return None if t is None else strftime("%Y-%m-%dT%H:%M:%SZ", gmtime(t))
+
+    now = calendar.in_force(config.schedule, base_name=_base_name(config))
+    timers = []
+    for profile, expressions in config.schedule.items():
+        nexts = [t for e in expressions if (t := calendar.next_elapse(e)) is not None]
+        timers.append({"profile": profile, "timer": f"slicectl-profile@{profile}.timer",
+                       "calendars": list(expressions),
+                       "next_elapse": stamp(min(nexts) if nexts else None)})
+    return {"timers": timers,
+            "in_force": {"profile": now.profile, "since": stamp(now.since)}}
+
+
+def _schedule_command(args: argparse.Namespace) -> ScheduleCommand:
+    """How the schedule's timers run slicectl on the host: this slicectl (the installed
+    console script when that is what runs, else this interpreter with -m slicectl) on the
+    tenants file by its absolute path."""
+    import os
+
+    from slicectl.plan import ScheduleCommand
+
+    script = sys.argv[0]
+    if os.path.basename(script) == "slicectl" and os.path.isfile(script):
+        executable: tuple[str, ...] = (os.path.abspath(script),)
+    else:
+        executable = (sys.executable, "-m", "slicectl")
+    return ScheduleCommand(executable, os.path.abspath(args.tenants))
 
 
 def cmd_topology(args: argparse.Namespace) -> int:
@@ -227,6 +313,7 @@ def _options(args: argparse.Namespace) -> ApplyOptions:
         control_dir=Path(getattr(args, "control_dir", "/run/systemd/system.control")),
         lock_path=Path(getattr(args, "lock", "/run/slicectl.lock")),
         templates=getattr(args, "templates", None),
+        schedule_command=_schedule_command(args) if getattr(args, "tenants", None) else None,
     )
 
 
@@ -264,6 +351,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         import json
 
         data = plan.to_json()
+        if config.schedule:
+            data["schedule"] = _schedule_json(config)
         if diff is not None:
             data["changes"] = _diff_json(diff)
         print(json.dumps(data, indent=2))
@@ -272,6 +361,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         out = views.console()
         out.print(views.plan_table(plan))
+        if config.schedule:
+            schedule = _schedule_json(config)
+            out.print(views.schedule_table(schedule))
         out.print(views.plan_files_table(plan))
         out.print(views.numa_map(topo, plan.layout))
         if diff is not None:
@@ -311,6 +403,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from slicectl.apply import apply_plan
 
     config = _load_config(args)
+    if args.if_in_force and not _in_force(config):
+        return EXIT_OK
     topo = _load_topology(args)
     options = _options(args)
     ask = sys.stdin.isatty() and not args.yes and not args.dry_run and not args.json
@@ -379,7 +473,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     topo = _load_topology(args)
     _check_target_version(args, config, topo)
     unit_dir = UnitDir(Path(args.out))
-    plan = plan_from_manifest(config, topo, unit_dir.root)
+    plan = plan_from_manifest(config, topo, unit_dir.root, _schedule_command(args))
     files = render(plan, args.templates)
     changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
                                                 source=Path(config.path).name))

@@ -31,7 +31,7 @@ from slicectl.settings import (
     check_unit_name,
     parse_housekeeping_cpus,
 )
-from slicectl.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
+from slicectl.tenants import BASE_PROFILE, HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.values import quote
 
 __all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_config",
@@ -251,6 +251,51 @@ def _parse_profiles(
     return profiles, plines
 
 
+def _calendars(value: Any) -> tuple[str, ...]:
+    """One calendar expression or a list of them: single lines of text (systemd checks their
+    syntax: slicectl.calendar)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(
+            isinstance(v, str) and v.strip() for v in items):
+        raise ValueError(f"expected a calendar expression such as \"Mon..Fri 22:00\", or a "
+                         f"list of them; got {quote(value)}")
+    if len(items) > 32:
+        raise ValueError(f"{len(items)} expressions: at most 32")
+    for v in items:
+        if len(v) > 200 or not v.isprintable() or "\\" in v:
+            raise ValueError(f"{quote(v)} is not a single line of at most 200 characters "
+                             "without backslashes")
+    return tuple(v.strip() for v in items)
+
+
+def _parse_schedule(c: _Collector, node: Any, line: int,
+                    profiles: Mapping[str, Any]) -> tuple[dict[str, tuple[str, ...]],
+                                                         dict[str, int]]:
+    """schedule: {PROFILE: CALENDAR | [CALENDAR, ...]}; `default` is the base file."""
+    schedule: dict[str, tuple[str, ...]] = {}
+    lines: dict[str, int] = {}
+    if node is None:
+        return schedule, lines
+    if not isinstance(node, Mapping):
+        c.add(line, "schedule", f"expected a mapping of profile names, got {_kind(node)}",
+              "e.g. `schedule: {night: \"Mon..Fri 22:00\", default: \"Mon..Fri 07:00\"}`")
+        return schedule, lines
+    known = (*profiles, BASE_PROFILE) if BASE_PROFILE not in profiles else tuple(profiles)
+    for name, value in node.items():
+        pline = _key_line(node, name, line)
+        if name not in known:
+            c.add(pline, f"schedule.{_name(name)}", "no such profile",
+                  c.unknown_key_hint(name, known, "profiles (default: the base file)"))
+            continue
+        try:
+            schedule[name] = _calendars(value)
+            lines[name] = pline
+        except ValueError as e:
+            c.add(pline, f"schedule.{name}", str(e),
+                  "systemd calendar events, see systemd.time(7)")
+    return schedule, lines
+
+
 def _check_members(c: _Collector, tenants: list[Tenant], confine: list[Confinement],
                    slice_name: str) -> None:
     """A unit belongs to one tenant, and a tenant's units are not confined separately."""
@@ -355,9 +400,12 @@ def parse_config(data: Any, path: str) -> Config:
                                        _key_line(data, "profiles", 1), tenants)
     _check_members(c, tenants, confine, slice_name)
     _check_nodes(c, tenants)
+    schedule, slines = _parse_schedule(c, data.get("schedule"), _key_line(data, "schedule", 1),
+                                       profiles)
     if c.problems:
         raise ConfigError(c.problems)
     return Config(path=path, slice=slice_name, housekeeping_cpus=hk_cpus,
+                  schedule=schedule, schedule_lines=slines,
                   housekeeping_line=hk_line, confine=tuple(confine), tenants=tuple(tenants),
                   profiles=profiles, profile_lines=plines)
 

@@ -160,13 +160,29 @@ async def live_diff(sd: Systemd, plan: Plan, unit_dir: Path,
     return changes, start, states
 
 
+def timers(plan: Plan) -> list[str]:
+    """The schedule's timers in the plan."""
+    return [u.unit for u in plan.units
+            if u.kind is FileKind.SCHEDULE and u.unit.endswith(".timer")]
+
+
+async def _stopped_timers(sd: Systemd, plan: Plan) -> list[str]:
+    """The schedule's timers that are not running (apply starts them)."""
+    names = timers(plan)
+    if not names:
+        return []
+    return [row.name for row in await sd.list_units_by_names(names)
+            if row.active_state not in ("active", "activating", "reloading")]
+
+
 async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str], unit_dir: Path,
                     cgroup_root: Path) -> tuple[Diff, dict[str, UnitState]]:
-    """What applying `plan` would change: files, live properties, slices to start and stop."""
+    """What applying `plan` would change: files, live properties, units to start and stop."""
     units = UnitDir(unit_dir)
     diff = Diff(files=units.diff(files))
     notes: list[str] = []
     diff.props, diff.start, states = await live_diff(sd, plan, unit_dir, notes)
+    diff.start += await _stopped_timers(sd, plan)
     diff.stop, diff.notes = await _removed_slices(sd, plan, units, cgroup_root)
     diff.notes += notes + await _member_notes(sd, plan)
     diff.reload = await _needs_reload(sd, diff.files, states)
@@ -194,16 +210,17 @@ async def _needs_reload(sd: Systemd, files: FileChanges,
 
 async def _removed_slices(sd: Systemd, plan: Plan, units: UnitDir,
                           cgroup_root: Path) -> tuple[list[str], list[str]]:
-    """Tenant slices slicectl generated before but no longer plans: stop them if empty."""
+    """Tenant slices and timers slicectl generated before but no longer plans: stop them
+    (a slice only if it is empty)."""
     planned = {u.unit for u in plan.units}
-    old = {rel for rel in units.manifest().files if rel.endswith(".slice")}
+    old = {rel for rel in units.manifest().files if rel.endswith((".slice", ".timer"))}
     stop: list[str] = []
     notes: list[str] = []
     for unit in sorted(old - planned):
         st = await sd.get_unit_properties(unit, load=False)
         if st.active_state != "active":
             continue
-        if populated(cgroup_root, st.control_group):
+        if unit.endswith(".slice") and populated(cgroup_root, st.control_group):
             notes.append(f"{unit} is no longer planned but still has processes: not stopped "
                          "(move them out, then `systemctl stop` it)")
         else:

@@ -34,10 +34,12 @@ DROPIN_NAME = "50-slicectl.conf"
 
 
 class FileKind(StrEnum):
-    """A unit file slicectl owns, or a drop-in for a unit someone else owns."""
+    """A slice unit file slicectl owns, a drop-in with resource settings for a unit someone
+    else owns, or a file of the schedule (timers, their service, timers.target's drop-in)."""
 
     UNIT = "unit"
     DROPIN = "dropin"
+    SCHEDULE = "schedule"
 
 
 class Section(StrEnum):
@@ -49,6 +51,8 @@ class Section(StrEnum):
     SOCKET = "Socket"
     MOUNT = "Mount"
     SWAP = "Swap"
+    TIMER = "Timer"
+    TARGET = "Target"
 
     @classmethod
     def of(cls, unit: str) -> Section:
@@ -75,6 +79,8 @@ class UnitPlan:
     tenant: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)  # file-only settings (OOMPolicy)
     wants: tuple[str, ...] = ()  # the parent slice pulls its tenant slices in: one transaction
+    # SCHEDULE files: their sections and (key, value) lines, written as they are
+    sections: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
     def formatted(self) -> list[tuple[str, str]]:
         """(key, value) pairs in file order, values formatted for a unit file."""
@@ -89,6 +95,8 @@ class UnitPlan:
             "extra": dict(sorted(self.extra.items())), "wants": list(self.wants),
             "properties": {p.name: p.kind.json(self.properties[p.name])
                            for p in PROPERTIES if p.name in self.properties},
+            "sections": [[name, [list(pair) for pair in pairs]]
+                         for name, pairs in self.sections],
         }
 
     @classmethod
@@ -100,6 +108,8 @@ class UnitPlan:
             wants=tuple(d.get("wants", ())),
             properties={k: PROP_BY_NAME[k].kind.from_json(v)
                         for k, v in d["properties"].items()},
+            sections=tuple((str(name), tuple((str(k), str(v)) for k, v in pairs))
+                           for name, pairs in d.get("sections", ())),
         )
 
 
@@ -197,6 +207,62 @@ def _confine_props(c: Confinement | None, hk: frozenset[int], housekeeping_unit:
     return props
 
 
+@dataclass(frozen=True)
+class ScheduleCommand:
+    """How a timer's service runs slicectl: the executable and the tenants file on the host."""
+
+    executable: tuple[str, ...]  # e.g. ("/usr/local/bin/slicectl",)
+    tenants: str
+
+    @classmethod
+    def default(cls, config: Config) -> ScheduleCommand:
+        """`slicectl` from systemd's executable search path, and the file as given (the
+        CLI passes absolute paths: the running slicectl and the tenants file)."""
+        return cls(("slicectl",), config.path)
+
+
+SCHEDULE_SERVICE = "slicectl-profile@.service"
+
+
+def _exec_word(text: str) -> str:
+    """One word of an ExecStart= line: `%` doubled (systemd specifiers), quoted when it holds
+    white space or quotes (systemd.service(5), "Command lines")."""
+    text = text.replace("%", "%%")
+    if any(ch.isspace() or ch in "\"'\\" for ch in text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
+def schedule_units(config: Config, command: ScheduleCommand) -> list[UnitPlan]:
+    """The timers of `schedule:`, the service they start, and timers.target's drop-in that
+    starts the timers at boot. Each timer runs `apply --profile P --if-in-force`: when several
+    timers catch up at boot (Persistent=), only the profile whose schedule elapsed last
+    applies, whatever order they run in."""
+    timers = [f"slicectl-profile@{name}.timer" for name in config.schedule]
+    exec_start = " ".join([*map(_exec_word, command.executable), "apply",
+                           _exec_word(command.tenants), "--profile", "%i", "--if-in-force",
+                           "--yes"])
+    service = UnitPlan(
+        unit=SCHEDULE_SERVICE, path=SCHEDULE_SERVICE, kind=FileKind.SCHEDULE,
+        section=Section.SERVICE, sections=(
+            ("Unit", (("Description", "slicectl: switch to profile %i on its schedule"),)),
+            ("Service", (("Type", "oneshot"), ("ExecStart", exec_start)))))
+    units = [service]
+    for name, calendars in config.schedule.items():
+        unit = f"slicectl-profile@{name}.timer"
+        what = "the base configuration" if name == "default" and name not in config.profiles \
+            else f"profile {name}"
+        units.append(UnitPlan(
+            unit=unit, path=unit, kind=FileKind.SCHEDULE, section=Section.TIMER, sections=(
+                ("Unit", (("Description", f"slicectl: {what} on schedule".replace("%", "%%")),)),
+                ("Timer", (*(("OnCalendar", c) for c in calendars),
+                           ("Persistent", "true"))))))
+    units.append(UnitPlan(
+        unit="timers.target", path=f"timers.target.d/{DROPIN_NAME}", kind=FileKind.SCHEDULE,
+        section=Section.TARGET, sections=(("Unit", tuple(("Wants", t) for t in timers)),)))
+    return units
+
+
 def check_protection(config: Config, topo: Topology) -> None:
     """Refuse protection beyond RAM minus housekeeping: it protects nobody (issue 5; lint's
     protection-overcommit reports the same)."""
@@ -248,9 +314,11 @@ def _housekeeping_dropins(config: Config, layout: Layout) -> list[UnitPlan]:
 
 
 def build_plan(
-    config: Config, topo: Topology, previous: Mapping[str, frozenset[int]] | None = None
+    config: Config, topo: Topology, previous: Mapping[str, frozenset[int]] | None = None,
+    command: ScheduleCommand | None = None,
 ) -> Plan:
-    """Place tenants and derive the unit files; `previous` keeps tenants where they were."""
+    """Place tenants and derive the unit files; `previous` keeps tenants where they were;
+    `command` is how the schedule's timers run slicectl (default: ScheduleCommand.default)."""
     layout = place(config, topo, previous)
     if any(protects(t) for t in config.tenants):
         check_protection(config, topo)
@@ -263,6 +331,8 @@ def build_plan(
             description=t.description or f"slicectl tenant {t.name}", tenant=t.name,
         ))
     units += _housekeeping_dropins(config, layout)
+    if config.schedule:
+        units += schedule_units(config, command or ScheduleCommand.default(config))
     for t in config.tenants:
         for svc in t.services:
             units.append(UnitPlan(unit=svc, path=f"{svc}.d/{DROPIN_NAME}",

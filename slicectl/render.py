@@ -18,7 +18,7 @@ from slicectl.plan import DROPIN_NAME, Plan, UnitPlan
 if TYPE_CHECKING:
     import jinja2
 
-TEMPLATES = {"unit": "slice.j2", "dropin": "dropin.j2"}
+TEMPLATES = {"unit": "slice.j2", "dropin": "dropin.j2", "schedule": "unit.j2"}
 
 
 def default_templates_dir() -> str:
@@ -61,7 +61,10 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
     import jinja2
 
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates_dir or default_templates_dir()),
+        # Your --templates DIR first; templates it does not have come from the built-in ones
+        # (unit.j2 for the schedule's files is newer than many custom template folders).
+        loader=jinja2.FileSystemLoader([d for d in (templates_dir, default_templates_dir())
+                                        if d]),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -76,6 +79,8 @@ def _context(u: UnitPlan, head: list[str]) -> dict[str, object]:
                                   "unit": u.unit, "section": u.section, "properties": props,
                                   "slice": None, "description": None}
     context["extra"] = [(k, check_value(u.unit, k, v)) for k, v in sorted(u.extra.items())]
+    context["sections"] = [(name, [(k, check_value(u.unit, k, v)) for k, v in pairs])
+                           for name, pairs in u.sections]
     context["wants"] = [check_value(u.unit, "Wants", w) for w in u.wants]
     if u.slice is not None:
         context["slice"] = check_value(u.unit, "Slice", u.slice)
@@ -87,6 +92,11 @@ def _context(u: UnitPlan, head: list[str]) -> dict[str, object]:
 
 def render(plan: Plan, templates_dir: str | None = None) -> dict[str, str]:
     """Relative path → file text for every unit and drop-in of the plan (deterministic)."""
+    for required in (TEMPLATES["unit"], TEMPLATES["dropin"]):
+        if templates_dir is not None and not os.path.isfile(os.path.join(templates_dir,
+                                                                          required)):
+            raise RenderError(f"template {required} not found in {templates_dir}",
+                              "--templates DIR must hold slice.j2 and dropin.j2")
 
     env = _environment(templates_dir)
     head = header(plan)
@@ -108,6 +118,8 @@ def _files_of(u: UnitPlan) -> list[tuple[str, str]]:
     """
     if u.kind == "dropin":
         return [(u.path, TEMPLATES["dropin"])]
+    if u.kind == "schedule":
+        return [(u.path, TEMPLATES["schedule"])]
     files = [(u.path, TEMPLATES["unit"])]
     if u.properties:
         files.append((dropin_path(u.unit), TEMPLATES["dropin"]))

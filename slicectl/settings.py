@@ -321,7 +321,7 @@ PROPERTIES: Final[tuple[Prop, ...]] = tuple(
 PROP_BY_NAME: Final[Mapping[str, Prop]] = {p.name: p for p in PROPERTIES}
 PROP_BY_DBUS: Final[Mapping[str, Prop]] = {p.dbus: p for p in PROPERTIES}
 
-TOP_KEYS = ("version", "slice", "housekeeping", "confine", "tenants", "profiles")
+TOP_KEYS = ("version", "slice", "housekeeping", "confine", "tenants", "profiles", "schedule")
 HOUSEKEEPING_KEYS = ("cpus",)
 
 

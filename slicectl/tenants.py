@@ -16,6 +16,9 @@ from slicectl.settings import BY_KEY, Numa, Role
 from slicectl.values import Size
 
 HOUSEKEEPING_UNITS = ("system.slice", "user.slice", "init.scope")
+# `--profile default` and `schedule: {default: ...}` mean the base configuration, unless a
+# profile has that name.
+BASE_PROFILE = "default"
 
 
 class _Resources:
@@ -114,6 +117,9 @@ class Config:
     # line of each profile ("night") and of each of its keys ("night.db1.cpus")
     profile_lines: Mapping[str, int] = field(default_factory=dict, compare=False)
     profile: str | None = None  # the profile applied by with_profile(), if any
+    # profile (or BASE_PROFILE) -> calendar expressions (systemd.time(7)) that switch to it
+    schedule: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    schedule_lines: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     def tenant(self, name: str) -> Tenant:
         for t in self.tenants:
@@ -126,8 +132,9 @@ class Config:
         return f"{self.slice}.slice" if tenant is None else f"{self.slice}-{tenant}.slice"
 
     def with_profile(self, name: str | None) -> Config:
-        """This config with a profile's overrides applied (None: unchanged)."""
-        if name is None:
+        """This config with a profile's overrides applied (None, or `default` when no profile
+        has that name: the base configuration, unchanged)."""
+        if name is None or (name == BASE_PROFILE and name not in self.profiles):
             return self
         if name not in self.profiles:
             known = ", ".join(sorted(self.profiles)) or "none defined"

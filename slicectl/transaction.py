@@ -104,6 +104,12 @@ class Transaction:
                 await self._restore(unit, before)
             except SlicectlError as e:
                 failures.append(f"{unit}: {e.message}")
+        for unit in self.started:
+            if unit not in self.before:  # a timer: it was not running before
+                try:
+                    await self.sd.stop_unit(unit)
+                except SlicectlError as e:
+                    failures.append(f"{unit}: {e.message}")
         return failures
 
     async def _restore(self, unit: str, before: UnitState) -> None:

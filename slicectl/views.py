@@ -6,6 +6,7 @@ Front-end code: the core never imports this module.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -135,6 +136,8 @@ def plan_files_table(plan: Plan) -> Table:
         if u.tenant is not None and u.kind == "unit":
             continue
         settings = [f"{k}={v}" for k, v in u.formatted()]
+        settings += [f"{k}={v}" for _, pairs in u.sections for k, v in pairs
+                     if k in ("OnCalendar", "Wants")]
         if u.slice:
             settings.append(f"Slice={u.slice}")
         t.add_row(u.path, " ".join(settings) or "-")
@@ -149,3 +152,19 @@ def console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else int(os.environ.get("COLUMNS", "160"))
     return Console(file=stream, width=width, soft_wrap=False)
+
+
+def schedule_table(schedule: dict[str, Any]) -> Table:
+    """The schedule's timers with their next elapse, and the profile in force now."""
+    now = schedule["in_force"]
+    name = now["profile"] or "default (the base file)"
+    since = f" since {now['since']}" if now["since"] else " (no schedule has elapsed yet)"
+    t = Table(title=f"Schedule (in force now: {name}{since})", title_justify="left")
+    t.add_column("profile")
+    t.add_column("timer")
+    t.add_column("calendar")
+    t.add_column("next elapse")
+    for timer in schedule["timers"]:
+        t.add_row(timer["profile"], timer["timer"], "; ".join(timer["calendars"]),
+                  timer["next_elapse"] or "never")
+    return t
