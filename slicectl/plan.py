@@ -255,8 +255,9 @@ def schedule_units(config: Config, command: ScheduleCommand) -> list[UnitPlan]:
         units.append(UnitPlan(
             unit=unit, path=unit, kind=FileKind.SCHEDULE, section=Section.TIMER, sections=(
                 ("Unit", (("Description", f"slicectl: {what} on schedule".replace("%", "%%")),)),
+                # AccuracySec: switch at the minute asked for, not up to a minute later
                 ("Timer", (*(("OnCalendar", c) for c in calendars),
-                           ("Persistent", "true"))))))
+                           ("AccuracySec", "1s"), ("Persistent", "true"))))))
     units.append(UnitPlan(
         unit="timers.target", path=f"timers.target.d/{DROPIN_NAME}", kind=FileKind.SCHEDULE,
         section=Section.TARGET, sections=(("Unit", tuple(("Wants", t) for t in timers)),)))
