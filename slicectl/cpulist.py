@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+
+# The largest NR_CPUS a Linux build allows (x86 MAXSMP, powerpc): no CPU id reaches it.
+KERNEL_MAX_CPUS = 8192
 
 
 def parse_cpulist(text: str) -> frozenset[int]:
@@ -31,6 +35,20 @@ def parse_cpulist(text: str) -> frozenset[int]:
                 raise ValueError(f"bad number {part!r} in cpulist {text!r}")
             result.add(int(part))
     return frozenset(result)
+
+
+def parse_cpumask(text: str) -> frozenset[int]:
+    """Parse a kernel CPU mask such as "00000000,0000ff0f" (hex, 32-bit words, most
+    significant first: what `node*/cpumap` and `thread_siblings` hold on every kernel).
+
+    Raises ValueError with a readable message on malformed input.
+    """
+    words = text.strip().split(",")
+    for w in words:
+        if not re.fullmatch(r"[0-9a-fA-F]{1,8}", w):
+            raise ValueError(f"{w[:20]!r} is not a word of 1 to 8 hex digits")
+    bits = int("".join(w.rjust(8, "0") for w in words), 16)
+    return frozenset(i for i in range(bits.bit_length()) if bits >> i & 1)
 
 
 def format_cpulist(cpus: Iterable[int]) -> str:
