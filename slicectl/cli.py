@@ -35,6 +35,13 @@ def _add_topology_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--systemd-version", metavar="N", type=_release, default=None,
                    help="the target's systemd release (default: from --topology, or this "
                    "host's); keys it cannot take are refused")
+    _add_proc_root(p)
+
+
+def _add_proc_root(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--proc-root", metavar="DIR", default=None,
+                   help="proc root whose meminfo gives the memory of a kernel without NUMA "
+                        "(default: the proc beside the sysfs root, /proc for /sys)")
 
 
 def _release(text: str) -> int:
@@ -81,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("topology", help="show the host's NUMA topology (or export it as JSON)")
     p.add_argument("--sysfs", metavar="ROOT", default=None, help="sysfs root (default: /sys)")
+    _add_proc_root(p)
     p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the topology as JSON")
 
@@ -131,7 +139,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
     p.add_argument("--json", action="store_true", help="print findings as JSON")
     p.add_argument("--cgroup-root", metavar="DIR", default="/sys/fs/cgroup")
-    p.add_argument("--proc-root", metavar="DIR", default="/proc", help=argparse.SUPPRESS)
 
     p = sub.add_parser("record", help="record per-slice memory, pressure and CPU into SQLite")
     p.add_argument("--cgroup-root", metavar="DIR", default="/sys/fs/cgroup")
@@ -179,13 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load_topology(args: argparse.Namespace) -> Topology:
-    if getattr(args, "topology", None):
-        from slicectl.topology import load_topology_file
+    from slicectl.sysfs import load_topology
 
-        return load_topology_file(args.topology)
-    from slicectl.sysfs import read_topology
-
-    return read_topology(args.sysfs or "/sys")
+    topo = load_topology(getattr(args, "topology", None), getattr(args, "sysfs", None),
+                         getattr(args, "proc_root", None))
+    for warning in topo.warnings:  # once per command: what the topology's reader repaired
+        print(f"warning: {warning}", file=sys.stderr)
+    return topo
 
 
 def _load_config(args: argparse.Namespace) -> Config:
@@ -366,6 +373,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             out.print(views.schedule_table(schedule))
         out.print(views.plan_files_table(plan))
         out.print(views.numa_map(topo, plan.layout))
+        for note in plan.layout.notes:
+            print(f"note: {note}")
         if diff is not None:
             unit_dir = Path(args.unit_dir or "/etc/systemd/system")
             lines = diff.lines(unit_dir)
@@ -478,6 +487,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
                                                 source=Path(config.path).name))
     _print_changes(changes, args.out.rstrip("/"))
+    for note in plan.layout.notes:
+        print(f"note: {note}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -497,7 +508,8 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from slicectl.tui import run_tui
 
     return run_tui(args.tenants, Path(args.cgroup_root), args.interval, args.sysfs,
-                   args.topology, options=_options(args))
+                   args.topology, options=_options(args),
+                   proc_root=Path(args.proc_root) if args.proc_root else None)
 
 
 def cmd_lint(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json as jsonlib
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -347,24 +348,20 @@ def run_lint(
     live: bool,
     strict: bool,
     cgroup_root: str = "/sys/fs/cgroup",
-    proc_root: str = "/proc",
+    proc_root: str | None = None,
     json: bool = False,
 ) -> int:
     """`slicectl lint`: print findings; 1 if any error (with strict: any finding), else 0."""
     from slicectl.config import load_config
+    from slicectl.sysfs import load_topology
 
     config = load_config(tenants)
-    if topology_file:
-        from slicectl.topology import load_topology_file
-
-        topo = load_topology_file(topology_file)
-    else:
-        from slicectl.sysfs import read_topology
-
-        topo = read_topology(sysfs or "/sys")
+    topo = load_topology(topology_file, sysfs, proc_root)
+    for warning in topo.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     findings = lint(config, topo)
     if live:
-        findings += lint_live(cgroup_root, proc_root)
+        findings += lint_live(cgroup_root, proc_root or "/proc")
     if json:
         data = {
             "format": "slicectl-lint/1",

@@ -18,7 +18,7 @@ import pytest
 
 from slicectl.config import load_config
 from slicectl.lint import RULES, lint, lint_live, run_lint
-from slicectl.topology import load_topology_file
+from slicectl.sysfs import load_topology_file
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted((ROOT / "tests" / "cases" / "lint").glob("*.yaml"))

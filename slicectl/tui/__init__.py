@@ -21,7 +21,7 @@ __all__ = ["run_tui", "tui_settings"]
 
 def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
                  sysfs: str | None = None, topology_file: str | None = None, *,
-                 options: ApplyOptions | None = None, proc_root: Path = Path("/proc"),
+                 options: ApplyOptions | None = None, proc_root: Path | None = None,
                  euid: int | None = None) -> TuiSettings:
     """Resolve the command line into settings; raises ConfigError/TopologyError for bad input."""
     from slicectl.apply import ApplyOptions
@@ -37,14 +37,10 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
         config = load_config(tenants)
     topology, topology_error = None, ""
     try:
-        if topology_file is not None:
-            from slicectl.topology import load_topology_file
+        from slicectl.sysfs import load_topology
 
-            topology = load_topology_file(topology_file)
-        else:
-            from slicectl.sysfs import read_topology
-
-            topology = read_topology(sysfs or "/sys")
+        topology = load_topology(topology_file, sysfs, None if proc_root is None else
+                                 str(proc_root))
     except SlicectlError as e:
         if sysfs is not None or topology_file is not None:
             raise  # asked for explicitly: a mistake to report, not to paper over
@@ -54,12 +50,13 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
         readonly.append(f"no topology ({topology_error})")
     return TuiSettings(cgroup_root=cgroup_root, interval=interval, tenants=tenants,
                        config=config, topology=topology, topology_error=topology_error,
-                       options=options, proc_root=Path(proc_root), readonly=readonly)
+                       options=options, proc_root=proc_root or Path("/proc"),
+                       readonly=readonly)
 
 
 def run_tui(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
             sysfs: str | None = None, topology_file: str | None = None, *,
-            options: ApplyOptions | None = None, proc_root: Path = Path("/proc")) -> int:
+            options: ApplyOptions | None = None, proc_root: Path | None = None) -> int:
     """`slicectl tui`: raises SamplerError (no cgroup v2 root), ConfigError or TopologyError
     before the screen is taken over; returns the exit status."""
     from slicectl.sampler import Sampler
