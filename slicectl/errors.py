@@ -55,7 +55,14 @@ class TopologyError(SlicectlError):
 
 
 class PlacementError(SlicectlError):
-    """The tenants do not fit the topology."""
+    """The tenants do not fit the topology; `problem` locates it in tenants.yaml when known."""
+
+    def __init__(self, message: str | Problem, hint: str = "") -> None:
+        self.problem = message if isinstance(message, Problem) else None
+        if isinstance(message, Problem):
+            super().__init__(str(message), message.hint)
+        else:
+            super().__init__(message, hint)
 
 
 class RenderError(SlicectlError):

@@ -143,6 +143,7 @@ class Plan:
             "topology": self.topology,
             "housekeeping_cpus": format_cpulist(lay.housekeeping),
             "shared_pool": format_cpulist(lay.shared_pool),
+            "placement_notes": list(lay.notes),
             "tenants": [
                 {
                     "name": p.tenant,
@@ -173,6 +174,7 @@ class Plan:
                 )
                 for t in d["tenants"]
             ),
+            notes=tuple(d.get("placement_notes", ())),
         )
         return cls(source=d["source"], profile=d["profile"], topology=d["topology"],
                    layout=layout, units=tuple(UnitPlan.from_json(u) for u in d["units"]))

@@ -65,13 +65,16 @@ def test_smt_whole_cores_epyc() -> None:
         assert len(lay.of(name).cpu_nodes) == 1
 
 
-def test_odd_count_fills_a_partial_core_first() -> None:
-    # Housekeeping takes core (0,16) and CPU 1, leaving 17 alone: a 3-CPU tenant takes the
-    # lone sibling 17 plus one whole core, so no further core is split.
-    lay = layout("version: 1\nhousekeeping: {cpus: 3}\ntenants:\n  a: {cpus: 3}\n",
+def test_odd_count_never_shares_a_core_with_housekeeping() -> None:
+    # Housekeeping takes core (0,16) and CPU 1, leaving 17 alone. A 3-CPU tenant takes one
+    # whole core plus a thread of the next free core, not 17: that would put it on a
+    # physical core with the host's daemons (issue 10, seed 001). 17 and 19 stay in the pool.
+    lay = layout("version: 1\nhousekeeping: {cpus: 3}\ntenants:\n  a: {cpus: 3}\n  p: {}\n",
                  "xeon-2s-smt")
     assert lay.housekeeping == {0, 16, 1}
-    assert cpus(lay, "a") == {17, 2, 18}
+    assert cpus(lay, "a") == {2, 18, 3}
+    assert {17, 19} <= lay.shared_pool
+    assert lay.notes == ()
 
 
 @pytest.mark.parametrize(("topology", "count", "expected"), [
