@@ -16,7 +16,6 @@ from slicectl.cpulist import format_cpulist
 from slicectl.placement import Layout
 from slicectl.plan import Plan
 from slicectl.topology import Topology
-from slicectl.values import format_size
 
 # Colours for tenants in the NUMA map, in tenant order; housekeeping and free fixed.
 PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan",
@@ -25,8 +24,20 @@ HOUSEKEEPING_STYLE = "bold white on grey23"
 FREE_STYLE = "dim"
 
 
+def human_size(n: int) -> str:
+    """Bytes the way `ls -h` shows them: 6777044 KiB -> "6.5G", 96 GiB -> "96G"."""
+    value = float(n)
+    for unit in ("B", "K", "M", "G", "T", "P"):
+        if value < 1024 or unit == "P":
+            break
+        value /= 1024
+    if value < 10 and round(value, 1) != round(value):
+        return f"{value:.1f}{unit}"
+    return f"{value:.0f}{unit}"
+
+
 def _mem(n: int) -> str:
-    return format_size(n) if n else "-"
+    return human_size(n) if n else "-"
 
 
 def topology_table(topo: Topology) -> Table:
@@ -60,6 +71,10 @@ def topology_summary(topo: Topology) -> Text:
         parts.append(f"node(s) without memory: {', '.join(no_mem)}")
     if no_cpu:
         parts.append(f"node(s) without CPUs: {', '.join(no_cpu)}")
+    for n in topo.nodes:
+        if n.merged:
+            parts.append(f"node {n.id} includes kernel node(s) "
+                         f"{', '.join(map(str, n.merged))} (they list the same CPUs)")
     return Text(", ".join(parts))
 
 
