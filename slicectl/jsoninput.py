@@ -82,6 +82,8 @@ def kind(value: Any) -> str:
     names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
              int: "an integer", float: "a number", type(None): "null"}
     name = names.get(type(value), type(value).__name__)
-    if isinstance(value, (int, float)):  # bool is an int too
-        return f"{name} ({str(value).lower() if isinstance(value, bool) else value!r})"
+    if isinstance(value, bool):
+        return f"{name} ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"{name} ({value!r})"
     return name

@@ -310,7 +310,8 @@ def parse_topology_json(data: bytes, source: str) -> Topology:
         raise TopologyError(f"{source}: not a topology export: nested too deeply",
                             _REEXPORT) from e
     except ValueError as e:  # Infinity/NaN, or an integer too long to convert
-        raise TopologyError(f"{source}: not valid JSON: {e}", _REEXPORT) from e
+        why = str(e) if "JSON number" in str(e) else "a number has thousands of digits"
+        raise TopologyError(f"{source}: not valid JSON: {why}", _REEXPORT) from e
     return Topology.from_json(parsed, source)
 
 
@@ -338,8 +339,8 @@ class _ExportReader(JsonReader):
             raise self.fail("nodes", "lists no node (every host has at least one)")
         cpus = tuple(self.cpu(c, f"cpus[{i}]") for i, c in enumerate(self.items(data, "cpus")))
         self.check_ids(nodes, cpus)
-        name = source or self.text(data.get("source", ""), "source")
-        return build_topology(nodes, cpus, name)
+        name = self.text(data.get("source", ""), "source")
+        return build_topology(nodes, cpus, source or name)
 
     def node(self, value: Any, path: str) -> Node:
         n = self.mapping(value, path)

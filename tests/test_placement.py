@@ -3,7 +3,10 @@ random topologies and tenant sets."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from slicectl.config import Config, Tenant, load_yaml, parse_config
 from slicectl.errors import PlacementError
 from slicectl.placement import Layout, place
 from slicectl.settings import Numa
+from slicectl.sysfs import read_topology
 from slicectl.topology import LOCAL_DISTANCE, Cpu, Node, Topology
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,6 +224,76 @@ def test_shared_count_honours_nodes() -> None:
     assert "tenants.a.cpus" in str(e) and "node 1" in str(e)
 
 
+# --- cores of their own, and the order of placement (issue 10) ---------------------------------
+
+
+def test_spread_never_takes_the_sibling_of_a_housekeeping_cpu() -> None:
+    lay = layout("version: 1\nhousekeeping: {cpus: 1}\ntenants:\n"
+                 "  a: {cpus: 4, numa: spread}\n  p: {}\n", "xeon-2s-smt")
+    assert lay.housekeeping == {0}
+    assert cpus(lay, "a") == {1, 17, 8, 24}  # a whole core on each node, not CPU 16
+    assert 16 in lay.shared_pool and lay.notes == ()
+
+
+def test_spread_deals_whole_cores_and_splits_one_for_an_odd_count() -> None:
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 5, numa: spread}\n", "epyc-nps4")
+    # Cores (0,32), (8,40) whole; the remainder is one thread of node 2's first core.
+    assert cpus(lay, "a") == {0, 32, 8, 40, 16}
+
+
+def test_spread_on_smt4_deals_whole_cores() -> None:
+    t = read_topology(ROOT / "tests/fixtures/sysfs/power9-smt4")
+    a = place(config("version: 1\ntenants:\n  a: {cpus: 8, numa: spread}\n"), t).of("a")
+    assert a.cpus == {0, 1, 2, 3, 32, 33, 34, 35}
+
+
+def test_a_big_spread_tenant_does_not_strand_local_ones() -> None:
+    # Placed first (it is as big as the biggest), spread took 2 CPUs on every node and no
+    # node had 8 left: the databases crossed nodes although a layout existed.
+    lay = layout("version: 1\ntenants:\n  big: {cpus: 8, numa: spread}\n"
+                 "  db1: {cpus: 8}\n  db2: {cpus: 8}\n  db3: {cpus: 6}\n", "nehalem-ex-4node")
+    nodes = [lay.of(name).cpu_nodes for name in ("db1", "db2", "db3")]
+    assert all(len(n) == 1 for n in nodes) and len(set(nodes)) == 3
+    assert len(cpus(lay, "big")) == 8 and lay.notes == ()
+
+
+def test_the_search_finds_the_packing_best_fit_misses() -> None:
+    # Best fit puts 5 on node 1 (least room left) and then 6 fits nowhere; 5 on node 0
+    # and 6 on node 1 is the only layout with both local.
+    t = topo("offline-cpu")  # node0: 0-3, node1: 4,6,7
+    lay = place(config("version: 1\ntenants:\n  a: {cpus: 3}\n  b: {cpus: 4}\n"), t)
+    assert cpus(lay, "b") == {0, 1, 2, 3} and cpus(lay, "a") == {4, 6, 7}
+
+
+def test_sharing_a_core_when_nothing_else_is_left_is_noted() -> None:
+    lay = layout("version: 1\nhousekeeping: {cpus: 1}\ntenants:\n"
+                 "  a: {cpus: 15, nodes: [0]}\n", "xeon-2s-smt")
+    assert 16 in cpus(lay, "a")
+    assert lay.notes == ("tenant a shares physical cores with housekeeping: CPU(s) 16 and 0 "
+                         "are SMT siblings (no whole cores were left for it)",)
+
+
+def test_two_tenants_sharing_a_core_are_noted_once() -> None:
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 3, nodes: [0]}\n"
+                 "  b: {cpus: 13, nodes: [0]}\n", "xeon-2s-smt")
+    assert lay.notes == ("tenant a shares physical cores with tenant b: CPU(s) 22 and 6 are "
+                         "SMT siblings (no whole cores were left for it)",)
+
+
+def test_local_tenant_spanning_nodes_is_noted() -> None:
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 10}\n", "nehalem-ex-4node")
+    assert lay.notes == ("tenant a (numa: local) spans nodes 0, 1: no node had 10 CPUs free "
+                         "for it",)
+
+
+def test_placement_error_carries_its_location() -> None:
+    e = placement_error("version: 1\ntenants:\n  a: {cpus: 4, nodes: [1]}\n"
+                        "  b: {cpus: 2, nodes: [1]}\n", "offline-cpu")
+    assert e.problem is not None
+    assert (e.problem.file, e.problem.line, e.problem.key) == ("t.yaml", 3, "tenants.a.cpus")
+    assert str(e) == str(e.problem) and e.hint == e.problem.hint
+
+
 # --- error messages ----------------------------------------------------------------------------
 
 
@@ -229,6 +303,16 @@ def test_node_full_names_tenant_ask_and_free_per_node() -> None:
     # b is placed first only if bigger; here a (4) does not fit node1's 3 CPUs.
     assert str(e) == "t.yaml:3: tenants.a.cpus: asks for 4 CPUs on node 1, which has 3 free"
     assert e.hint == "free CPUs per node: node0: 4 free (0-3); node1: 3 free (4,6,7)"
+
+
+def test_cpuless_node_message_quotes_the_nodes_it_takes_cpus_from() -> None:
+    # Issue 10: the message said node 2 had 8 free while the hint said node2: 0 free.
+    e = placement_error("version: 1\ntenants:\n  a: {cpus: 10, nodes: [2]}\n",
+                        "cpuless-memory-node")
+    assert str(e) == ("t.yaml:3: tenants.a.cpus: asks for 10 CPUs for node 2, which has no "
+                      "CPUs; the nearest node with CPUs (0) has 8 free")
+    assert e.hint == ("free CPUs per node: node0: 8 free (0-3,8-11); node1: 8 free (4-7,12-15); "
+                      "node2: 0 free (-)")
 
 
 def test_spread_infeasible_message() -> None:
@@ -350,19 +434,22 @@ def test_previous_ignores_cpus_now_taken() -> None:
 
 
 @st.composite
-def topologies(draw: st.DrawFn) -> Topology:
+def topologies(draw: st.DrawFn, max_nodes: int = 8, max_cpus: int = 16,
+               offline_cpus: bool = True) -> Topology:
     """Random hosts: 1-8 nodes, 0-8 cores per node, SMT on/off, offline CPUs, interleaved or
-    contiguous numbering, some memoryless nodes (at least one node has memory)."""
-    n_nodes = draw(st.integers(1, 8))
+    contiguous numbering, some memoryless nodes (at least one node has memory).
+    `max_cpus` bounds the CPUs of a node (cores x threads)."""
+    n_nodes = draw(st.integers(1, max_nodes))
     threads = draw(st.sampled_from([1, 2]))
-    cores = [draw(st.integers(0 if n_nodes > 1 else 1, 8)) for _ in range(n_nodes)]
+    most = min(8, max_cpus // threads)
+    cores = [draw(st.integers(0 if n_nodes > 1 else 1, most)) for _ in range(n_nodes)]
     interleaved = draw(st.booleans())
     slots = [(th, node, core) for node in range(n_nodes) for core in range(cores[node])
              for th in range(threads)]
     key = ((lambda s: (s[0], s[2], s[1])) if interleaved else (lambda s: (s[0], s[1], s[2])))
     ids = {slot: i for i, slot in enumerate(sorted(slots, key=key))}
     offline = draw(st.frozensets(st.sampled_from(sorted(ids.values())), max_size=4)
-                   if ids else st.just(frozenset[int]()))
+                   if ids and offline_cpus else st.just(frozenset[int]()))
     with_memory = draw(st.lists(st.booleans(), min_size=n_nodes, max_size=n_nodes))
     if not any(with_memory):
         with_memory[draw(st.integers(0, n_nodes - 1))] = True
@@ -519,3 +606,168 @@ def test_changing_one_count_never_moves_the_others(data: st.DataObject) -> None:
     for x in cfg.tenants:
         if isinstance(x.cpus, frozenset):
             assert lay2.of(x.name).cpus == x.cpus
+
+
+# --- no local tenant stranded: against exhaustive search on small hosts --------------------------
+# Issue 10: a large spread tenant placed first took a CPU on every node, and local tenants
+# then crossed nodes although a layout with every local tenant on one node existed. Whenever
+# one exists, place() must find it; whenever one exists on cores of their own (no tenant on a
+# core with housekeeping or another exclusive tenant), place() must find such a one too.
+
+
+@st.composite
+def small_configs(draw: st.DrawFn, t: Topology, explicit: bool = True) -> Config:
+    """Up to 5 exclusive tenants: counted local (sometimes on a named node), spread and any
+    (anywhere), with memory protection, plus housekeeping and explicit lists."""
+    all_ids = sorted(c.id for c in t.cpus)
+    hk: int | frozenset[int] = draw(st.one_of(
+        st.just(0), st.just(0), st.integers(1, 3),
+        st.frozensets(st.sampled_from(sorted(t.online_cpus)), min_size=1, max_size=2)))
+    tenants = []
+    # Mostly 4 or 5 tenants: stranding needs a crowded host.
+    for i in range(draw(st.sampled_from([1, 2, 3, 4, 4, 5, 5, 5]))):
+        kind = draw(st.sampled_from(["local", "local", "local", "spread", "any"]
+                                    + ["explicit"] * explicit))
+        if kind == "explicit":
+            tenants.append(Tenant(name=f"t{i}", cpus=draw(st.frozensets(
+                st.sampled_from(all_ids), min_size=1, max_size=3))))
+            continue
+        nodes = None
+        if kind == "local" and draw(st.integers(0, 3)) == 0:
+            nodes = (draw(st.sampled_from(t.node_ids())),)
+        # Sizes that make packing tight: a node's worth, half of one, a few CPUs.
+        sizes = [len(n.cpus) for n in t.nodes if n.cpus]
+        count = draw(st.one_of(st.integers(1, 8), st.sampled_from(sizes),
+                               st.sampled_from([max(1, s // 2) for s in sizes])))
+        tenants.append(Tenant(
+            name=f"t{i}", cpus=count, numa=Numa(kind), nodes=nodes,
+            memory_low=draw(st.sampled_from([None, None, G, 2 * G, 3 * G])) if kind != "spread"
+            else None))
+    return Config(path="t.yaml", housekeeping_cpus=hk, tenants=tuple(tenants))
+
+
+def _candidates(t: Topology, tenant: Tenant) -> list[int]:
+    """DESIGN §4: named nodes with CPUs, else the nearest nodes with CPUs; else every node
+    with CPUs (written here again, independently of placement's code)."""
+    with_cpus = [n.id for n in t.nodes if n.cpus]
+    if tenant.nodes is None:
+        return with_cpus
+    if t.node(tenant.nodes[0]).cpus:
+        return [tenant.nodes[0]]
+    best = min(t.distance(tenant.nodes[0], m) for m in with_cpus)
+    return [m for m in with_cpus if t.distance(tenant.nodes[0], m) == best]
+
+
+def _local_layout_exists(t: Topology, cfg: Config, taken: frozenset[int],
+                         cost: Callable[[int, int], int], room: Mapping[int, int]) -> bool:
+    """Brute force: some node for every local tenant with room (in `cost` units: CPUs or
+    cores) and memory for its protection on each node, and room left for the others."""
+    counted = [x for x in cfg.tenants if isinstance(x.cpus, int)]
+    local = [x for x in counted if x.numa is Numa.LOCAL]
+    others = [x for x in counted if x.numa is not Numa.LOCAL]
+    choices = [_candidates(t, x) for x in local]
+    for nodes in itertools.product(*choices):
+        used = dict.fromkeys(room, 0)
+        protected = dict.fromkeys(room, 0)
+        for x, n in zip(local, nodes, strict=True):
+            assert isinstance(x.cpus, int)
+            used[n] += cost(x.cpus, n)
+            protected[n] += x.memory_low or 0
+        if any(used[n] > room[n] for n in room):
+            continue
+        if any(t.node(n).memory_bytes and protected[n] > t.node(n).memory_bytes for n in room):
+            continue
+        left = sum(room[n] - used[n] for n in room)
+        if sum(cost(x.cpus, -1) for x in others if isinstance(x.cpus, int)) <= left:
+            return True
+    return False
+
+
+def _housekeeping_and_lists(cfg: Config, t: Topology) -> frozenset[int] | None:
+    """What housekeeping and the explicit lists take, or None if they alone are invalid."""
+    try:
+        lay = place(Config(path="t.yaml", housekeeping_cpus=cfg.housekeeping_cpus,
+                           tenants=tuple(x for x in cfg.tenants
+                                         if isinstance(x.cpus, frozenset))), t)
+    except PlacementError:
+        return None
+    return lay.housekeeping.union(*(p.cpus for p in lay.tenants))
+
+
+def _check_locals(cfg: Config, t: Topology, lay: Layout) -> None:
+    protected: dict[int, int] = {}
+    for x in cfg.tenants:
+        p = lay.of(x.name)
+        if x.numa is Numa.LOCAL and isinstance(x.cpus, int):
+            assert len(p.cpu_nodes) == 1, f"{x.name} stranded across {p.cpu_nodes}"
+            assert p.cpu_nodes[0] in _candidates(t, x)
+            protected[p.cpu_nodes[0]] = protected.get(p.cpu_nodes[0], 0) + (x.memory_low or 0)
+    for n, size in protected.items():
+        assert not t.node(n).memory_bytes or size <= t.node(n).memory_bytes
+    assert not any("spans nodes" in note for note in lay.notes)
+
+
+EXHAUSTIVE = settings(max_examples=300, deadline=None, derandomize=True,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@given(st.data())
+@EXHAUSTIVE
+def test_local_tenants_on_one_node_whenever_a_layout_exists(data: st.DataObject) -> None:
+    t = data.draw(topologies(max_nodes=4, max_cpus=8))
+    cfg = data.draw(small_configs(t))
+    taken = _housekeeping_and_lists(cfg, t)
+    assume(taken is not None)
+    assert taken is not None
+    room = {n.id: len(n.cpus - taken) for n in t.nodes}
+    if not _local_layout_exists(t, cfg, taken, lambda count, _: count, room):
+        return
+    lay = place(cfg, t)  # must not fail: a layout exists
+    check_layout(cfg, t, lay)
+    _check_locals(cfg, t, lay)
+
+
+@given(st.data())
+@EXHAUSTIVE
+def test_no_shared_core_whenever_a_layout_on_whole_cores_exists(data: st.DataObject) -> None:
+    t = data.draw(topologies(max_nodes=4, max_cpus=8, offline_cpus=False))
+    cfg = data.draw(small_configs(t, explicit=False))
+    assume(not any(x.numa is Numa.ANY for x in cfg.tenants))  # any: one node before whole cores
+    taken = _housekeeping_and_lists(cfg, t)
+    assume(taken is not None)
+    assert taken is not None
+    width = max(len(core) for core in t.cores())
+    room = {n.id: sum(1 for core in t.cores(n.cpus) if not set(core) & taken)
+            for n in t.nodes}
+    if not _local_layout_exists(t, cfg, taken, lambda count, _: -(-count // width), room):
+        return
+    lay = place(cfg, t)
+    check_layout(cfg, t, lay)
+    _check_locals(cfg, t, lay)
+    assert lay.notes == ()
+    owner = {c: p.tenant for p in lay.tenants for c in p.cpus}
+    owner.update({c: "housekeeping" for c in lay.housekeeping})
+    for core in t.cores():
+        assert len({owner.get(c) for c in core} - {None}) <= 1, f"core {core} is shared"
+
+
+@given(st.data())
+@PROPERTY
+def test_notes_name_every_shared_core_and_nothing_else(data: st.DataObject) -> None:
+    t = data.draw(topologies())
+    cfg = data.draw(configs(t))
+    try:
+        lay = place(cfg, t)
+    except PlacementError:
+        return
+    owner = {c: "housekeeping" for c in lay.housekeeping}
+    owner.update({c: p.tenant for p in lay.tenants if p.exclusive for c in p.cpus})
+    shared = set()
+    for core in t.cores():
+        holders = sorted({owner[c] for c in core if c in owner})
+        shared |= {(a, b) for a in holders for b in holders if a < b}
+    noted = set()
+    for note in lay.notes:
+        if m := re.match(r"tenant (\S+) shares physical cores with (tenant )?(\S+):", note):
+            noted.add(tuple(sorted((m[1], m[3]))))
+    assert noted == shared
