@@ -212,6 +212,22 @@ def test_plan_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
         assert set(u) >= {"unit", "path", "kind", "section", "properties"}
 
 
+def test_plan_and_generate_say_when_a_tenant_shares_a_core(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("version: 1\nhousekeeping: {cpus: 1}\ntenants:\n"
+                       "  a: {cpus: 15, nodes: [0]}\n")
+    note = ("tenant a shares physical cores with housekeeping: CPU(s) 16 and 0 are SMT "
+            "siblings (no whole cores were left for it)")
+    code, out, _ = run(capsys, "plan", str(tenants), "--topology", XEON)
+    assert code == 0 and f"\nnote: {note}\n" in out
+    assert plan_json(capsys, str(tenants), "--topology", XEON)["placement_notes"] == [note]
+    code, _, err = run(capsys, "generate", str(tenants), "--topology", XEON, "--out",
+                       str(tmp_path / "out"))
+    assert code == 0 and f"note: {note}\n" in err
+    assert plan_json(capsys, str(WEB_BATCH), "--topology", XEON)["placement_notes"] == []
+
+
 def test_plan_with_profile(capsys: pytest.CaptureFixture[str]) -> None:
     data = plan_json(capsys, str(ROOT / "examples" / "day-night.yaml"), "--topology",
                      str(TOPOLOGIES / "epyc-nps4.json"), "--profile", "night")

@@ -228,10 +228,11 @@ def test_shared_count_honours_nodes() -> None:
 
 
 def test_spread_never_takes_the_sibling_of_a_housekeeping_cpu() -> None:
+    # Issue 10: for the fifth CPU, spread took 16, the free sibling of housekeeping's CPU 0.
     lay = layout("version: 1\nhousekeeping: {cpus: 1}\ntenants:\n"
-                 "  a: {cpus: 4, numa: spread}\n  p: {}\n", "xeon-2s-smt")
+                 "  a: {cpus: 5, numa: spread}\n  p: {}\n", "xeon-2s-smt")
     assert lay.housekeeping == {0}
-    assert cpus(lay, "a") == {1, 17, 8, 24}  # a whole core on each node, not CPU 16
+    assert cpus(lay, "a") == {1, 17, 8, 24, 2}  # a whole core on each node, then node0's turn
     assert 16 in lay.shared_pool and lay.notes == ()
 
 
