@@ -640,11 +640,15 @@ def small_configs(draw: st.DrawFn, t: Topology, explicit: bool = True) -> Config
         sizes = [len(n.cpus) for n in t.nodes if n.cpus]
         count = draw(st.one_of(st.integers(1, 8), st.sampled_from(sizes),
                                st.sampled_from([max(1, s // 2) for s in sizes])))
-        tenants.append(Tenant(
-            name=f"t{i}", cpus=count, numa=Numa(kind), nodes=nodes,
-            memory_low=draw(st.sampled_from([None, None, G, 2 * G, 3 * G])) if kind != "spread"
-            else None))
+        low = draw(st.sampled_from([None, None, G, 2 * G, 3 * G])) if kind != "spread" else None
+        tenants.append(Tenant(name=f"t{i}", cpus=count, numa=Numa(kind), nodes=nodes,
+                              resources={} if low is None else {"memory_low": low}))
     return Config(path="t.yaml", housekeeping_cpus=hk, tenants=tuple(tenants))
+
+
+def _low(x: Tenant) -> int:
+    """memory_low in bytes (small_configs never draws infinity)."""
+    return x.memory_low if isinstance(x.memory_low, int) else 0
 
 
 def _candidates(t: Topology, tenant: Tenant) -> list[int]:
@@ -673,7 +677,7 @@ def _local_layout_exists(t: Topology, cfg: Config, taken: frozenset[int],
         for x, n in zip(local, nodes, strict=True):
             assert isinstance(x.cpus, int)
             used[n] += cost(x.cpus, n)
-            protected[n] += x.memory_low or 0
+            protected[n] += _low(x)
         if any(used[n] > room[n] for n in room):
             continue
         if any(t.node(n).memory_bytes and protected[n] > t.node(n).memory_bytes for n in room):
@@ -702,7 +706,7 @@ def _check_locals(cfg: Config, t: Topology, lay: Layout) -> None:
         if x.numa is Numa.LOCAL and isinstance(x.cpus, int):
             assert len(p.cpu_nodes) == 1, f"{x.name} stranded across {p.cpu_nodes}"
             assert p.cpu_nodes[0] in _candidates(t, x)
-            protected[p.cpu_nodes[0]] = protected.get(p.cpu_nodes[0], 0) + (x.memory_low or 0)
+            protected[p.cpu_nodes[0]] = protected.get(p.cpu_nodes[0], 0) + _low(x)
     for n, size in protected.items():
         assert not t.node(n).memory_bytes or size <= t.node(n).memory_bytes
     assert not any("spans nodes" in note for note in lay.notes)

@@ -82,9 +82,9 @@ SHAPES: dict[str, Expected] = {
         distances=[[10]],
         cores=[(0,), (1,)],
     ),
-    "no-numa": Expected(  # memory from proc/no-numa/meminfo: 274 MiB, not 0
+    "no-numa": Expected(  # memory from proc/no-numa/meminfo: 3.7 GiB, not 0
         cpus={0: "0-3"},
-        memory={0: 280576 * 1024},
+        memory={0: 3885396 * 1024},
         distances=[[10]],
         cores=[(0,), (1,), (2,), (3,)],
     ),
@@ -453,7 +453,7 @@ SHOWN = {
     "cpuless-memory-node": ["64G", "64G", "256G"],
     "memoryless-node": ["16G", "-"],
     "single-node": ["4.2G"],
-    "no-numa": ["274M"],
+    "no-numa": ["3.7G"],
     "masks-only": ["12G", "12G"],
     "nul-lists": ["32G", "32G"],
     "empty-online": ["16G", "16G"],
@@ -561,13 +561,13 @@ def test_plan_invariants(shape: str, tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_no_numa_protection_is_checked_against_the_machines_memory(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # Issue 10: with 0 bytes reported, a 100G memory_low passed on a 274 MiB machine.
+    # Issue 10: with 0 bytes reported, a 100G memory_low passed on a machine of 274 MiB.
     tenants = tmp_path / "tenants.yaml"
     tenants.write_text("version: 1\ntenants:\n  a: {cpus: 2, memory_low: 100G}\n")
     code, _, err = _cli(capsys, "plan", str(tenants), "--json", *_sysfs_args("no-numa"))
     assert code == 1
-    assert "memory_low + memory_min of all tenants is 100G but RAM minus housekeeping is 274M" \
-        in err, err
+    assert ("memory_low + memory_min of all tenants is 100G but RAM minus housekeeping is "
+            "3885396K") in err, err
 
 
 def test_duplicate_nodes_agree_in_topology_plan_and_generate(
