@@ -57,7 +57,8 @@ def place_asks(claims: Claims, asks: Sequence[Ask]) -> dict[str, list[int]]:
     single = [a for a in asks if a.tenant.numa is not Numa.SPREAD]
     passes = ((single, False), (local, False), (local, True))
     for searched, shared in passes:
-        rest = [a for a in asks if a not in searched]
+        names = {a.name for a in searched}
+        rest = [a for a in asks if a.name not in names]
         saved = _snapshot(claims)
         found = _search(claims, _biggest_first(searched), rest, shared)
         if found is not None:

@@ -77,7 +77,7 @@ def place(
     _check_total(claims, config, counted)
     placed.update(_place_counted(claims, config, counted, previous))
     pool = frozenset(claims.free) | listed_shared
-    placements = tuple(_finish(config, topo, t, placed, pool, previous.get(t.name))
+    placements = tuple(_finish(config, claims, t, placed, pool, previous.get(t.name))
                        for t in config.tenants)
     return Layout(housekeeping=hk, shared_pool=pool, tenants=placements,
                   notes=_notes(claims, config, placements))
@@ -283,17 +283,18 @@ def _cpu_nodes_for(topo: Topology, t: Tenant) -> list[int]:
 # --- the pool, shared counts, and the result ----------------------------------------------------
 
 
-def _finish(config: Config, topo: Topology, t: Tenant, placed: Mapping[str, frozenset[int]],
+def _finish(config: Config, claims: Claims, t: Tenant, placed: Mapping[str, frozenset[int]],
             pool: frozenset[int], previous: frozenset[int] | None) -> TenantPlacement:
     """One tenant's placement: what it was given, shared CPUs from the pool, or the pool."""
+    topo = claims.topo
     is_pool = False
     if t.name in placed:
         cpus = placed[t.name]
     elif isinstance(t.cpus, int):
         cpus = _place_shared(config, topo, t, t.cpus, pool, previous)
     else:
-        cpus, is_pool = _pool_for(config, topo, t, pool), True
-    cpu_nodes = tuple(sorted({n for c in cpus if (n := topo.node_of(c)) is not None}))
+        cpus, is_pool = _pool_for(config, claims, t, pool), True
+    cpu_nodes = _nodes_of(claims, cpus)
     return TenantPlacement(
         tenant=t.name, cpus=cpus, cpu_nodes=cpu_nodes,
         memory_nodes=(None if is_pool and t.nodes is None
@@ -302,10 +303,12 @@ def _finish(config: Config, topo: Topology, t: Tenant, placed: Mapping[str, froz
     )
 
 
-def _pool_for(config: Config, topo: Topology, t: Tenant, pool: frozenset[int]
+def _pool_for(config: Config, claims: Claims, t: Tenant, pool: frozenset[int]
               ) -> frozenset[int]:
-    allowed = frozenset(c for n in _cpu_nodes_for(topo, t) for c in topo.node(n).cpus)
-    cpus = pool & allowed if t.nodes is not None else pool
+    cpus = pool
+    if t.nodes is not None:  # the pool on its nodes only
+        cpus = pool & frozenset().union(*(claims.node_cpus[n]
+                                          for n in _cpu_nodes_for(claims.topo, t)))
     if not cpus:
         raise _error(config, t.line, f"tenants.{t.name}",
                      "runs on the shared pool, but no CPUs are left in it (exclusive tenants "
@@ -357,8 +360,7 @@ def _notes(claims: Claims, config: Config, placements: Sequence[TenantPlacement]
            ) -> tuple[str, ...]:
     """Where the layout falls short of the rules, said once per tenant (pair)."""
     notes: list[str] = []
-    for p in placements:
-        t = config.tenant(p.tenant)
+    for t, p in zip(config.tenants, placements, strict=True):
         if p.exclusive:
             for holder, (mine, theirs) in sorted(claims.shares_core(p.tenant, p.cpus).items()):
                 if holder == "housekeeping" or holder > p.tenant:
