@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # The pure core (DESIGN §1); lint and recommend join it once they exist.
-CORE = ["config", "settings", "values", "cpulist", "topology", "sysfs", "placement", "plan",
+CORE = ["config", "settings", "values", "cpulist", "topology", "jsoninput", "sysfs", "placement",
+        "packing", "cores", "plan",
         "render", "unitdir", "metrics", "errors"]
 CORE += [m for m in ("lint", "recommend") if (ROOT / "slicectl" / f"{m}.py").exists()]
 # Packages and front-end modules the core must never import, directly or through another module.
