@@ -29,6 +29,14 @@ class _Sorted:
     shared: list[int] = field(default_factory=list)  # housekeeping/another tenant holds some
 
 
+@dataclass(frozen=True)
+class _Saved:
+    free: set[int]
+    owner: dict[int, str]
+    protected: dict[int, int]
+    free_count: dict[int, int]
+
+
 class Claims:
     """Free CPUs, their owners and each node's protected memory, changed as tenants land."""
 
@@ -51,6 +59,15 @@ class Claims:
             n.id: len(n.cpus & self.free) for n in topo.nodes}
 
     # --- bookkeeping ----------------------------------------------------------------------
+    def save(self) -> _Saved:
+        return _Saved(set(self.free), dict(self.owner), dict(self.protected),
+                      dict(self.free_count))
+
+    def restore(self, saved: _Saved) -> None:
+        """Back to `saved` (which stays usable for another restore)."""
+        self.free, self.owner = set(saved.free), dict(saved.owner)
+        self.protected, self.free_count = dict(saved.protected), dict(saved.free_count)
+
     def claim(self, tenant: str, cpus: Iterable[int]) -> None:
         for c in cpus:
             if c in self.free:

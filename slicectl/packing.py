@@ -59,28 +59,18 @@ def place_asks(claims: Claims, asks: Sequence[Ask]) -> dict[str, list[int]]:
     for searched, shared in passes:
         names = {a.name for a in searched}
         rest = [a for a in asks if a.name not in names]
-        saved = _snapshot(claims)
+        saved = claims.save()
         found = _search(claims, _biggest_first(searched), rest, shared)
         if found is not None:
-            found.update(_place_flexible(claims, rest))
+            found.update(_place_in_order(claims, rest))
             return found
-        _restore(claims, saved)
-    return _place_greedy(claims, asks)
+        claims.restore(saved)
+    # No layout puts every local tenant on one node: each as well as it can, or an error.
+    return _place_in_order(claims, asks)
 
 
 def _biggest_first(asks: Sequence[Ask]) -> list[Ask]:
     return sorted(asks, key=lambda a: (-a.count, a.name))
-
-
-def _snapshot(claims: Claims) -> tuple[set[int], dict[int, str], dict[int, int], dict[int, int]]:
-    return (set(claims.free), dict(claims.owner), dict(claims.protected),
-            dict(claims.free_count))
-
-
-def _restore(claims: Claims,
-             saved: tuple[set[int], dict[int, str], dict[int, int], dict[int, int]]) -> None:
-    claims.free, claims.owner, claims.protected, claims.free_count = (
-        set(saved[0]), dict(saved[1]), dict(saved[2]), dict(saved[3]))
 
 
 # --- one tenant on one node ------------------------------------------------------------------
@@ -252,20 +242,16 @@ def _consume(room: dict[int, list[int]], nodes: Sequence[int], sizes: list[int])
 # --- after the search, and the greedy fallback --------------------------------------------------
 
 
-def _place_flexible(claims: Claims, rest: Sequence[Ask]) -> dict[str, list[int]]:
-    """`any` tenants not searched (one node if one has room), then `spread` tenants."""
+def _place_in_order(claims: Claims, asks: Sequence[Ask]) -> dict[str, list[int]]:
+    """One at a time: local and any tenants biggest first (one node if one has room), then
+    spread tenants."""
     result: dict[str, list[int]] = {}
-    ordered = _biggest_first([a for a in rest if a.tenant.numa is not Numa.SPREAD])
-    ordered += _biggest_first([a for a in rest if a.tenant.numa is Numa.SPREAD])
+    ordered = _biggest_first([a for a in asks if a.tenant.numa is not Numa.SPREAD])
+    ordered += _biggest_first([a for a in asks if a.tenant.numa is Numa.SPREAD])
     for ask in ordered:
         claims.release(ask.seed)
         result[ask.name] = place_one(claims, ask)
     return result
-
-
-def _place_greedy(claims: Claims, asks: Sequence[Ask]) -> dict[str, list[int]]:
-    """No search found a layout: place in order, each as well as it can (or fail)."""
-    return _place_flexible(claims, asks)
 
 
 def place_one(claims: Claims, ask: Ask) -> list[int]:
