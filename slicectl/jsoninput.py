@@ -71,9 +71,11 @@ class JsonReader:
         """An object {"<id>": integer}, such as a node's distances."""
         result: dict[int, int] = {}
         for k, v in self.mapping(value, path).items():
-            if not re.fullmatch(r"\d{1,6}", k) or int(k) >= ids_below:
+            if not (k.isascii() and k.isdigit() and len(k) <= 6) or int(k) >= ids_below:
                 raise self.fail(f"{path}.{k}", f"keys must be ids below {ids_below}")
-            result[int(k)] = self.integer(v, f"{path}.{k}", 0, values_below)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < values_below:
+                self.integer(v, f"{path}.{k}", 0, values_below)  # raises, naming the value
+            result[int(k)] = v
         return result
 
 
