@@ -118,9 +118,14 @@ def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterabl
 
 
 def plan_table(plan: Plan) -> Table:
-    """One row per tenant: CPUs, nodes, memory binding and the properties it gets."""
+    """One row per tenant: CPUs, nodes, memory binding and the properties it gets. Tenants on
+    the whole shared pool say so; the pool's CPUs are listed once, below the table (on a
+    large host, repeating a long cpulist per tenant made most of the time `plan` took)."""
+    pool = plan.layout.shared_pool
     t = Table(title=f"Plan for {plan.source}"
-              + (f" (profile {plan.profile})" if plan.profile else ""), title_justify="left")
+              + (f" (profile {plan.profile})" if plan.profile else ""), title_justify="left",
+              caption=f"shared pool: {format_cpulist(pool) or '-'} ({len(pool)} CPUs)",
+              caption_justify="left")
     t.add_column("tenant")
     t.add_column("slice")
     t.add_column("CPUs")
@@ -132,13 +137,15 @@ def plan_table(plan: Plan) -> Table:
         unit = next(u for u in plan.units if u.tenant == p.tenant and u.kind == "unit")
         props = " ".join(f"{k}={v}" for k, v in unit.formatted()
                          if k not in ("AllowedCPUs", "AllowedMemoryNodes"))
-        cpus = format_cpulist(p.cpus) + (" (shared pool)" if p.pool else "")
+        whole_pool = p.pool and p.cpus == pool
+        cpus = "shared pool" if whole_pool else (
+            format_cpulist(p.cpus) + (" (shared pool)" if p.pool else ""))
         if not p.exclusive and not p.pool:
             cpus += " (shared)"
         mem = ("node " + ",".join(map(str, p.memory_nodes))
                if p.memory_nodes is not None else "unbound")
-        t.add_row(p.tenant, unit.unit, cpus, str(len(p.cpus)),
-                  ",".join(map(str, p.cpu_nodes)), mem, props or "-")
+        nodes = "pool" if whole_pool else ",".join(map(str, p.cpu_nodes))
+        t.add_row(p.tenant, unit.unit, cpus, str(len(p.cpus)), nodes, mem, props or "-")
     return t
 
 
