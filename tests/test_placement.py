@@ -712,7 +712,9 @@ def _check_locals(cfg: Config, t: Topology, lay: Layout) -> None:
     assert not any("spans nodes" in note for note in lay.notes)
 
 
-EXHAUSTIVE = settings(max_examples=300, deadline=None, derandomize=True,
+# 150 fixed examples each: the fixed order of placement before issue 10 failed 8 of the first
+# test's 61 feasible cases and 4 of the second's 85.
+EXHAUSTIVE = settings(max_examples=150, deadline=None, derandomize=True,
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
