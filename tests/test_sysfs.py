@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.cpulist import format_cpulist, parse_cpulist
+from slicectl.cpulist import format_cpulist, parse_cpulist, parse_cpumask
 from slicectl.errors import TopologyError
 from slicectl.sysfs import read_topology
 from slicectl.topology import Topology
@@ -594,3 +594,17 @@ def test_duplicate_nodes_agree_in_topology_plan_and_generate(
                        str(tmp_path / "topo.json"))
     assert "warning" not in err
     assert json.loads(out)["tenants"] == plan["tenants"]
+
+
+@pytest.mark.parametrize(("mask", "cpus"), [
+    ("ff", "0-7"), ("00000000", ""), ("5555\n", "0,2,4,6,8,10,12,14"),
+    ("00000001,00000000", "32"), ("8000,00000000,00000001", "0,79"),
+])
+def test_parse_cpumask(mask: str, cpus: str) -> None:
+    assert parse_cpumask(mask) == parse_cpulist(cpus)
+
+
+@pytest.mark.parametrize("mask", ["", "0x3", "123456789", "ff,,ff", "g"])
+def test_parse_cpumask_refuses_what_the_kernel_never_writes(mask: str) -> None:
+    with pytest.raises(ValueError, match="hex digits"):
+        parse_cpumask(mask)
