@@ -340,7 +340,16 @@ class _ExportReader(JsonReader):
         cpus = tuple(self.cpu(c, f"cpus[{i}]") for i, c in enumerate(self.items(data, "cpus")))
         self.check_ids(nodes, cpus)
         name = self.text(data.get("source", ""), "source")
-        return build_topology(nodes, cpus, source or name)
+        return build_topology(nodes, cpus, source or name, self.release(data))
+
+    def release(self, data: dict[str, Any]) -> int | None:
+        """systemd_version: null (unknown), or a release number such as 252."""
+        version = data.get("systemd_version")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int)
+                                    or not 0 < version < 100_000):
+            raise self.fail("systemd_version",
+                            f"{version!r} is not a release number such as 252")
+        return version
 
     def node(self, value: Any, path: str) -> Node:
         n = self.mapping(value, path)
