@@ -96,6 +96,8 @@ def test_the_small_export_is_valid() -> None:
     (export(nodes=[7]), "topo.json: nodes[0]: must be an object, not an integer (7)"),
     (export(cpus=None), "topo.json: cpus: must be a list, not null"),
     (export(source=3), "topo.json: source: must be a string, not an integer (3)"),
+    (export(systemd_version="252"), "topo.json: systemd_version: '252' is not a release "
+                                    "number such as 252"),
     (export(format="x"), "topo.json: not a slicectl topology export (format is not "
                          "'slicectl-topology/1')"),
 ])
