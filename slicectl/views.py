@@ -15,7 +15,7 @@ from rich.text import Text
 from slicectl.cpulist import format_cpulist
 from slicectl.placement import Layout
 from slicectl.plan import Plan
-from slicectl.topology import Topology
+from slicectl.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
 
 # Colours for tenants in the NUMA map, in tenant order; housekeeping and free fixed.
 PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan",
@@ -49,11 +49,14 @@ def topology_table(topo: Topology) -> Table:
     t.add_column("cores", justify="right")
     t.add_column("memory", justify="right")
     t.add_column("distances")
+    ids = topo.node_ids()
     for n in topo.nodes:
         cores = topo.cores(n.cpus)
-        dist = " ".join(str(topo.distance(n.id, m)) for m in topo.node_ids())
-        t.add_row(str(n.id), format_cpulist(n.cpus) or "-", str(len(n.cpus)),
-                  str(len(cores)), _mem(n.memory_bytes), dist)
+        dist = " ".join(str(LOCAL_DISTANCE if m == n.id else n.distances.get(m, REMOTE_DISTANCE))
+                        for m in ids)
+        # Text, not str: no markup or highlighting to parse in 64 distances per row.
+        t.add_row(*map(Text, (str(n.id), format_cpulist(n.cpus) or "-", str(len(n.cpus)),
+                              str(len(cores)), _mem(n.memory_bytes), dist)))
     return t
 
 
