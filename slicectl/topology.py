@@ -172,18 +172,9 @@ class Topology:
             "source": self.source,
             "systemd_version": self.systemd_version,
             "nodes": [_node_json(n) for n in sorted(self.nodes, key=lambda n: n.id)],
-            "cpus": [
-                {
-                    "id": c.id,
-                    "online": c.online,
-                    "node": c.node,
-                    "package": c.package,
-                    "die": c.die,
-                    "core": c.core,
-                    "siblings": format_cpulist(c.siblings),
-                }
-                for c in sorted(self.cpus, key=lambda c: c.id)
-            ],
+            "cpus": [{"id": c.id, "online": c.online, "node": c.node, "package": c.package,
+                      "die": c.die, "core": c.core, "siblings": format_cpulist(c.siblings)}
+                     for c in sorted(self.cpus, key=lambda c: c.id)],
         }
 
     @classmethod
