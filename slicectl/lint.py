@@ -1,19 +1,16 @@
-"""`slicectl lint`: check tenants.yaml against what the seeds found about cgroups (docs/lint.md).
+"""The lint rules: tenants.yaml against what the seeds found about cgroups (docs/lint.md).
 
-`lint(config, topology)` is pure (no I/O, no rich/textual/dbus_fast). `lint_live(cgroup_root,
-proc_root)` reads the running cgroup tree for `--live`; `run_lint` is the CLI entry point.
-Every finding names its rule, a fix and its source (a seed file or a systemd man page).
+Pure: `lint(config, topology)` checks the configuration, `root_tasks(cgroups)` the live
+processes that `slicectl.readers.crowded_cgroups` found (`lint --live`); `slicectl lint` itself
+lives in the CLI (slicectl/cli/advise.py). Every finding names its rule, a fix and its source
+(a seed file or a systemd man page).
 """
 
 from __future__ import annotations
 
-import json as jsonlib
-import os
-import sys
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import TypeGuard
 
 from slicectl.config import Config, Confinement, Tenant
@@ -35,7 +32,6 @@ MAN_RESOURCE_CONTROL = "systemd.resource-control(5)"
 MIN_QUOTA_PERIOD_US = 30_000
 # Units that run cron jobs on common distributions (001 rec. 3: confine cron tightly).
 CRON_UNITS = ("cron.service", "crond.service", "cronie.service", "anacron.service")
-KTHREADD_PID = 2
 
 
 class Level(StrEnum):
@@ -98,6 +94,12 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.rule}: {self.message}"
+
+    def to_json(self) -> dict[str, object]:
+        """The finding as `lint --json` prints it (docs/lint.md)."""
+        return {"file": self.file, "line": self.line, "rule": self.rule,
+                "level": str(self.level), "message": self.message, "fix": self.fix,
+                "source": self.source}
 
 
 def _finding(rule: str, file: str, line: int, message: str, fix: str = "") -> Finding:
@@ -258,119 +260,34 @@ def lint(config: Config, topology: Topology | None) -> list[Finding]:
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule))
 
 
-# --- live rule: processes beside sub-trees (edge: reads cgroupfs and procfs) ---------------
+# --- live rule: processes beside sub-trees ----------------------------------------------------
 
 
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return None
+@dataclass(frozen=True)
+class CrowdedCgroup:
+    """The root cgroup or a slice with child cgroups and processes of its own (not kernel
+    threads), as `slicectl.readers.crowded_cgroups` reads it."""
+
+    procs_file: str  # its cgroup.procs, where the finding points
+    slice: str | None  # the slice's name; None for the root cgroup
+    children: int
+    processes: tuple[tuple[int, int, str], ...]  # (line in cgroup.procs, PID, name)
 
 
-def _is_kernel_thread(proc_root: Path, pid: int) -> bool:
-    """Kernel threads have an empty cmdline and are children of kthreadd (PID 2)."""
-    if pid == KTHREADD_PID:
-        return True
-    try:
-        if (proc_root / str(pid) / "cmdline").read_bytes() == b"":
-            return True
-    except OSError:
-        return True  # gone since cgroup.procs was read: nothing left to move
-    status = _read_text(proc_root / str(pid) / "status") or ""
-    for line in status.splitlines():
-        if line.startswith("PPid:"):
-            return line.split()[1:2] == [str(KTHREADD_PID)]
-    return False
-
-
-def _process_name(proc_root: Path, pid: int) -> str:
-    comm = _read_text(proc_root / str(pid) / "comm")
-    return comm.strip() if comm else "?"
-
-
-def _user_pids(procs: Path, proc_root: Path) -> list[tuple[int, int]]:
-    """(line in cgroup.procs, PID) of the processes that are not kernel threads."""
-    text = _read_text(procs) or ""
-    result = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if raw.strip().isdigit() and not _is_kernel_thread(proc_root, int(raw)):
-            result.append((lineno, int(raw)))
-    return result
-
-
-def lint_live(cgroup_root: str | Path, proc_root: str | Path = "/proc") -> list[Finding]:
-    """root-tasks: processes in the root cgroup or directly in a slice that has sub-cgroups."""
-    root, proc = Path(cgroup_root), Path(proc_root)
-    findings: list[Finding] = []
-    for directory, subdirs, _ in os.walk(root):
-        here = Path(directory)
-        if here != root and not here.name.endswith(".slice"):
-            subdirs.clear()  # services and scopes: their own business
+def root_tasks(cgroups: list[CrowdedCgroup]) -> list[Finding]:
+    """root-tasks: one finding per cgroup with processes directly beside its sub-trees."""
+    findings = []
+    for cg in cgroups:
+        if not cg.processes:
             continue
-        if not subdirs:
-            continue
-        pids = _user_pids(here / "cgroup.procs", proc)
-        if not pids:
-            continue
-        where = "the root cgroup" if here == root else f"slice {here.name}"
-        shown = ", ".join(f"{pid} ({_process_name(proc, pid)})" for _, pid in pids[:5])
-        more = f" and {len(pids) - 5} more" if len(pids) > 5 else ""
+        where = "the root cgroup" if cg.slice is None else f"slice {cg.slice}"
+        shown = ", ".join(f"{pid} ({name})" for _, pid, name in cg.processes[:5])
+        count = len(cg.processes)
+        more = f" and {count - 5} more" if count > 5 else ""
         # 004: each process directly in a group competes as one sibling with whole sub-trees
         # (1 root task + a `test` group got 50/50).
         findings.append(_finding(
-            "root-tasks", str(here / "cgroup.procs"), pids[0][0],
-            f"{len(pids)} process(es) directly in {where}, beside {len(subdirs)} child "
+            "root-tasks", cg.procs_file, cg.processes[0][0],
+            f"{count} process(es) directly in {where}, beside {cg.children} child "
             f"cgroup(s): {shown}{more}; each competes with whole sub-trees for CPU"))
     return sorted(findings, key=lambda f: (f.file, f.line))
-
-
-# --- CLI entry point -----------------------------------------------------------------------
-
-
-def _print_text(path: str, findings: list[Finding]) -> None:
-    for f in findings:
-        print(f)
-        print(f"  {f.level}: fix: {f.fix}")
-        print(f"  source: {f.source}")
-    errors = sum(f.level is Level.ERROR for f in findings)
-    warnings = len(findings) - errors
-    if findings:
-        print(f"{path}: {errors} error(s), {warnings} warning(s)")
-    else:
-        print(f"{path}: no findings")
-
-
-def run_lint(
-    tenants: str,
-    topology_file: str | None,
-    sysfs: str | None,
-    live: bool,
-    strict: bool,
-    cgroup_root: str = "/sys/fs/cgroup",
-    proc_root: str | None = None,
-    json: bool = False,
-) -> int:
-    """`slicectl lint`: print findings; 1 if any error (with strict: any finding), else 0."""
-    from slicectl.config import load_config
-    from slicectl.sysfs import load_topology
-
-    config = load_config(tenants)
-    topo = load_topology(topology_file, sysfs, proc_root)
-    for warning in topo.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    findings = lint(config, topo)
-    if live:
-        findings += lint_live(cgroup_root, proc_root or "/proc")
-    if json:
-        data = {
-            "format": "slicectl-lint/1",
-            "findings": [dict(asdict(f), level=str(f.level)) for f in findings],
-            "errors": sum(f.level is Level.ERROR for f in findings),
-            "warnings": sum(f.level is Level.WARNING for f in findings),
-        }
-        print(jsonlib.dumps(data, indent=2))
-    else:
-        _print_text(tenants, findings)
-    failing = [f for f in findings if strict or f.level is Level.ERROR]
-    return 1 if failing else 0

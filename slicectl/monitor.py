@@ -1,20 +1,17 @@
-"""Front-end helpers for `slicectl status` and `slicectl top`: JSON, tables, the live loop.
+"""The render layer of `slicectl status`, `slicectl top` and the TUI: JSON and table rows.
 
-One render layer (`COLUMNS`, `row`, `render_table`) serves `status`, `top` and the TUI; rich
-is imported lazily inside functions so importing this module stays cheap.
+One render layer (`COLUMNS`, `row`, `render_table`) serves `status`, `top` and the TUI; their
+sampling loops live in the CLI (slicectl/cli/watch.py). rich is imported lazily inside
+functions so importing this module stays cheap.
 """
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from slicectl.cpulist import format_cpulist
-from slicectl.metrics import PressureMetrics, SliceMetrics, Trouble, compute
-from slicectl.sampler import Sampler
+from slicectl.metrics import PressureMetrics, SliceMetrics, Trouble
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -175,77 +172,3 @@ def render_table(metrics: Sequence[SliceMetrics], title: str | None = None) -> T
     for m in metrics:
         table.add_row(*row(m), style=row_style(m))
     return table
-
-
-def run_status(
-    cgroup_root: Path,
-    as_json: bool,
-    interval: float = 1.0,
-    out: TextIO = sys.stdout,
-    *,
-    sleep: Callable[[float], None] = time.sleep,
-) -> int:
-    """`slicectl status`: two samples `interval` apart, printed once; raises SamplerError."""
-    with Sampler(cgroup_root) as sampler:
-        first = sampler.sample()
-        sleep(interval)
-        second = sampler.sample()
-    metrics = compute(first, second)
-    dt = second.time - first.time
-    if as_json:
-        import json
-
-        json.dump(status_json(metrics, dt), out, indent=2)
-        out.write("\n")
-        return 0
-    from rich.console import Console
-
-    console = Console(file=out, width=None if out.isatty() else 160)
-    by_unit = sorted(metrics, key=lambda m: (m.unit, m.cgroup))
-    console.print(render_table(by_unit, title=f"{cgroup_root} over {dt:.2f}s"))
-    return 0
-
-
-def run_top(
-    cgroup_root: Path,
-    interval: float = 1.0,
-    iterations: int | None = None,
-    out: TextIO = sys.stdout,
-    *,
-    sleep: Callable[[float], None] = time.sleep,
-) -> int:
-    """`slicectl top`: a table per interval, busiest slices first; Ctrl-C ends it."""
-    from rich.console import Console
-
-    live_terminal = out.isatty()
-    console = Console(file=out, width=None if live_terminal else 160)
-    with Sampler(cgroup_root) as sampler:
-        prev = sampler.sample()
-        done = 0
-        live = None
-        try:
-            if live_terminal:
-                from rich.live import Live
-
-                live = Live(console=console, auto_refresh=False, transient=False)
-                live.start()
-            while iterations is None or done < iterations:
-                sleep(interval)
-                cur = sampler.sample()
-                metrics = compute(prev, cur)
-                prev = cur
-                done += 1
-                metrics.sort(key=lambda m: (-(m.cpu_cores or 0.0), m.unit))
-                title = f"{time.strftime('%H:%M:%S')}  {cgroup_root}  every {interval:g}s"
-                table = render_table(metrics, title=title)
-                if live is not None:
-                    live.update(table, refresh=True)
-                else:
-                    console.print(table)
-                    out.flush()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            if live is not None:
-                live.stop()
-    return 0

@@ -2,14 +2,13 @@
 
 Feeds `slicectl recommend` (docs/recommend.md). One row per cgroup per round; each round is
 committed on its own, so a killed recorder loses at most the round in progress, and rows older
-than the retention are deleted every round. Reads cgroupfs through `slicectl.sampler`.
+than the retention are deleted every round. Reads cgroupfs through `slicectl.sampler`; the
+loop of `slicectl record` lives in the CLI (slicectl/cli/watch.py).
 """
 
 from __future__ import annotations
 
-import math
 import sqlite3
-import time
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -18,11 +17,6 @@ from slicectl.errors import SlicectlError
 from slicectl.recommend import Sample
 from slicectl.sampler import Sampler, Snapshot
 
-DEFAULT_DB = "/var/lib/slicectl/record.db"
-DEFAULT_INTERVAL = 60.0
-# 001: size over a stable period of at least a week; two weeks keep one full week after a
-# restart or a deployment has been skipped as start-up.
-DEFAULT_RETENTION_DAYS = 14.0
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -144,40 +138,3 @@ def load_series(path: str | Path) -> dict[str, list[Sample]]:
         raise RecordError(f"{path}: cannot read samples: {e}",
                           "is it a database written by `slicectl record`?") from e
     return series
-
-
-def run_record(
-    cgroup_root: str,
-    db: str,
-    interval: float,
-    retention_days: float,
-    once: bool,
-    iterations: int | None = None,
-) -> int:
-    """`slicectl record`: sample every `interval` s (or once) into `db`; returns 0."""
-    if not interval > 0 or not math.isfinite(interval):
-        raise RecordError(f"--interval {interval}: must be more than 0 seconds",
-                          "e.g. --interval 60")
-    if not retention_days > 0:
-        raise RecordError(f"--retention {retention_days}: must be more than 0 days",
-                          f"e.g. --retention {DEFAULT_RETENTION_DAYS:g}")
-    rounds = 1 if once else iterations
-    conn = open_db(db)
-    try:
-        with Sampler(Path(cgroup_root)) as sampler:
-            done = 0
-            next_at = time.monotonic()
-            while rounds is None or done < rounds:
-                count = record_round(conn, sampler, time.time(), retention_days)
-                done += 1
-                if once:
-                    print(f"{db}: recorded {count} cgroup(s)")
-                if rounds is not None and done >= rounds:
-                    break
-                # A fixed schedule (not sleep(interval) after work) keeps rounds evenly spaced.
-                next_at += interval
-                time.sleep(max(0.0, next_at - time.monotonic()))
-    finally:
-        conn.close()
-    return 0
-

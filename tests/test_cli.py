@@ -74,6 +74,19 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
     assert "usage: slicectl" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("verb", ["status", "top", "tui", "record"])
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "-inf", "soon"])
+def test_bad_interval_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                       verb: str, value: str) -> None:
+    """Issue 11: refused by argparse (exit 2, its usage line and message), before any read."""
+    with pytest.raises(SystemExit) as e:
+        main([verb, "--cgroup-root", str(tmp_path), "--interval", value])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: slicectl {verb}")
+    assert f"slicectl {verb}: error: argument --interval: " in err and "Traceback" not in err
+
+
 # --- validate ---------------------------------------------------------------------------------
 
 

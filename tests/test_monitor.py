@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from cgtree import Motion, MovingTree
 
-from slicectl.monitor import run_status, run_top
+from slicectl.cli.watch import run_status, run_top
 
 DOCS = Path(__file__).parent.parent / "docs" / "status-json.md"
 DB1 = "tenants.slice/tenants-db1.slice"

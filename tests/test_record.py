@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import pytest
 from cgtree import MovingTree
 from unitcheck import parse_unit
 
-from slicectl.record import RecordError, Row, load_series, open_db, run_record, write_rows
+from slicectl.cli import main
+from slicectl.cli.watch import run_record
+from slicectl.record import RecordError, Row, load_series, open_db, write_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "units" / "slicectl-record.service"
@@ -72,9 +75,20 @@ def test_retention_deletes_old_rows(tmp_path: Path) -> None:
     assert "old.slice" not in units and "kept.slice" in units and "system.slice" in units
 
 
+@pytest.mark.parametrize("flag", ["--interval", "--retention"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_bad_interval_or_retention_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["record", "--cgroup-root", str(tmp_path), "--db", str(tmp_path / "db"), flag,
+              value])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: slicectl record") and f"argument {flag}: " in err
+    assert not (tmp_path / "db").exists()
+
+
 def test_errors(tmp_path: Path) -> None:
-    with pytest.raises(RecordError, match="--interval"):
-        run_record(str(tmp_path), str(tmp_path / "db"), 0, 14, True)
     with pytest.raises(RecordError, match="no sample database"):
         load_series(tmp_path / "missing.db")
     (tmp_path / "dir.db").mkdir()
@@ -97,7 +111,10 @@ def test_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
         pytest.fail("systemd-analyze is not installed (tests/run installs it)")
     text = UNIT.read_text()
     if not Path("/usr/local/bin/slicectl").exists():
-        installed = shutil.which("slicectl")
+        # The console script of the interpreter running the tests (its venv need not be
+        # activated, so PATH may not lead to it).
+        beside = Path(sys.executable).with_name("slicectl")
+        installed = str(beside) if beside.exists() else shutil.which("slicectl")
         if installed is None:
             pytest.fail("no slicectl to stand in for /usr/local/bin/slicectl: pip install .")
         text = text.replace("/usr/local/bin/slicectl", installed)

@@ -44,7 +44,7 @@ from slicectl.tui.screens.detail import DetailScreen
 from slicectl.tui.screens.edit import DiffScreen, EditScreen, ProfileScreen
 from slicectl.tui.screens.help import HelpScreen
 from slicectl.tui.screens.numa import NumaScreen
-from slicectl.tui.yamledit import current_values, edit_tenant
+from slicectl.yamledit import current_values, edit_tenant
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cgroup"
 

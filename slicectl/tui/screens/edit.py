@@ -14,7 +14,7 @@ from textual.widgets.option_list import Option
 from slicectl.config import Config
 from slicectl.errors import ConfigError
 from slicectl.settings import BY_KEY
-from slicectl.tui.yamledit import EDITABLE, current_values, edit_tenant
+from slicectl.yamledit import EDITABLE, current_values, edit_tenant
 
 HINTS = {key: BY_KEY[key].hint for key in EDITABLE}  # the settings table's examples
 BASE = "(base)"  # the profile list's entry for "no profile"

@@ -1,0 +1,62 @@
+"""What the verbs share: exit codes, and reading tenants.yaml, the topology and host options.
+
+Imported on every start-up, so it imports nothing but the standard library's cheapest parts;
+each helper imports what it reads with inside itself.
+"""
+
+from __future__ import annotations
+
+from slicectl import defaults
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up, BENCHMARKS.md)
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from slicectl.apply import ApplyOptions
+    from slicectl.config import Config
+    from slicectl.topology import Topology
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DIFF = 0, 1, 2, 3
+
+
+def load_topology(args: Namespace) -> Topology:
+    """The topology of `--topology FILE`, else of the sysfs tree `--sysfs ROOT` (or /sys);
+    prints, once, what the topology's reader repaired."""
+    import sys
+
+    from slicectl.sysfs import load_topology as load
+
+    topo = load(getattr(args, "topology", None), getattr(args, "sysfs", None),
+                getattr(args, "proc_root", None))
+    for warning in topo.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return topo
+
+
+def load_config(args: Namespace) -> Config:
+    """tenants.yaml of `args.tenants`, with `--profile P`'s overrides when given."""
+    from slicectl.config import load_config as load
+
+    config = load(args.tenants)
+    if config.schedule:
+        from slicectl.cli.schedule import check_schedule
+
+        check_schedule(config)
+    return config.with_profile(getattr(args, "profile", None))
+
+
+def apply_options(args: Namespace) -> ApplyOptions:
+    """Where plan, apply and the TUI act on the host: unit dir, cgroups, bus, lock."""
+    from pathlib import Path
+
+    from slicectl.apply import ApplyOptions
+    from slicectl.cli.schedule import schedule_command
+
+    return ApplyOptions(
+        unit_dir=Path(args.unit_dir or defaults.UNIT_DIR),
+        cgroup_root=Path(args.cgroup_root), bus_address=args.bus,
+        control_dir=Path(getattr(args, "control_dir", defaults.CONTROL_DIR)),
+        lock_path=Path(getattr(args, "lock", defaults.LOCK)),
+        templates=getattr(args, "templates", None),
+        schedule_command=schedule_command(args) if getattr(args, "tenants", None) else None,
+    )

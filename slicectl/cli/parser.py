@@ -1,0 +1,257 @@
+"""The argument parser: one small function per verb (DESIGN §8, README's CLI section).
+
+`build_parser()` builds every verb (for `slicectl completion`, the README test);
+`build_parser([verb])` only the verb being run, because argparse spends most of a
+`slicectl --help` in building sub-parsers and their arguments (BENCHMARKS.md, start-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from slicectl import __version__, defaults
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+Parser = argparse.ArgumentParser
+
+
+def seconds(text: str) -> float:
+    """An interval in seconds: a finite number, 0 or more (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds, "
+                                         "0 or more (e.g. 1 or 0.5)")
+    return value
+
+
+def positive(unit: str) -> Callable[[str], float]:
+    """An argparse type: a finite number of `unit` (seconds, days) above 0."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid number of {unit}: {text!r}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of {unit} "
+                                             "above 0 (e.g. 60)")
+        return value
+
+    return parse
+
+
+def release(text: str) -> int:
+    """--systemd-version: a release number such as 252 (argparse type)."""
+    if not text.isdigit() or not 0 < int(text) < 100_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a systemd release such as 252")
+    return int(text)
+
+
+def _topology_source(p: Parser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--topology", metavar="FILE",
+                   help="topology JSON from `slicectl topology --json` (plan for another host)")
+    g.add_argument("--sysfs", metavar="ROOT", help="sysfs root to read the topology from "
+                   f"(default: {defaults.SYSFS})")
+    p.add_argument("--systemd-version", metavar="N", type=release, default=None,
+                   help="the target's systemd release (default: from --topology, or this "
+                   "host's); keys it cannot take are refused")
+    _proc_root(p)
+
+
+def _proc_root(p: Parser) -> None:
+    p.add_argument("--proc-root", metavar="DIR", default=None,
+                   help="proc root whose meminfo gives the memory of a kernel without NUMA "
+                        "(default: the proc beside the sysfs root, /proc for /sys)")
+
+
+def _host(p: Parser) -> None:
+    p.add_argument("--unit-dir", metavar="DIR", default=None,
+                   help=f"unit directory slicectl owns files in (default: {defaults.UNIT_DIR})")
+    _cgroup_root(p, f"cgroup v2 mount (default: {defaults.CGROUP_ROOT})")
+    p.add_argument("--bus", metavar="ADDRESS", default=None,
+                   help="D-Bus address of systemd (default: the system bus)")
+
+
+def _cgroup_root(p: Parser, help: str | None = None) -> None:
+    p.add_argument("--cgroup-root", metavar="DIR", default=defaults.CGROUP_ROOT, help=help)
+
+
+def _interval(p: Parser, help: str | None = None) -> None:
+    p.add_argument("--interval", metavar="S", type=seconds,
+                   default=defaults.MONITOR_INTERVAL_S, help=help)
+
+
+def _profile(p: Parser, help: str | None = "apply profile P's overrides") -> None:
+    p.add_argument("--profile", metavar="P", help=help)
+
+
+def topology(p: Parser) -> None:
+    p.add_argument("--sysfs", metavar="ROOT", default=None,
+                   help=f"sysfs root (default: {defaults.SYSFS})")
+    _proc_root(p)
+    p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true", help="print the topology as JSON")
+
+
+def validate(p: Parser) -> None:
+    p.add_argument("tenants", metavar="TENANTS", help="path to tenants.yaml")
+
+
+def plan(p: Parser) -> None:
+    p.add_argument("tenants", metavar="TENANTS")
+    _topology_source(p)
+    _profile(p)
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.add_argument("--exit-code", action="store_true",
+                   help="exit 3 when the host differs from the plan, 0 when it matches")
+    _host(p)
+
+
+def apply(p: Parser) -> None:
+    p.add_argument("tenants", metavar="TENANTS")
+    _profile(p)
+    p.add_argument("--dry-run", action="store_true", help="show what would change; change "
+                   "nothing")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--if-in-force", action="store_true",
+                   help="apply --profile P only if P is the profile the schedule has in force "
+                   "now (its schedule elapsed last); else change nothing (the timers use it)")
+    p.add_argument("--json", action="store_true", help="print a JSON report")
+    p.add_argument("--sysfs", metavar="ROOT", help=argparse.SUPPRESS)
+    p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
+    _host(p)
+    p.add_argument("--lock", metavar="FILE", default=defaults.LOCK, help=argparse.SUPPRESS)
+    p.add_argument("--control-dir", metavar="DIR", default=defaults.CONTROL_DIR,
+                   help=argparse.SUPPRESS)
+
+
+def generate(p: Parser) -> None:
+    p.add_argument("tenants", metavar="TENANTS")
+    _topology_source(p)
+    _profile(p, help=None)
+    p.add_argument("--out", metavar="DIR", required=True,
+                   help="directory laid out like /etc/systemd/system")
+    p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
+
+
+def lint(p: Parser) -> None:
+    p.add_argument("tenants", metavar="TENANTS")
+    _topology_source(p)
+    p.add_argument("--live", action="store_true",
+                   help="also inspect the running host (processes outside managed groups)")
+    p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+    p.add_argument("--json", action="store_true", help="print findings as JSON")
+    _cgroup_root(p)
+
+
+def record(p: Parser) -> None:
+    _cgroup_root(p)
+    p.add_argument("--db", metavar="FILE", default=defaults.RECORD_DB)
+    p.add_argument("--interval", metavar="S", type=positive("seconds"),
+                   default=defaults.RECORD_INTERVAL_S)
+    p.add_argument("--retention", metavar="DAYS", type=positive("days"),
+                   default=defaults.RECORD_RETENTION_DAYS)
+    p.add_argument("--once", action="store_true", help="take one sample and exit")
+    p.add_argument("-n", "--iterations", metavar="N", type=int, default=None)
+
+
+def recommend(p: Parser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--db", metavar="FILE", default=None)
+    g.add_argument("--samples", metavar="CSV", help="CSV with header time,unit,anon,active_file")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--startup", metavar="S", type=float, default=defaults.RECOMMEND_STARTUP_S,
+                   help="ignore the first S seconds of each series (default: 1 hour)")
+    p.add_argument("--hold", metavar="S", type=float, default=defaults.RECOMMEND_HOLD_S,
+                   help="a level counts only if held S seconds (default: 10 minutes)")
+    p.add_argument("--headroom", metavar="SIZE", default=defaults.RECOMMEND_HEADROOM)
+    p.add_argument("--write", metavar="TENANTS",
+                   help="write the suggestions into TENANTS (comments preserved)")
+
+
+def tui(p: Parser) -> None:
+    p.add_argument("tenants", metavar="TENANTS", nargs="?",
+                   help="tenants.yaml to show on the NUMA map and to edit (omit: view only)")
+    _cgroup_root(p)
+    _interval(p, "refresh interval (default 1 s; never below 0.03 s, seed 002)")
+    _topology_source(p)
+    p.add_argument("--unit-dir", metavar="DIR", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--bus", metavar="ADDRESS", default=None, help=argparse.SUPPRESS)
+
+
+def status(p: Parser) -> None:
+    _cgroup_root(p)
+    p.add_argument("--json", action="store_true")
+    _interval(p)
+
+
+def top(p: Parser) -> None:
+    _cgroup_root(p)
+    _interval(p)
+    p.add_argument("-n", "--iterations", metavar="N", type=int, default=None)
+
+
+def completion(p: Parser) -> None:
+    p.add_argument("shell", choices=("bash", "zsh", "fish"),
+                   help="the shell to print the completion script for")
+    # Called by the scripts: the profiles of the tenants file on the command line so far.
+    p.add_argument("--profiles", metavar="WORD", nargs=argparse.REMAINDER,
+                   help=argparse.SUPPRESS)
+
+
+# verb → (its line in `slicectl --help`, the function adding its arguments), in help order.
+VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
+    "topology": ("show the host's NUMA topology (or export it as JSON)", topology),
+    "validate": ("check tenants.yaml and list every problem", validate),
+    "plan": ("show where each tenant goes and what changes", plan),
+    "apply": ("apply tenants.yaml to this host live (files + systemd)", apply),
+    "generate": ("write unit files and drop-ins into a directory", generate),
+    "lint": ("check tenants.yaml against the seeds' recommendations", lint),
+    "record": ("record per-slice memory, pressure and CPU into SQLite", record),
+    "recommend": ("suggest memory_max/high/low from recorded data (seed 001's sizing)",
+                  recommend),
+    "tui": ("interactive view of every slice; edit and apply live", tui),
+    "status": ("per-slice CPU, memory and pressure, two samples ~1 s apart", status),
+    "top": ("live per-slice load with limits, pressure and throttling", top),
+    "completion": ("print a shell completion script (bash, zsh, fish)", completion),
+}
+
+
+def build_parser(verbs: Iterable[str] | None = None) -> Parser:
+    """The argument parser; with `verbs`, only those verbs get their arguments."""
+    parser = Parser(
+        prog="slicectl",
+        description="Place tenants on NUMA nodes as systemd slices, apply them live, and "
+                    "watch their CPU load and memory pressure.",
+    )
+    parser.add_argument("--version", action="version", version=f"slicectl {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    wanted = set(VERBS if verbs is None else verbs)
+    for verb, (help, add_arguments) in VERBS.items():
+        p = sub.add_parser(verb, help=help)
+        if verb in wanted:
+            add_arguments(p)
+    return parser
+
+
+def verb_parser(verb: str) -> Parser:
+    """A parser of one verb's arguments alone (`slicectl completion` reads its options)."""
+    parser = Parser(prog=f"slicectl {verb}")
+    VERBS[verb][1](parser)
+    return parser
+
+
+def verb_in(argv: Sequence[str]) -> str | None:
+    """The verb of a command line: the first word that is not an option (the options before
+    the verb, --debug, --version and --help, take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)

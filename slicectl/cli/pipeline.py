@@ -1,0 +1,251 @@
+"""The verbs of the pipeline: topology, validate, plan, generate, apply (DESIGN §1, §5, §6).
+
+Each imports what it needs inside itself: `--help` and `generate` never load textual or
+dbus_fast (tests/test_cli.py checks).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from slicectl import defaults
+from slicectl.cli.common import EXIT_DIFF, EXIT_OK, apply_options, load_config, load_topology
+from slicectl.cli.schedule import check_target_version, in_force, schedule_command
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from slicectl.apply import ApplyOptions, ApplyReport, Diff
+    from slicectl.config import Config
+    from slicectl.plan import Plan
+    from slicectl.topology import Topology
+    from slicectl.unitdir import FileChanges
+
+
+def cmd_topology(args: Namespace) -> int:
+    """`slicectl topology`: the host's NUMA topology, as tables or JSON."""
+    topo = load_topology(args)
+    if not (args.sysfs or args.topology):  # this host: record its systemd for other hosts
+        from dataclasses import replace
+
+        from slicectl.hostinfo import systemd_version
+
+        topo = replace(topo, systemd_version=systemd_version())
+    if args.json:
+        import json
+
+        print(json.dumps(topo.to_json(), indent=2))
+        return EXIT_OK
+    from slicectl import views
+
+    out = views.console()
+    out.print(views.topology_summary(topo))
+    out.print(views.topology_table(topo))
+    out.print(views.numa_map(topo))
+    return EXIT_OK
+
+
+def cmd_validate(args: Namespace) -> int:
+    """`slicectl validate`: ok, or every problem of tenants.yaml (raised as ConfigError)."""
+    config = load_config(args)
+    profiles = f", {len(config.profiles)} profile(s)" if config.profiles else ""
+    print(f"{args.tenants}: ok ({len(config.tenants)} tenant(s){profiles})")
+    return EXIT_OK
+
+
+def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[Plan, Diff, str]:
+    """The plan placed from where apply left the tenants, the host's differences from it,
+    and a warning when systemd could not be asked (then only the files are compared)."""
+    import asyncio
+
+    from slicectl.apply import Diff, diff_plan, load_plan
+    from slicectl.errors import SlicectlError
+    from slicectl.unitdir import UnitDir
+
+    options = apply_options(args)
+    plan, files = load_plan(config, topo, options)
+    try:
+        return plan, asyncio.run(diff_plan(plan, files, options)), ""
+    except SlicectlError as e:
+        if args.exit_code:
+            raise
+        # No systemd to ask (not root, a container, a build host): compare files only.
+        diff = Diff(files=UnitDir(options.unit_dir).diff(files))
+        return plan, diff, f"live state not compared: {e.message}"
+
+
+def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
+                diff: Diff | None) -> None:
+    from slicectl.cli.schedule import schedule_json
+
+    if args.json:
+        import json
+
+        data = plan.to_json()
+        if config.schedule:
+            data["schedule"] = schedule_json(config)
+        if diff is not None:
+            data["changes"] = diff_json(diff)
+        print(json.dumps(data, indent=2))
+        return
+    from pathlib import Path
+
+    from slicectl import views
+
+    out = views.console()
+    out.print(views.plan_table(plan))
+    if config.schedule:
+        out.print(views.schedule_table(schedule_json(config)))
+    out.print(views.plan_files_table(plan))
+    out.print(views.numa_map(topo, plan.layout))
+    for note in plan.layout.notes:
+        print(f"note: {note}")
+    if diff is not None:
+        lines = diff.lines(Path(args.unit_dir or defaults.UNIT_DIR))
+        print("Changes on this host:" if lines else "This host matches the plan.")
+        for line in lines:
+            print(f"  {line}")
+        for note in diff.notes:
+            print(f"  note: {note}")
+
+
+def cmd_plan(args: Namespace) -> int:
+    """`slicectl plan`: where each tenant goes and, on a host, what apply would change."""
+    config = load_config(args)
+    topo = load_topology(args)
+    check_target_version(args, config, topo)
+    # Offline (a plan for another host, or a fixture) unless pointed at a host's units/bus.
+    live = bool(args.unit_dir or args.bus) or not (args.topology or args.sysfs)
+    diff: Diff | None = None
+    warning = ""
+    if live:
+        plan, diff, warning = _host_diff(args, config, topo)
+    else:
+        from slicectl.plan import build_plan
+
+        plan = build_plan(config, topo)
+    _print_plan(args, config, plan, topo, diff)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.exit_code and diff is not None and diff.changed:
+        return EXIT_DIFF
+    return EXIT_OK
+
+
+def diff_json(diff: Diff) -> dict[str, object]:
+    """The `changes` object of `plan --json` and `apply --json` (docs/plan-json.md)."""
+    from slicectl.live import format_live
+
+    return {
+        "changed": diff.changed,
+        "files": {"created": list(diff.files.created), "updated": list(diff.files.updated),
+                  "removed": list(diff.files.removed)},
+        "properties": [{"unit": c.unit, "property": c.prop,
+                        "live": format_live(c.prop, c.live),
+                        "desired": format_live(c.prop, c.want), "source": c.source}
+                       for c in diff.props],
+        "reload": diff.reload, "start": diff.start, "stop": diff.stop, "notes": diff.notes,
+    }
+
+
+def _ask(options: ApplyOptions, diff: Diff) -> bool:
+    """Show the changes and ask the user to confirm them."""
+    print("slicectl will make these changes:")
+    for line in diff.lines(options.unit_dir):
+        print(f"  {line}")
+    answer = input("Apply them? [y/N] ").strip().lower()
+    return answer in ("y", "yes")
+
+
+def _progress(line: str) -> None:
+    print(f"slicectl: {line}", file=sys.stderr, flush=True)
+
+
+def _report_json(args: Namespace, config: Config, report: ApplyReport) -> None:
+    import json
+
+    print(json.dumps({
+        "dry_run": args.dry_run, "profile": config.profile,
+        "changes": diff_json(report.diff), "reloaded": report.reloaded,
+        "started": report.started, "stopped": report.stopped,
+        "set_live": [{"unit": c.unit, "property": c.prop} for c in report.set_live],
+        "verified": report.verified, "notes": report.notes,
+    }, indent=2))
+
+
+def _report_text(args: Namespace, config: Config, options: ApplyOptions,
+                 report: ApplyReport) -> None:
+    lines = report.diff.lines(options.unit_dir)
+    files = report.diff.files
+    if not report.diff.changed:
+        print("Up to date: files and live state match the plan (nothing changed, no reload).")
+    elif args.dry_run:
+        print("Would change (dry run, nothing changed):")
+        for line in lines:
+            print(f"  {line}")
+    else:
+        for line in lines:
+            print(f"  {line}")
+        print(f"Applied{' profile ' + config.profile if config.profile else ''}: "
+              f"{len(files.created) + len(files.updated)} file(s) "
+              f"written, {len(files.removed)} removed, "
+              f"{'reloaded, ' if report.reloaded else ''}{len(report.started)} slice(s) "
+              f"started, {len(report.set_live)} live change(s); verified "
+              f"{len(report.verified)} unit(s) in their cgroups.")
+    for note in report.notes:
+        print(f"note: {note}")
+
+
+def cmd_apply(args: Namespace) -> int:
+    """`slicectl apply`: make the host match tenants.yaml, asking first on a terminal."""
+    import asyncio
+    from functools import partial
+
+    from slicectl.apply import apply_plan
+
+    config = load_config(args)
+    if args.if_in_force and not in_force(config):
+        return EXIT_OK
+    topo = load_topology(args)
+    options = apply_options(args)
+    ask = sys.stdin.isatty() and not args.yes and not args.dry_run and not args.json
+    report = asyncio.run(apply_plan(config, topo, options, dry_run=args.dry_run,
+                                    confirm=partial(_ask, options) if ask else None,
+                                    progress=None if args.json else _progress))
+    if args.json:
+        _report_json(args, config, report)
+    else:
+        _report_text(args, config, options, report)
+    return EXIT_OK
+
+
+def _print_changes(changes: FileChanges, where: str) -> None:
+    for label, paths in (("create", changes.created), ("update", changes.updated),
+                         ("remove", changes.removed)):
+        for path in paths:
+            print(f"  {label:7} {where}/{path}")
+    if not changes.changed:
+        print(f"  {where}: up to date ({len(changes.unchanged)} file(s))")
+
+
+def cmd_generate(args: Namespace) -> int:
+    """`slicectl generate`: unit files and drop-ins into `--out DIR`."""
+    from pathlib import Path
+
+    from slicectl.apply import plan_from_manifest
+    from slicectl.render import render
+    from slicectl.unitdir import Manifest, UnitDir
+
+    config = load_config(args)
+    topo = load_topology(args)
+    check_target_version(args, config, topo)
+    unit_dir = UnitDir(Path(args.out))
+    plan = plan_from_manifest(config, topo, unit_dir.root, schedule_command(args))
+    files = render(plan, args.templates)
+    changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
+                                                source=Path(config.path).name))
+    _print_changes(changes, args.out.rstrip("/"))
+    for note in plan.layout.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return EXIT_OK

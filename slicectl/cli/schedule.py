@@ -1,0 +1,111 @@
+"""What the pipeline verbs add for schedules (profiles switched by timers) and for the target's
+systemd: checks before anything is planned, the profile in force, the timers' command line.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from slicectl.calendar import InForce
+    from slicectl.config import Config
+    from slicectl.plan import ScheduleCommand
+    from slicectl.topology import Topology
+
+
+def check_target_version(args: Namespace, config: Config, topo: Topology) -> None:
+    """Refuse keys the target's systemd cannot take: --systemd-version, else the topology
+    export's, else (planning for this host) the installed one."""
+    from slicectl.versions import check_version
+
+    if args.systemd_version is not None:
+        check_version(config, args.systemd_version, "--systemd-version")
+    elif topo.systemd_version is not None:
+        check_version(config, topo.systemd_version, f"recorded in {topo.source}")
+    elif not (getattr(args, "topology", None) or getattr(args, "sysfs", None)):
+        from slicectl.hostinfo import systemd_version
+
+        check_version(config, systemd_version(), "systemd on this host")
+
+
+def check_schedule(config: Config) -> None:
+    """Calendar events systemd does not understand, or two profiles at one moment, are
+    located errors (systemd's own parser: slicectl.calendar)."""
+    from slicectl import calendar
+
+    if not calendar.available():
+        print("warning: schedule: not checked (systemd-analyze is not installed); the "
+              "timers check it on the host", file=sys.stderr)
+        return
+    problems = calendar.schedule_problems(config)
+    if problems:
+        from slicectl.errors import ConfigError
+
+        raise ConfigError(problems)
+
+
+def in_force(config: Config) -> bool:
+    """Whether `config`'s profile is the one its schedule has in force now; says so if not."""
+    from slicectl import calendar
+
+    now = calendar.in_force(config.schedule, base_name=_base_name(config))
+    if now.profile == config.profile:
+        return True
+    print(f"slicectl: profile {config.profile or 'default (the base file)'} is not in force "
+          f"now: {_schedule_name(now)} is; nothing changed", file=sys.stderr)
+    return False
+
+
+def _base_name(config: Config) -> str | None:
+    """The schedule's name for the base file: `default`, unless a profile has that name."""
+    from slicectl.tenants import BASE_PROFILE
+
+    return None if BASE_PROFILE in config.profiles else BASE_PROFILE
+
+
+def _schedule_name(now: InForce) -> str:
+    from time import gmtime, strftime
+
+    name = now.profile or "the base file"
+    if now.since is None:
+        return f"{name} (no schedule has elapsed)"
+    return f"{name} (since {strftime('%Y-%m-%d %H:%M:%S UTC', gmtime(now.since))})"
+
+
+def schedule_json(config: Config) -> dict[str, object]:
+    """`plan --json`'s "schedule": each timer's next elapse, and the profile in force now."""
+    from time import gmtime, strftime
+
+    from slicectl import calendar
+
+    def stamp(t: float | None) -> str | None:
+        return None if t is None else strftime("%Y-%m-%dT%H:%M:%SZ", gmtime(t))
+
+    now = calendar.in_force(config.schedule, base_name=_base_name(config))
+    timers = []
+    for profile, expressions in config.schedule.items():
+        nexts = [t for e in expressions if (t := calendar.next_elapse(e)) is not None]
+        timers.append({"profile": profile, "timer": f"slicectl-profile@{profile}.timer",
+                       "calendars": list(expressions),
+                       "next_elapse": stamp(min(nexts) if nexts else None)})
+    return {"timers": timers,
+            "in_force": {"profile": now.profile, "since": stamp(now.since)}}
+
+
+def schedule_command(args: Namespace) -> ScheduleCommand:
+    """How the schedule's timers run slicectl on the host: this slicectl (the installed
+    console script when that is what runs, else this interpreter with -m slicectl) on the
+    tenants file by its absolute path."""
+    import os
+
+    from slicectl.plan import ScheduleCommand
+
+    script = sys.argv[0]
+    if os.path.basename(script) == "slicectl" and os.path.isfile(script):
+        executable: tuple[str, ...] = (os.path.abspath(script),)
+    else:
+        executable = (sys.executable, "-m", "slicectl")
+    return ScheduleCommand(executable, os.path.abspath(args.tenants))

@@ -1,0 +1,177 @@
+"""The verbs that watch the host: status, top, tui and record (DESIGN §7).
+
+Each samples cgroupfs through `slicectl.sampler`, computes with `slicectl.metrics` and prints
+through `slicectl.monitor`'s render layer (status, top), the TUI, or SQLite (record).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from slicectl.cli.common import EXIT_OK, apply_options
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+if TYPE_CHECKING:
+    from argparse import Namespace
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import TextIO
+
+    from rich.console import Console
+    from rich.live import Live
+
+    from slicectl.sampler import Sampler
+
+
+def run_status(
+    cgroup_root: Path,
+    as_json: bool,
+    interval: float = 1.0,
+    out: TextIO = sys.stdout,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """`slicectl status`: two samples `interval` apart, printed once; raises SamplerError."""
+    from slicectl.metrics import compute
+    from slicectl.monitor import render_table, status_json
+    from slicectl.sampler import Sampler
+
+    with Sampler(cgroup_root) as sampler:
+        first = sampler.sample()
+        sleep(interval)
+        second = sampler.sample()
+    metrics = compute(first, second)
+    dt = second.time - first.time
+    if as_json:
+        import json
+
+        json.dump(status_json(metrics, dt), out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    from rich.console import Console
+
+    console = Console(file=out, width=None if out.isatty() else 160)
+    by_unit = sorted(metrics, key=lambda m: (m.unit, m.cgroup))
+    console.print(render_table(by_unit, title=f"{cgroup_root} over {dt:.2f}s"))
+    return EXIT_OK
+
+
+def _top_loop(sampler: Sampler, cgroup_root: Path, interval: float, iterations: int | None,
+              console: Console, live: Live | None, sleep: Callable[[float], None]) -> None:
+    from slicectl.metrics import compute
+    from slicectl.monitor import render_table
+
+    prev = sampler.sample()
+    done = 0
+    while iterations is None or done < iterations:
+        sleep(interval)
+        cur = sampler.sample()
+        metrics = compute(prev, cur)
+        prev = cur
+        done += 1
+        metrics.sort(key=lambda m: (-(m.cpu_cores or 0.0), m.unit))
+        title = f"{time.strftime('%H:%M:%S')}  {cgroup_root}  every {interval:g}s"
+        table = render_table(metrics, title=title)
+        if live is not None:
+            live.update(table, refresh=True)
+        else:
+            console.print(table)
+            console.file.flush()
+
+
+def run_top(
+    cgroup_root: Path,
+    interval: float = 1.0,
+    iterations: int | None = None,
+    out: TextIO = sys.stdout,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """`slicectl top`: a table per interval, busiest slices first; Ctrl-C ends it."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from slicectl.sampler import Sampler
+
+    live_terminal = out.isatty()
+    console = Console(file=out, width=None if live_terminal else 160)
+    with Sampler(cgroup_root) as sampler:
+        live = None
+        try:
+            if live_terminal:
+                live = Live(console=console, auto_refresh=False, transient=False)
+                live.start()
+            _top_loop(sampler, cgroup_root, interval, iterations, console, live, sleep)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if live is not None:
+                live.stop()
+    return EXIT_OK
+
+
+def run_record(
+    cgroup_root: str,
+    db: str,
+    interval: float,
+    retention_days: float,
+    once: bool,
+    iterations: int | None = None,
+) -> int:
+    """`slicectl record`: sample every `interval` s (or once) into `db`; returns 0."""
+    from pathlib import Path
+
+    from slicectl.record import open_db, record_round
+    from slicectl.sampler import Sampler
+
+    rounds = 1 if once else iterations
+    conn = open_db(db)
+    try:
+        with Sampler(Path(cgroup_root)) as sampler:
+            done = 0
+            next_at = time.monotonic()
+            while rounds is None or done < rounds:
+                count = record_round(conn, sampler, time.time(), retention_days)
+                done += 1
+                if once:
+                    print(f"{db}: recorded {count} cgroup(s)")
+                if rounds is not None and done >= rounds:
+                    break
+                # A fixed schedule (not sleep(interval) after work) keeps rounds evenly spaced.
+                next_at += interval
+                time.sleep(max(0.0, next_at - time.monotonic()))
+    finally:
+        conn.close()
+    return EXIT_OK
+
+
+def cmd_status(args: Namespace) -> int:
+    """`slicectl status`."""
+    from pathlib import Path
+
+    return run_status(Path(args.cgroup_root), args.json, args.interval)
+
+
+def cmd_top(args: Namespace) -> int:
+    """`slicectl top`."""
+    from pathlib import Path
+
+    return run_top(Path(args.cgroup_root), args.interval, args.iterations)
+
+
+def cmd_tui(args: Namespace) -> int:
+    """`slicectl tui`."""
+    from pathlib import Path
+
+    from slicectl.tui import run_tui
+
+    return run_tui(args.tenants, Path(args.cgroup_root), args.interval, args.sysfs,
+                   args.topology, options=apply_options(args),
+                   proc_root=Path(args.proc_root) if args.proc_root else None)
+
+
+def cmd_record(args: Namespace) -> int:
+    """`slicectl record`."""
+    return run_record(args.cgroup_root, args.db, args.interval, args.retention, args.once,
+                      args.iterations)

@@ -1,0 +1,34 @@
+"""Host paths and defaults, defined once: the CLI, the readers and the front ends import them.
+
+Plain strings and numbers, no imports, so that `slicectl --help` can read them for free.
+Every reader of a host tree takes its root as an argument (tests pass fixture trees); these
+are only the values used when the user names none.
+"""
+
+from __future__ import annotations
+
+# Trees slicectl reads.
+SYSFS = "/sys"
+CGROUP_ROOT = "/sys/fs/cgroup"
+PROC = "/proc"
+
+# Where slicectl writes on a host (apply, plan's diff, the TUI).
+UNIT_DIR = "/etc/systemd/system"
+# systemd's own runtime drop-ins (`set-property --runtime`, SetUnitProperties runtime=true).
+CONTROL_DIR = "/run/systemd/system.control"
+LOCK = "/run/slicectl.lock"
+
+# status, top and the TUI: one refresh a second (never below 0.03 s in the TUI, seed 002).
+MONITOR_INTERVAL_S = 1.0
+
+# record: one round a minute into SQLite.
+RECORD_DB = "/var/lib/slicectl/record.db"
+RECORD_INTERVAL_S = 60.0
+# 001: size over a stable period of at least a week; two weeks keep one full week after a
+# restart or a deployment has been skipped as start-up.
+RECORD_RETENTION_DAYS = 14.0
+
+# recommend (seed 001, rec. 2).
+RECOMMEND_STARTUP_S = 3600.0  # no measurements during the application's start-up
+RECOMMEND_HOLD_S = 600.0  # consider only values that last ~10 minutes
+RECOMMEND_HEADROOM = 1 << 30  # bytes (1G): LinkedIn adds 1 GB for page cache beyond active_file

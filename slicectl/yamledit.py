@@ -1,0 +1,136 @@
+"""The one tenants.yaml editor: set tenants' keys, keeping the user's comments and layout.
+
+The TUI's edit form and `recommend --write` both go through `edit_tenants`. ruamel's
+round-trip loader keeps comments, key order, flow/block style and quoting; it still respaces
+some lines it did not need to touch (`user.slice:   {…}` loses its alignment), so every line
+outside the edited tenants is taken back from the original text, byte for byte, whenever the
+result means the same. The new text is validated with the same parser as `slicectl validate`
+before it is returned; callers write it atomically. Pure: text in, text out.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+from collections.abc import Mapping
+from typing import Any
+
+from slicectl.config import Config, load_yaml, parse_config
+from slicectl.settings import EDITABLE_KEYS
+
+# Keys the TUI's edit form offers: the settings table's editable rows, in its order.
+EDITABLE = EDITABLE_KEYS
+
+Span = tuple[int, int]  # lines [start, end) of one tenant in the original text, 0-based
+
+
+def current_values(text: str, path: str, tenant: str) -> dict[str, str]:
+    """The editable keys of a tenant as the user wrote them ("" = not set)."""
+    data = load_yaml(text, path)
+    body = (data.get("tenants") or {}).get(tenant) or {}
+    return {key: "" if body.get(key) is None else str(body[key]) for key in EDITABLE}
+
+
+def edit_tenant(text: str, path: str, tenant: str, values: Mapping[str, str]) -> tuple[str,
+                                                                                       Config]:
+    """tenants.yaml with `values` set on `tenant` ("" removes a key); raises ConfigError."""
+    return edit_tenants(text, path, {tenant: values})
+
+
+def edit_tenants(text: str, path: str, changes: Mapping[str, Mapping[str, str]]
+                 ) -> tuple[str, Config]:
+    """tenants.yaml with each tenant's `values` set ("" removes a key) and the config it
+    parses to; raises ConfigError when the result is not a valid tenants.yaml.
+
+    A key the tenant lacks goes right after the key before it in `values` when the tenant
+    has that one, else at the end of the tenant.
+    """
+    yaml = _round_trip_yaml(text)
+    data = yaml.load(text)
+    tenants = data["tenants"]
+    spans = [_span(data, name) for name in changes]
+    for name, values in changes.items():
+        _set_values(tenants, name, values)
+    out = io.StringIO()
+    yaml.dump(data, out)
+    new_text = _keep_other_lines(text, out.getvalue(), spans, path)
+    config = parse_config(load_yaml(new_text, path), path)  # never write what we cannot read
+    return new_text, config
+
+
+def _round_trip_yaml(text: str) -> Any:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.util import load_yaml_guess_indent
+
+    _, indent, block_seq_indent = load_yaml_guess_indent(text)
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap long lines or flow mappings
+    yaml.indent(mapping=indent or 2, sequence=(indent or 2) + (block_seq_indent or 0),
+                offset=block_seq_indent or 0)
+    return yaml
+
+
+def _yaml_value(key: str, text: str) -> Any:
+    """A value as the YAML scalar the user would have typed."""
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+    if text.isdigit():
+        return int(text)
+    if key == "cpus":
+        # "0-3,16-19" must be quoted: a bare comma would split a flow mapping.
+        return DoubleQuotedScalarString(text)
+    return text
+
+
+def _set_values(tenants: Any, name: str, values: Mapping[str, str]) -> None:
+    from ruamel.yaml.comments import CommentedMap
+
+    body = tenants[name]
+    if body is None:
+        body = tenants[name] = CommentedMap()
+    previous: str | None = None
+    for key, raw in values.items():
+        new = raw.strip()
+        old = body.get(key)
+        if not new:
+            body.pop(key, None)
+        elif old is not None and str(old) == new:
+            pass  # unchanged: keep the user's spelling and quoting
+        elif old is None and previous is not None and previous in body:
+            body.insert(list(body).index(previous) + 1, key, _yaml_value(key, new))
+        else:
+            body[key] = _yaml_value(key, new)
+        previous = key
+
+
+def _span(data: Any, name: str) -> Span:
+    """The lines of tenant `name`: from its key to the next tenant or top-level key."""
+    tenants = data["tenants"]
+    start = tenants.lc.key(name)[0]
+    after = [tenants.lc.key(k)[0] for k in tenants] + [data.lc.key(k)[0] for k in data]
+    end = min((line for line in after if line > start), default=1 << 30)
+    return start, end
+
+
+def _touches(i1: int, i2: int, spans: list[Span]) -> bool:
+    """Whether the original lines [i1, i2) (or, when empty, an insertion at i1) belong to an
+    edited tenant."""
+    if i1 == i2:
+        return any(start < i1 <= end for start, end in spans)
+    return any(start < i2 and i1 < end for start, end in spans)
+
+
+def _keep_other_lines(old: str, new: str, spans: list[Span], path: str) -> str:
+    """`new`, with the lines outside `spans` that the round trip changed taken back from
+    `old`; `new` itself when that would change what the document means."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    merged: list[str] = []
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        keep_new = tag == "equal" or _touches(i1, i2, spans)
+        merged += b[j1:j2] if keep_new else a[i1:i2]
+    text = "".join(merged)
+    if text != new and load_yaml(text, path) != load_yaml(new, path):
+        return new
+    return text
