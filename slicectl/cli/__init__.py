@@ -15,7 +15,7 @@ import sys
 from slicectl.cli.advise import cmd_lint, cmd_recommend
 from slicectl.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from slicectl.cli.completion import cmd_completion
-from slicectl.cli.parser import build_parser, verb_in
+from slicectl.cli.parser import build_parser, parser_for
 from slicectl.cli.pipeline import cmd_apply, cmd_generate, cmd_plan, cmd_topology, cmd_validate
 from slicectl.cli.watch import cmd_record, cmd_status, cmd_top, cmd_tui
 
@@ -81,7 +81,7 @@ def _run(args: Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `slicectl` console script."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser([verb] if (verb := verb_in(argv)) else [])
+    parser = parser_for(argv)
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help()

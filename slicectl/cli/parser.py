@@ -1,8 +1,7 @@
 """The argument parser: one small function per verb (DESIGN §8, README's CLI section).
 
-`build_parser()` builds every verb (for `slicectl completion`, the README test);
-`build_parser([verb])` only the verb being run, because argparse spends most of a
-`slicectl --help` in building sub-parsers and their arguments (BENCHMARKS.md, start-up).
+`build_parser()` builds every verb (for `slicectl completion`, the README test); `main()`
+builds only what the command line needs (`parser_for`, BENCHMARKS.md on start-up).
 """
 
 from __future__ import annotations
@@ -226,8 +225,9 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
 }
 
 
-def build_parser(verbs: Iterable[str] | None = None) -> Parser:
-    """The argument parser; with `verbs`, only those verbs get their arguments."""
+def build_parser(verbs: Iterable[str] | None = None, *, arguments: bool = True) -> Parser:
+    """The argument parser: of every verb, or of `verbs` alone; without the verbs' own
+    arguments when `arguments` is false (enough to list the verbs)."""
     parser = Parser(
         prog="slicectl",
         description="Place tenants on NUMA nodes as systemd slices, apply them live, and "
@@ -236,12 +236,23 @@ def build_parser(verbs: Iterable[str] | None = None) -> Parser:
     parser.add_argument("--version", action="version", version=f"slicectl {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
-    wanted = set(VERBS if verbs is None else verbs)
     for verb, (help, add_arguments) in VERBS.items():
-        p = sub.add_parser(verb, help=help)
-        if verb in wanted:
-            add_arguments(p)
+        if verbs is None or verb in verbs:
+            p = sub.add_parser(verb, help=help)
+            if arguments:
+                add_arguments(p)
     return parser
+
+
+def parser_for(argv: Sequence[str]) -> Parser:
+    """The parser a command line needs. argparse spends most of a start-up building parsers,
+    so: only the verb's when the line names one (the options before a verb take no value);
+    every verb's, without their arguments, for `slicectl --help`, a wrong verb or none."""
+    verb = next((word for word in argv if not word.startswith("-")), None)
+    before = argv[:argv.index(verb)] if verb is not None else argv
+    if verb in VERBS and not any(word in ("-h", "--help") for word in before):
+        return build_parser([verb])
+    return build_parser(arguments=False)
 
 
 def verb_parser(verb: str) -> Parser:
@@ -249,9 +260,3 @@ def verb_parser(verb: str) -> Parser:
     parser = Parser(prog=f"slicectl {verb}")
     VERBS[verb][1](parser)
     return parser
-
-
-def verb_in(argv: Sequence[str]) -> str | None:
-    """The verb of a command line: the first word that is not an option (the options before
-    the verb, --debug, --version and --help, take no value)."""
-    return next((word for word in argv if not word.startswith("-")), None)
