@@ -27,9 +27,10 @@ def default_templates_dir() -> str:
                             "templates")
     if os.path.isfile(os.path.join(checkout, TEMPLATES["unit"])):
         return checkout
-    from importlib import resources
+    # The package's folder, not importlib.resources: that import alone is ~2% of `generate`.
+    import importlib
 
-    return str(resources.files("slicectl.templates"))
+    return os.path.dirname(str(importlib.import_module("slicectl.templates").__file__))
 
 
 def check_value(unit: str, key: str, value: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import slicectl
-from slicectl.cli import COMMANDS, main
+from slicectl.cli import COMMANDS, build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "tests" / "fixtures" / "topologies"
@@ -85,6 +85,23 @@ def test_bad_interval_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_p
     err = capsys.readouterr().err
     assert err.startswith(f"usage: slicectl {verb}")
     assert f"slicectl {verb}: error: argument --interval: " in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("verb", sorted(COMMANDS))
+def test_each_verb_help_is_the_full_parsers(capsys: pytest.CaptureFixture[str], verb: str) -> None:
+    """main() builds only the verb it runs; its help is the one of the parser of every verb."""
+    with pytest.raises(SystemExit):
+        main([verb, "--help"])
+    sub = next(a for a in build_parser()._actions if a.dest == "verb")
+    assert capsys.readouterr().out == getattr(sub, "choices", {})[verb].format_help()
+
+
+def test_help_before_a_verb_is_the_main_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--debug", "--help", "plan"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: slicectl [-h] [--version] [--debug] VERB ...")
+    assert all(f"    {verb}" in out for verb in COMMANDS)
 
 
 # --- validate ---------------------------------------------------------------------------------

@@ -235,13 +235,23 @@ def build_parser(verbs: Iterable[str] | None = None, *, arguments: bool = True) 
     )
     parser.add_argument("--version", action="version", version=f"slicectl {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB",
+                                parser_class=Parser if arguments else Listed)
     for verb, (help, add_arguments) in VERBS.items():
         if verbs is None or verb in verbs:
             p = sub.add_parser(verb, help=help)
             if arguments:
                 add_arguments(p)
     return parser
+
+
+class Listed(Parser):
+    """A verb that is only listed (`slicectl --help`, a usage error), never parsed: it skips
+    ArgumentParser's set-up, whose gettext look-ups are most of a `--help`. `parser_for` never
+    lets one parse: a command line naming a verb gets that verb's full parser."""
+
+    def __init__(self, **kwargs: object) -> None:  # no super().__init__(), on purpose
+        self.prog = str(kwargs.get("prog", ""))
 
 
 def parser_for(argv: Sequence[str]) -> Parser:
