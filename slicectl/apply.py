@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from slicectl import paths
+from slicectl import defaults
 from slicectl.errors import ApplyError, LockError, SlicectlError
 from slicectl.live import LiveValue, format_live
 from slicectl.livestate import Diff, PropChange, host_diff, managed_units, read_back
@@ -46,11 +46,11 @@ __all__ = ["ApplyOptions", "ApplyReport", "Diff", "PropChange", "apply_lock", "a
 class ApplyOptions:
     """Where apply acts: the unit directory, cgroup root, bus, lock (defaults: the host)."""
 
-    unit_dir: Path = paths.UNIT_DIR
-    cgroup_root: Path = paths.CGROUP_ROOT
+    unit_dir: Path = Path(defaults.UNIT_DIR)
+    cgroup_root: Path = Path(defaults.CGROUP_ROOT)
     bus_address: str | None = None  # None: the system bus
-    control_dir: Path = paths.CONTROL_DIR
-    lock_path: Path = paths.APPLY_LOCK
+    control_dir: Path = Path(defaults.CONTROL_DIR)
+    lock_path: Path = Path(defaults.LOCK)
     templates: str | None = None
     # How the schedule's timers run slicectl on this host (None: ScheduleCommand.default).
     schedule_command: ScheduleCommand | None = None

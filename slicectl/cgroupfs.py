@@ -13,7 +13,7 @@ import re
 import stat
 from pathlib import Path
 
-from slicectl import paths
+from slicectl import defaults
 
 MAX_READ = 65536
 
@@ -53,7 +53,7 @@ def populated(root: Path, control_group: str) -> bool:
     return "populated 1" in (read_cgroup_file(root, control_group, "cgroup.events") or "")
 
 
-def block_device(path: str, sysfs: Path = paths.SYSFS_ROOT) -> str | None:
+def block_device(path: str, sysfs: Path = Path(defaults.SYSFS)) -> str | None:
     """The whole disk a device path (or a file on a disk's file system) is on, as "MAJ:MIN",
     resolved as systemd does for IO settings (`/dev/block/MAJ:MIN` taken as it is; a file's
     own device; a partition or a single dm/LUKS mapping up to its disk); None when there is

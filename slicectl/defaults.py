@@ -1,8 +1,9 @@
-"""Host paths and defaults, defined once: the CLI, the readers and the front ends import them.
+"""Where slicectl looks and writes on a host by default, and its other defaults: defined once.
 
-Plain strings and numbers, no imports, so that `slicectl --help` can read them for free.
-Every reader of a host tree takes its root as an argument (tests pass fixture trees); these
-are only the values used when the user names none.
+Every reader takes a root (tests and other hosts' dumps point elsewhere); these are the
+values the CLI, apply, the TUI, the readers and the units in units/ use when the user names
+none. Plain strings and numbers, importing nothing, so that `slicectl --help` reads them for
+free (pathlib and typing would add a third to its start-up); callers make Paths.
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from slicectl import defaults
 from slicectl.cpulist import parse_cpulist
 from slicectl.errors import SamplerError
 
-DEFAULT_ROOT = Path("/sys/fs/cgroup")
+DEFAULT_ROOT = Path(defaults.CGROUP_ROOT)
 
 _READ_SIZE = 65536
 # A vanished cgroup's open files fail with ENODEV on kernfs; ENOENT/ESRCH show up in races.

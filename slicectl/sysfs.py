@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from slicectl import defaults
 from slicectl.cpulist import parse_cpulist, parse_cpumask
 from slicectl.errors import TopologyError
 from slicectl.topology import (
@@ -38,7 +39,7 @@ def load_topology(topology_file: str | None, sysfs: str | None,
     sysfs tree `sysfs` (default /sys), with `proc_root` for kernels without NUMA."""
     if topology_file:
         return load_topology_file(topology_file)
-    return read_topology(sysfs or "/sys", proc_root)
+    return read_topology(sysfs or defaults.SYSFS, proc_root)
 
 
 def load_topology_file(path: str) -> Topology:
@@ -55,7 +56,8 @@ def load_topology_file(path: str) -> Topology:
     return parse_topology_json(data, path)
 
 
-def read_topology(root: str | Path = "/sys", proc_root: str | Path | None = None) -> Topology:
+def read_topology(root: str | Path = defaults.SYSFS,
+                  proc_root: str | Path | None = None) -> Topology:
     """Read nodes, CPUs, SMT siblings, memory and distances from the sysfs tree at `root`."""
     root = Path(root)
     cpu_dir = _cpu_dir(root)

@@ -59,11 +59,13 @@ def edit_tenants(text: str, path: str, changes: Mapping[str, Mapping[str, str]]
 
 
 def _round_trip_yaml(text: str) -> Any:
-    from ruamel.yaml import YAML
+    """yamldoc's round-trip YAML, writing with the indentation `text` uses."""
     from ruamel.yaml.util import load_yaml_guess_indent
 
+    from slicectl.yamldoc import round_trip_yaml
+
     _, indent, block_seq_indent = load_yaml_guess_indent(text)
-    yaml = YAML(typ="rt")
+    yaml = round_trip_yaml()
     yaml.preserve_quotes = True
     yaml.width = 4096  # never re-wrap long lines or flow mappings
     yaml.indent(mapping=indent or 2, sequence=(indent or 2) + (block_seq_indent or 0),

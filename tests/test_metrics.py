@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given
@@ -143,12 +141,3 @@ def test_rates_stay_in_range(a: int, b: int, fa: int, fb: int, u: int, v: int, d
     assert m.memory_pressure is not None and m.memory_pressure.full is not None
     for rate in (m.memory_pressure.some.rate, m.memory_pressure.full.rate):
         assert rate is None or 0.0 <= rate <= 100.0
-
-
-def test_core_imports_no_front_end() -> None:
-    code = (
-        "import sys, slicectl.metrics\n"
-        "bad = {'rich', 'textual', 'dbus_fast'} & {m.split('.')[0] for m in sys.modules}\n"
-        "assert not bad, bad\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)

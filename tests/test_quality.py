@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # the core and edges; front ends import anything. Every module must be in one layer.
 CORE = {"", "config", "settings", "values", "cpulist", "topology", "placement", "plan", "render",
         "live", "metrics", "lint", "recommend", "errors", "yamldoc", "yamledit", "defaults",
-        "kinds", "protection", "parsers", "tenants", "paths", "versions",
+        "kinds", "protection", "parsers", "tenants", "versions",
         "jsoninput", "packing", "cores"}
 EDGES = {"sysfs", "sampler", "unitdir", "atomic", "systemd", "apply", "record", "readers",
          "cgroupfs", "livestate", "transaction", "calendar", "hostinfo"}

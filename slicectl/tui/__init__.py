@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slicectl import defaults
 from slicectl.errors import SlicectlError
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
         readonly.append(f"no topology ({topology_error})")
     return TuiSettings(cgroup_root=cgroup_root, interval=interval, tenants=tenants,
                        config=config, topology=topology, topology_error=topology_error,
-                       options=options, proc_root=proc_root or Path("/proc"),
+                       options=options, proc_root=proc_root or Path(defaults.PROC),
                        readonly=readonly)
 
 

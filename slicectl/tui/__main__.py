@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from slicectl import defaults
 from slicectl.errors import SlicectlError
 
 
@@ -16,12 +17,12 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m slicectl.tui")
     p.add_argument("tenants", metavar="TENANTS", nargs="?")
-    p.add_argument("--cgroup-root", metavar="DIR", default="/sys/fs/cgroup")
+    p.add_argument("--cgroup-root", metavar="DIR", default=defaults.CGROUP_ROOT)
     p.add_argument("--interval", metavar="S", type=float, default=1.0)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--sysfs", metavar="ROOT")
     g.add_argument("--topology", metavar="FILE")
-    p.add_argument("--proc-root", metavar="DIR", default="/proc")
+    p.add_argument("--proc-root", metavar="DIR", default=defaults.PROC)
     args = p.parse_args(argv)
     try:
         return run_tui(args.tenants, Path(args.cgroup_root), args.interval, args.sysfs,

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.timer import Timer
 
+from slicectl import defaults
 from slicectl.errors import SlicectlError
 from slicectl.metrics import SliceMetrics, compute
 from slicectl.sampler import Sampler, Snapshot
@@ -44,7 +45,7 @@ class TuiSettings:
     topology: Topology | None = None
     topology_error: str = ""
     options: ApplyOptions | None = None
-    proc_root: Path = Path("/proc")
+    proc_root: Path = Path(defaults.PROC)
     readonly: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from slicectl import defaults
 from slicectl.metrics import MIN_RATE_WINDOW, SliceMetrics
 
 HISTORY = 120  # samples kept per slice: two minutes at the default interval
@@ -148,7 +149,7 @@ class Process:
     cgroup: str  # relative to the slice
 
 
-def read_processes(cgroup_root: Path, cgroup: str, proc_root: Path = Path("/proc"),
+def read_processes(cgroup_root: Path, cgroup: str, proc_root: Path = Path(defaults.PROC),
                    limit: int = MAX_PROCESSES) -> list[Process]:
     """Processes of a cgroup and everything below it: `cgroup.procs` plus `/proc/PID/comm`."""
     top = Path(cgroup_root) / cgroup.lstrip("/")
