@@ -30,7 +30,7 @@ from slicectl.live import LiveValue, format_live
 from slicectl.livestate import Diff, PropChange, host_diff, managed_units, read_back
 from slicectl.plan import Plan, ScheduleCommand
 from slicectl.transaction import Transaction
-from slicectl.unitdir import Manifest, UnitDir
+from slicectl.unitdir import Manifest, UnitDir, plan_from_manifest
 from slicectl.versions import check_version, parse_version
 
 if TYPE_CHECKING:
@@ -91,15 +91,6 @@ def apply_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def plan_from_manifest(config: Config, topology: Topology, unit_dir: Path,
-                       command: ScheduleCommand | None = None) -> Plan:
-    """The plan, keeping tenants where the last apply or generate into `unit_dir` placed
-    them (its manifest): what plan shows is what apply does, and generate is stable."""
-    from slicectl.plan import build_plan
-
-    return build_plan(config, topology, UnitDir(unit_dir).manifest().placements, command)
 
 
 def load_plan(config: Config, topology: Topology, options: ApplyOptions) -> tuple[

@@ -14,12 +14,17 @@ import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slicectl import __version__
 from slicectl.atomic import write_atomically, write_many
 from slicectl.cpulist import format_cpulist, parse_cpulist
 from slicectl.errors import OutputError
+
+if TYPE_CHECKING:
+    from slicectl.config import Config
+    from slicectl.plan import Plan, ScheduleCommand
+    from slicectl.topology import Topology
 
 MANIFEST_NAME = ".slicectl-manifest.json"
 MANIFEST_FORMAT = "slicectl-manifest/1"
@@ -240,3 +245,13 @@ class UnitDir:
                 "free space)",
             ) from e
         return changes, journal
+
+
+def plan_from_manifest(config: Config, topology: Topology, unit_dir: Path,
+                       command: ScheduleCommand | None = None) -> Plan:
+    """The plan, keeping tenants where the last apply or generate into `unit_dir` placed
+    them (its manifest): what plan shows is what apply does, and generate is stable. Here,
+    not in apply, so that generate does not import apply's asyncio and D-Bus machinery."""
+    from slicectl.plan import build_plan
+
+    return build_plan(config, topology, UnitDir(unit_dir).manifest().placements, command)

@@ -233,9 +233,8 @@ def cmd_generate(args: Namespace) -> int:
     """`slicectl generate`: unit files and drop-ins into `--out DIR`."""
     from pathlib import Path
 
-    from slicectl.apply import plan_from_manifest
     from slicectl.render import render
-    from slicectl.unitdir import Manifest, UnitDir
+    from slicectl.unitdir import Manifest, UnitDir, plan_from_manifest
 
     config = load_config(args)
     topo = load_topology(args)
