@@ -78,8 +78,8 @@ def _parameters(args: Namespace) -> int:
         raise RecommendError(f"--headroom: {e}", "e.g. --headroom 1G") from None
     times = (args.startup, args.hold)
     if head is INFINITY or head < 0 or not all(math.isfinite(t) and t >= 0 for t in times):
-        raise RecommendError("--headroom, --startup and --hold must not be negative or "
-                             "infinity", "e.g. --startup 3600 --hold 600 --headroom 1G")
+        raise RecommendError("--headroom, --startup and --hold must not be negative, "
+                             "infinity or nan", "e.g. --startup 3600 --hold 600 --headroom 1G")
     return head
 
 
