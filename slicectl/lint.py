@@ -8,10 +8,10 @@ lives in the CLI (slicectl/cli/advise.py). Every finding names its rule, a fix a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from slicectl.config import Config, Confinement, Tenant
 from slicectl.cpulist import format_cpulist
@@ -77,7 +77,20 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("root-tasks", Level.WARNING, SEED_HIERARCHY,
          "move these processes into their own unit or sub-slice (e.g. `systemd-run "
          "--scope`, or a service with Slice=)"),
+    Rule("idle-with-quota", Level.WARNING, SEED_QUOTA,
+         "drop cpu_quota: an idle tenant already yields to everyone else, and the quota "
+         "only keeps it off CPUs nobody uses"),
+    Rule("io-device-missing", Level.WARNING, MAN_RESOURCE_CONTROL,
+         "name a block device this host has (or a file on its file system), e.g. /dev/sda "
+         "or /var/lib/db; `lsblk` lists them"),
+    Rule("oomd-not-running", Level.WARNING, MAN_RESOURCE_CONTROL,
+         "start systemd-oomd (`systemctl enable --now systemd-oomd`), or drop "
+         "managed_oom_memory_pressure"),
 )}
+
+# The per-device keys (IO weights and limits): systemd skips a device it cannot find.
+DEVICE_KEYS = ("io_device_weight", "io_read_bandwidth_max", "io_write_bandwidth_max",
+               "io_read_iops_max", "io_write_iops_max")
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,11 @@ def _cpu_rules(c: Config, t: Tenant, layout: Layout | None) -> Iterator[Finding]
         yield _finding("quota-exceeds-cpus", c.path, t.line_of("cpu_quota"),
                        f"tenant {t.name} has cpu_quota {t.cpu_quota}% but only {count} "
                        f"CPU(s): at most {100 * count}% is reachable")
+    if t.cpu_weight == 0 and t.cpu_quota is not None:  # 0: idle
+        # 003: a quota leaves CPUs idle; an idle tenant is meant to use exactly those.
+        yield _finding("idle-with-quota", c.path, t.line_of("cpu_quota"),
+                       f"tenant {t.name} has cpu_weight idle and cpu_quota {t.cpu_quota}%: "
+                       "the quota keeps it off CPUs that nobody else wants")
     if t.cpu_quota_period is not None and t.cpu_quota_period < MIN_QUOTA_PERIOD_US:
         yield _finding("short-quota-period", c.path, t.line_of("cpu_quota_period"),
                        f"tenant {t.name} has cpu_quota_period "
@@ -291,3 +309,40 @@ def root_tasks(cgroups: list[CrowdedCgroup]) -> list[Finding]:
             f"{count} process(es) directly in {where}, beside {cg.children} child "
             f"cgroup(s): {shown}{more}; each competes with whole sub-trees for CPU"))
     return sorted(findings, key=lambda f: (f.file, f.line))
+
+
+# --- live rules: what the host has --------------------------------------------------------
+
+
+def _units(c: Config) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, int], int]]:
+    """(key path prefix, resources, lines, line) of every tenant and confined unit."""
+    for t in c.tenants:
+        yield f"tenant {t.name}", t.resources, t.lines, t.line
+    for conf in c.confine:
+        yield f"unit {conf.unit}", conf.resources, conf.lines, conf.line
+
+
+def missing_devices(c: Config, present: Callable[[str], bool]) -> list[Finding]:
+    """io-device-missing: IO settings for a path that is no block device here (systemd logs
+    a warning and skips it: the limit silently does not apply)."""
+    findings = []
+    for what, resources, lines, line in _units(c):
+        for key in DEVICE_KEYS:
+            for path, _ in resources.get(key, ()):
+                if not present(path):
+                    findings.append(_finding(
+                        "io-device-missing", c.path, lines.get(key, line),
+                        f"{what} has {key} for {path}, which is not a block device (or a "
+                        "file on one) on this host: systemd skips it"))
+    return findings
+
+
+def oomd_rule(c: Config, oomd_running: bool) -> list[Finding]:
+    """oomd-not-running: ManagedOOM kill asked for, but no systemd-oomd to act on it."""
+    if oomd_running:
+        return []
+    return [_finding("oomd-not-running", c.path, lines.get("managed_oom_memory_pressure", line),
+                     f"{what} has managed_oom_memory_pressure: kill, but systemd-oomd is not "
+                     "running: nothing will kill it under memory pressure")
+            for what, resources, lines, line in _units(c)
+            if resources.get("managed_oom_memory_pressure") == "kill"]

@@ -173,3 +173,11 @@ def read_samples_csv(path: str | Path) -> dict[str, list[Sample]]:
     if not series:
         raise RecommendError(f"{path}: no samples", "add rows after the header line")
     return series
+
+
+def oomd_running(proc_root: str | Path) -> bool:
+    """Whether a systemd-oomd process runs (its comm in procfs)."""
+    for entry in Path(proc_root).iterdir():
+        if entry.name.isdigit() and _read_text(entry / "comm") == "systemd-oomd\n":
+            return True
+    return False

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli import main
-from slicectl.config import load_config
+from slicectl.config import Config, load_config
 from slicectl.lint import RULES, lint
 from slicectl.sysfs import load_topology_file
 
@@ -51,7 +51,8 @@ def test_case(case: Path) -> None:
 
 def test_every_rule_has_a_case() -> None:
     covered = {rule for case in CASES for rule, _ in case_directives(case)[1]}
-    assert covered | {"root-tasks"} == set(RULES)  # root-tasks: live, test_readers.py
+    # The live rules are tested below and in test_readers.py.
+    assert covered | {"root-tasks", "io-device-missing", "oomd-not-running"} == set(RULES)
 
 
 @pytest.mark.parametrize("example", ["web-batch.yaml", "linkedin-host.yaml"])
@@ -126,3 +127,44 @@ def test_no_protection_cannot_overcommit() -> None:
     protected = text.replace("memory_max: 8G}", "memory_max: 8G, memory_low: 1G}")
     (finding,) = overcommit_rule(parse_config(load_yaml(protected, "t.yaml"), "t.yaml"), topo)
     assert finding.rule == "protection-overcommit" and finding.line == 6
+
+
+LIVE = """\
+version: 1
+confine:
+  cron.service: {io_write_bandwidth_max: {/dev/nvme9n1: 1M}}
+tenants:
+  db:
+    io_read_bandwidth_max: {/dev/vda: 50M, /var/lib/db: 20M}
+    managed_oom_memory_pressure: kill
+  web: {managed_oom_memory_pressure: auto}
+"""
+
+
+def live_config(tmp_path: Path) -> Config:
+    path = tmp_path / "tenants.yaml"
+    path.write_text(LIVE)
+    return load_config(str(path))
+
+
+def test_io_settings_for_devices_the_host_lacks(tmp_path: Path) -> None:
+    from slicectl.lint import missing_devices
+
+    config = live_config(tmp_path)
+    found = missing_devices(config, lambda path: path == "/dev/vda")
+    assert [(f.rule, f.line) for f in found] == [("io-device-missing", 6),
+                                                ("io-device-missing", 3)]
+    assert "/var/lib/db, which is not a block device" in found[0].message
+    assert found[1].message.startswith("unit cron.service has io_write_bandwidth_max for "
+                                       "/dev/nvme9n1")
+    assert missing_devices(config, lambda _: True) == []
+
+
+def test_managed_oom_without_systemd_oomd(tmp_path: Path) -> None:
+    from slicectl.lint import oomd_rule
+
+    config = live_config(tmp_path)
+    (finding,) = oomd_rule(config, oomd_running=False)
+    assert (finding.rule, finding.line) == ("oomd-not-running", 7)
+    assert "tenant db has managed_oom_memory_pressure: kill" in finding.message
+    assert oomd_rule(config, oomd_running=True) == []

@@ -113,3 +113,15 @@ def test_csv_times_out_of_range_end_cleanly(tmp_path: Path,
     assert main(["recommend", "--samples", str(path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: {path}:2: time '-1.7e308' is out of range") and "hint:" in err
+
+
+def test_oomd_running_looks_for_its_process(tmp_path: Path) -> None:
+    from slicectl.readers import oomd_running
+
+    (tmp_path / "1").mkdir()
+    (tmp_path / "1" / "comm").write_text("systemd\n")
+    (tmp_path / "self").mkdir()
+    assert not oomd_running(tmp_path)
+    (tmp_path / "412").mkdir()
+    (tmp_path / "412" / "comm").write_text("systemd-oomd\n")
+    assert oomd_running(tmp_path)

@@ -49,14 +49,18 @@ def _print_findings_json(findings: list[Finding]) -> None:
 
 def cmd_lint(args: Namespace) -> int:
     """`slicectl lint`: print findings; 1 if any error (with --strict: any finding), else 0."""
-    from slicectl.lint import Level, lint, root_tasks
+    from slicectl.lint import Level, lint, missing_devices, oomd_rule, root_tasks
 
-    findings = lint(load_config(args), load_topology(args))
+    config = load_config(args)
+    findings = lint(config, load_topology(args))
     if args.live:
-        from slicectl.readers import crowded_cgroups
+        from slicectl.cgroupfs import block_device
+        from slicectl.readers import crowded_cgroups, oomd_running
 
-        findings += root_tasks(crowded_cgroups(args.cgroup_root,
-                                               args.proc_root or defaults.PROC))
+        proc = args.proc_root or defaults.PROC
+        findings += root_tasks(crowded_cgroups(args.cgroup_root, proc))
+        findings += missing_devices(config, lambda path: block_device(path) is not None)
+        findings += oomd_rule(config, oomd_running(proc))
     if args.json:
         _print_findings_json(findings)
     else:
