@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--exit-code", action="store_true",
                    help="exit 3 when the host differs from the plan, 0 when it matches")
+    p.add_argument("--contents", action="store_true",
+                   help="with --json: add each changed file's text before and after")
+    p.add_argument("--templates", metavar="DIR", help="use templates from DIR (as apply will)")
     _add_host_args(p)
 
     p = sub.add_parser("apply", help="apply tenants.yaml to this host live (files + systemd)")
@@ -122,6 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help=argparse.SUPPRESS)
     p.add_argument("--control-dir", metavar="DIR", default="/run/systemd/system.control",
                    help=argparse.SUPPRESS)
+
+    p = sub.add_parser("write", help="write a mapping (JSON or YAML) into tenants.yaml, "
+                                     "keeping the file's comments")
+    p.add_argument("tenants", metavar="TENANTS")
+    p.add_argument("--from", dest="source", metavar="FILE", required=True,
+                   help="the whole tenants document as JSON or YAML (- reads standard input)")
+    p.add_argument("--check", action="store_true", help="validate and show; write nothing")
+    p.add_argument("--json", action="store_true",
+                   help="print {path, changed, before, after} as JSON")
 
     p = sub.add_parser("generate", help="write unit files and drop-ins into a directory")
     p.add_argument("tenants", metavar="TENANTS")
@@ -362,6 +374,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             data["schedule"] = _schedule_json(config)
         if diff is not None:
             data["changes"] = _diff_json(diff)
+            if args.contents:
+                data["changes"]["files"]["contents"] = _contents(diff, files, options.unit_dir)
         print(json.dumps(data, indent=2))
     else:
         from slicectl import views
@@ -403,6 +417,19 @@ def _diff_json(diff: Diff) -> dict[str, object]:
                        for c in diff.props],
         "reload": diff.reload, "start": diff.start, "stop": diff.stop, "notes": diff.notes,
     }
+
+
+def _contents(diff: Diff, files: dict[str, str], unit_dir: Path) -> dict[str, dict[str, object]]:
+    """`plan --json --contents`: each changed file's text before and after (None: absent)."""
+
+    def text(rel: str) -> str | None:
+        try:
+            return (unit_dir / rel).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+
+    changed = diff.files.created + diff.files.updated + diff.files.removed
+    return {rel: {"before": text(rel), "after": files.get(rel)} for rel in changed}
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -492,6 +519,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_write(args: argparse.Namespace) -> int:
+    from slicectl.tenantsfile import run_write
+
+    return run_write(args.tenants, args.source, args.check, args.json)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from slicectl.monitor import run_status
 
@@ -537,6 +570,7 @@ COMMANDS = {
     "topology": cmd_topology, "validate": cmd_validate, "plan": cmd_plan,
     "generate": cmd_generate, "apply": cmd_apply, "status": cmd_status, "top": cmd_top,
     "lint": cmd_lint, "record": cmd_record, "recommend": cmd_recommend, "tui": cmd_tui,
+    "write": cmd_write,
 }
 
 
