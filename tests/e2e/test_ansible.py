@@ -199,7 +199,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     fleet.write_inventory()
     with undoing_unit_changes(Units()) as units:
         units.track(*TENANT_UNITS)
-        fleet.role("first")
+        first = fleet.role("first")
+        assert first.returncode == 0, output(first)
         fleet.after_first = fleet.state()
         fleet.role("second")
         yield fleet
