@@ -195,6 +195,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     collections = root / "collections" / "ansible_collections" / "slicectl"
     collections.mkdir(parents=True)
     (collections / "fleet").symlink_to(CHECKOUT / "ansible")
+    (root / "bin").mkdir()  # where the role links slicectl (the folder must exist)
     fleet = Fleet(root)
     fleet.write_inventory()
     with undoing_unit_changes(Units()) as units:
