@@ -136,3 +136,79 @@ def _keep_other_lines(old: str, new: str, spans: list[Span], path: str) -> str:
     if text != new and load_yaml(text, path) != load_yaml(new, path):
         return new
     return text
+
+
+# --- the whole document (`slicectl write`) -------------------------------------------
+
+
+def merge_document(text: str | None, data: Mapping[str, Any]) -> str:
+    """The whole document `data` written into `text` (None or blank: a new document): keys
+    that stay keep their comments, their place and, when the value is unchanged, its
+    spelling (`24G` is not rewritten as `"24G"`); keys that go are removed; new keys are
+    added at the end of their mapping in the style of their siblings (`slicectl write`)."""
+    from ruamel.yaml.comments import CommentedMap
+
+    yaml = _round_trip_yaml(text or "")
+    tree = yaml.load(text) if text and text.strip() else None
+    if not isinstance(tree, CommentedMap):
+        tree = CommentedMap()
+    out = io.StringIO()
+    yaml.dump(_update(tree, data), out)
+    return out.getvalue()
+
+
+def _same(old: Any, new: Any) -> bool:
+    """Equal as data, bools apart from numbers (YAML `true` is not `1`)."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        return old.keys() == new.keys() and all(_same(old[k], new[k]) for k in new)
+    if isinstance(old, list) and isinstance(new, list):
+        return len(old) == len(new) and all(_same(a, b) for a, b in zip(old, new, strict=True))
+    return isinstance(old, bool) == isinstance(new, bool) and old == new and (
+        isinstance(old, str) == isinstance(new, str))
+
+
+def _flow(node: Any) -> bool:
+    fa = getattr(node, "fa", None)
+    return bool(fa is not None and fa.flow_style())
+
+
+def _fresh(value: Any, flow: bool) -> Any:
+    """A new node for `value`; in flow style when its siblings are (`db1: {cpus: 2}`)."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(value, Mapping):
+        node: Any = CommentedMap((k, _fresh(v, False)) for k, v in value.items())
+    elif isinstance(value, list):
+        node = CommentedSeq(_fresh(v, False) for v in value)
+    else:
+        return value
+    children = node.values() if isinstance(node, Mapping) else node
+    if flow and not any(isinstance(v, Mapping | list) for v in children):
+        node.fa.set_flow_style()
+    return node
+
+
+def _update(node: Any, new: Any) -> Any:
+    """`new`, reusing `node` (and its comments and styles) where the two agree."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(node, CommentedMap) and isinstance(new, Mapping):
+        for key in [k for k in node if k not in new]:
+            del node[key]
+        flow = any(_flow(v) for v in node.values())
+        for key, value in new.items():
+            if key in node:
+                updated = _update(node[key], value)
+                if updated is not node[key]:
+                    node[key] = updated
+            else:
+                node[key] = _fresh(value, flow)
+        return node
+    if _same(node, new):
+        return node
+    if isinstance(node, CommentedSeq) and isinstance(new, list):
+        seq = _fresh(new, False)
+        if _flow(node):
+            seq.fa.set_flow_style()
+        return seq
+    return _fresh(new, False)

@@ -16,7 +16,14 @@ from slicectl.cli.advise import cmd_lint, cmd_recommend
 from slicectl.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from slicectl.cli.completion import cmd_completion
 from slicectl.cli.parser import build_parser, parser_for
-from slicectl.cli.pipeline import cmd_apply, cmd_generate, cmd_plan, cmd_topology, cmd_validate
+from slicectl.cli.pipeline import (
+    cmd_apply,
+    cmd_generate,
+    cmd_plan,
+    cmd_topology,
+    cmd_validate,
+    cmd_write,
+)
 from slicectl.cli.watch import cmd_record, cmd_status, cmd_top, cmd_tui
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -32,7 +39,7 @@ COMMANDS: dict[str, Callable[[Namespace], int]] = {
     "topology": cmd_topology, "validate": cmd_validate, "plan": cmd_plan,
     "generate": cmd_generate, "apply": cmd_apply, "status": cmd_status, "top": cmd_top,
     "lint": cmd_lint, "record": cmd_record, "recommend": cmd_recommend, "tui": cmd_tui,
-    "completion": cmd_completion,
+    "completion": cmd_completion, "write": cmd_write,
 }
 
 

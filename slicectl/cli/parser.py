@@ -111,7 +111,19 @@ def plan(p: Parser) -> None:
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--exit-code", action="store_true",
                    help="exit 3 when the host differs from the plan, 0 when it matches")
+    p.add_argument("--contents", action="store_true",
+                   help="with --json: add each changed file's text before and after")
+    p.add_argument("--templates", metavar="DIR", help="use templates from DIR (as apply will)")
     _host(p)
+
+
+def write(p: Parser) -> None:
+    p.add_argument("tenants", metavar="TENANTS")
+    p.add_argument("--from", dest="source", metavar="FILE", required=True,
+                   help="the whole tenants document as JSON or YAML (- reads standard input)")
+    p.add_argument("--check", action="store_true", help="validate and show; write nothing")
+    p.add_argument("--json", action="store_true",
+                   help="print {path, changed, before, after} as JSON")
 
 
 def apply(p: Parser) -> None:
@@ -214,6 +226,8 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
     "plan": ("show where each tenant goes and what changes", plan),
     "apply": ("apply tenants.yaml to this host live (files + systemd)", apply),
     "generate": ("write unit files and drop-ins into a directory", generate),
+    "write": ("write a mapping (JSON or YAML) into tenants.yaml, keeping the file's comments",
+              write),
     "lint": ("check tenants.yaml against the seeds' recommendations", lint),
     "record": ("record per-slice memory, pressure and CPU into SQLite", record),
     "recommend": ("suggest memory_max/high/low from recorded data (seed 001's sizing)",

@@ -37,6 +37,7 @@ def cmd_topology(args: Namespace) -> int:
 
         print(json.dumps(topo.to_json(), indent=2))
         return EXIT_OK
+
     from slicectl import views
 
     out = views.console()
@@ -54,9 +55,11 @@ def cmd_validate(args: Namespace) -> int:
     return EXIT_OK
 
 
-def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[Plan, Diff, str]:
+def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[
+        Plan, Diff, str, dict[str, str]]:
     """The plan placed from where apply left the tenants, the host's differences from it,
-    and a warning when systemd could not be asked (then only the files are compared)."""
+    a warning when systemd could not be asked (then only the files are compared), and the
+    plan's files."""
     import asyncio
 
     from slicectl.apply import Diff, diff_plan, load_plan
@@ -66,17 +69,17 @@ def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[Plan, D
     options = apply_options(args)
     plan, files = load_plan(config, topo, options)
     try:
-        return plan, asyncio.run(diff_plan(plan, files, options)), ""
+        return plan, asyncio.run(diff_plan(plan, files, options)), "", files
     except SlicectlError as e:
         if args.exit_code:
             raise
         # No systemd to ask (not root, a container, a build host): compare files only.
         diff = Diff(files=UnitDir(options.unit_dir).diff(files))
-        return plan, diff, f"live state not compared: {e.message}"
+        return plan, diff, f"live state not compared: {e.message}", files
 
 
 def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
-                diff: Diff | None) -> None:
+                diff: Diff | None, files: dict[str, str]) -> None:
     from slicectl.cli.schedule import schedule_json
 
     if args.json:
@@ -87,6 +90,9 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
             data["schedule"] = schedule_json(config)
         if diff is not None:
             data["changes"] = diff_json(diff)
+            if args.contents:
+                data["changes"]["files"]["contents"] = _contents(
+                    diff, files, args.unit_dir or defaults.UNIT_DIR)
         print(json.dumps(data, indent=2))
         return
     from pathlib import Path
@@ -110,6 +116,39 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
             print(f"  note: {note}")
 
 
+def _contents(diff: Diff, files: dict[str, str], unit_dir: str) -> dict[str, dict[str, object]]:
+    """`plan --json --contents`: each changed file's text before and after (None: absent)."""
+    from pathlib import Path
+
+    def text(rel: str) -> str | None:
+        try:
+            return (Path(unit_dir) / rel).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+
+    changed = diff.files.created + diff.files.updated + diff.files.removed
+    return {rel: {"before": text(rel), "after": files.get(rel)} for rel in changed}
+
+
+def cmd_write(args: Namespace) -> int:
+    """`slicectl write TENANTS --from FILE [--check] [--json]`: the mapping into the file,
+    its comments kept (slicectl.tenantsfile)."""
+    import json
+
+    from slicectl.tenantsfile import read_mapping, write_tenants
+
+    change = write_tenants(args.tenants, read_mapping(args.source), args.check)
+    if args.json:
+        print(json.dumps(change.to_json(), indent=2))
+    elif not change.changed:
+        print(f"{args.tenants}: up to date")
+    else:
+        verb = "would write" if args.check else "wrote"
+        state = "new file" if change.before is None else "comments kept"
+        print(f"{args.tenants}: {verb} {len(change.after.splitlines())} line(s) ({state})")
+    return EXIT_OK
+
+
 def cmd_plan(args: Namespace) -> int:
     """`slicectl plan`: where each tenant goes and, on a host, what apply would change."""
     config = load_config(args)
@@ -119,13 +158,14 @@ def cmd_plan(args: Namespace) -> int:
     live = bool(args.unit_dir or args.bus) or not (args.topology or args.sysfs)
     diff: Diff | None = None
     warning = ""
+    files: dict[str, str] = {}
     if live:
-        plan, diff, warning = _host_diff(args, config, topo)
+        plan, diff, warning, files = _host_diff(args, config, topo)
     else:
         from slicectl.plan import build_plan
 
         plan = build_plan(config, topo)
-    _print_plan(args, config, plan, topo, diff)
+    _print_plan(args, config, plan, topo, diff, files)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     if args.exit_code and diff is not None and diff.changed:

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -82,11 +83,11 @@ class Units:
         self.names.extend(names)
 
 
-@pytest.fixture(autouse=True)
-def units() -> Iterator[Units]:
-    """Track units to stop after the test; also undoes any unit file/drop-in the test left."""
+@contextmanager
+def undoing_unit_changes(tracked: Units) -> Iterator[Units]:
+    """Stop the tracked units afterwards, and remove any unit file, drop-in or `set-property`
+    result created meanwhile (then reload systemd)."""
     before = _unit_files()
-    tracked = Units()
     yield tracked
     if not os.environ.get("SLICECTL_TESTBED"):
         return
@@ -104,3 +105,10 @@ def units() -> Iterator[Units]:
         guest.systemctl("daemon-reload")
     if names:
         guest.systemctl("reset-failed", *sorted(names), check=False)
+
+
+@pytest.fixture(autouse=True)
+def units() -> Iterator[Units]:
+    """Track units to stop after the test; also undoes any unit file/drop-in the test left."""
+    with undoing_unit_changes(Units()) as tracked:
+        yield tracked
