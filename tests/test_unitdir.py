@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.errors import OutputError
-from slicectl.unitdir import MANIFEST_NAME, Manifest, UnitDir, sha256
+from slicectl.unitdir import MANIFEST_NAME, Manifest, UnitDir, generated_path, sha256
 
 FILES = {
     "tenants.slice": "[Unit]\nDescription=t\n",
@@ -221,10 +221,122 @@ def test_manifest_path_outside_root_refused(tmp_path: Path) -> None:
     root.mkdir()
     (tmp_path / "victim").write_text("precious\n")
     (root / MANIFEST_NAME).write_text(json.dumps(
-        {"format": "slicectl-manifest/1", "files": {"../victim": "0" * 64}}))
-    with pytest.raises(OutputError, match="refusing to write outside"):
+        {"format": "slicectl-manifest/1",
+         "files": {"../victim": sha256(b"precious\n"), "/etc/passwd": "0" * 64}}))
+    with pytest.raises(OutputError) as e:
         UnitDir(root).write(FILES, Manifest())
+    assert str(e.value) == f"{root / MANIFEST_NAME} lists '../victim', which is outside {root}"
+    assert "run with --force to drop that entry" in e.value.hint
+    # --force forgets the entries and never touches what they name.
+    changes, _ = UnitDir(root).write(FILES, Manifest(), force=True)
+    assert changes.forgotten == ("../victim", "/etc/passwd") and not changes.removed
     assert (tmp_path / "victim").read_text() == "precious\n"
+    assert set(UnitDir(root).manifest().files) == set(FILES)
+
+
+@pytest.mark.parametrize(("rel", "ok"), [
+    ("tenants.slice", True), ("tenants-a.slice.d/50-slicectl.conf", True),
+    ("slicectl-profile@.service", True), ("slicectl-profile@night.timer", True),
+    ("cron.service.d/50-slicectl.conf", True),
+    ("../victim.slice", False), ("/etc/x.slice", False), ("a/b.slice", False),
+    ("x.service.d/10-admin.conf", False), ("x.service.d/50-slicectl.conf/", False),
+    ("local.conf", False), ("x.target", False), ("x.slice\n", False), ("x.slice.d", False),
+    (".slicectl-manifest.json", False), ("", False),
+])
+def test_generated_path_is_the_shape_of_slicectls_files(rel: str, ok: bool) -> None:
+    assert generated_path(rel) is ok
+
+
+def test_hand_edited_file_refused_unless_forced(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    UnitDir(root).write(FILES, Manifest())
+    edited = root / "tenants-a.slice.d/50-slicectl.conf"
+    edited.write_text("[Slice]\nAllowedCPUs=0-3\nCPUWeight=1\n")
+    before = snapshot(root)
+    for files in (FILES, {**FILES, "tenants-a.slice.d/50-slicectl.conf": "[Slice]\n"},
+                  {k: v for k, v in FILES.items() if not k.startswith("tenants-a.slice.d")}):
+        with pytest.raises(OutputError) as e:
+            UnitDir(root).write(files, Manifest())
+        assert str(e.value).startswith(f"{edited} was changed since slicectl generated it")
+        assert "--force" in e.value.hint
+        assert snapshot(root) == before
+    changes, _ = UnitDir(root).write(FILES, Manifest(), force=True)
+    assert changes.updated == ("tenants-a.slice.d/50-slicectl.conf",)
+    assert edited.read_text() == FILES["tenants-a.slice.d/50-slicectl.conf"]
+    # An edit that happens to match the new contents loses nothing: simply unchanged.
+    edited.write_text("[Slice]\nAllowedCPUs=4-7\n")
+    changes, _ = UnitDir(root).write(
+        {**FILES, "tenants-a.slice.d/50-slicectl.conf": "[Slice]\nAllowedCPUs=4-7\n"},
+        Manifest())
+    assert "tenants-a.slice.d/50-slicectl.conf" in changes.unchanged
+
+
+def test_failed_write_into_new_parents_removes_them_all(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "a" / "b" / "out"
+
+    def failing_replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        raise OSError(28, "No space left on device", str(dst))
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OutputError, match="No space left on device; nothing was changed"):
+        UnitDir(root).write(FILES, Manifest())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failure_that_is_not_an_os_error_is_rolled_back_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import slicectl.unitdir as unitdir
+
+    root = tmp_path / "out"
+
+    def broken(writes: object, new: object = ()) -> None:
+        raise UnicodeEncodeError("utf-8", "x", 0, 1, "surrogates not allowed")
+
+    monkeypatch.setattr(unitdir, "_write_all", broken)
+    with pytest.raises(UnicodeEncodeError):
+        UnitDir(root).write(FILES, Manifest())
+    assert list(tmp_path.iterdir()) == []  # no empty UNIT.d folder, no root
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "symlink-to-folder"])
+def test_something_other_than_a_file_at_a_planned_path_is_refused(
+        tmp_path: Path, kind: str) -> None:
+    root = tmp_path / "out"
+    UnitDir(root).write(FILES, Manifest())
+    path = root / "tenants-a.slice"
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)  # reading it would block forever: it is never opened for reading
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to(tmp_path)
+    before = {p: p.lstat().st_mode for p in root.rglob("*")}
+    with pytest.raises(OutputError) as e:
+        UnitDir(root).write(FILES, Manifest())
+    assert str(e.value).startswith(f"{path} is ")
+    assert e.value.hint
+    assert {p: p.lstat().st_mode for p in root.rglob("*")} == before
+
+
+def test_symlinked_manifest_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    UnitDir(root).write(FILES, Manifest())
+    real = tmp_path / "elsewhere.json"
+    (root / MANIFEST_NAME).rename(real)
+    (root / MANIFEST_NAME).symlink_to(real)
+    with pytest.raises(OutputError, match="is a symbolic link"):
+        UnitDir(root).manifest()
+
+
+@pytest.mark.parametrize("files", ['{"a.slice": 5}', '["a.slice"]', '{"a.slice": null}'])
+def test_manifest_files_must_map_paths_to_hashes(tmp_path: Path, files: str) -> None:
+    root = tmp_path / "out"
+    root.mkdir()
+    (root / MANIFEST_NAME).write_text(f'{{"format": "slicectl-manifest/1", "files": {files}}}')
+    with pytest.raises(OutputError, match="malformed slicectl manifest: expected an object"):
+        UnitDir(root).manifest()
 
 
 def test_write_many_replaces_all_files_keeping_modes_and_leaves_no_temporaries(
