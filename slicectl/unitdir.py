@@ -28,7 +28,7 @@ from slicectl.cpulist import format_cpulist, parse_cpulist
 from slicectl.dirlock import LOCK_TIMEOUT, LockTimeout, locked_dir, make_dirs
 from slicectl.errors import OutputError, shown
 from slicectl.plan import DROPIN_NAME
-from slicectl.parsers import UNIT_NAME_RE, UNIT_TYPES
+from slicectl.parsers import UNIT_NAME_RE
 
 if TYPE_CHECKING:
     from slicectl.config import Config
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 
 MANIFEST_NAME = ".slicectl-manifest.json"
 MANIFEST_FORMAT = "slicectl-manifest/1"
+# Every unit type systemd knows (systemd.unit(5)): slicectl writes slices, drop-ins for
+# services and scopes, the schedule's timers and service, and a drop-in for timers.target.
+SYSTEMD_UNIT_TYPES = frozenset({"service", "socket", "device", "mount", "automount", "swap",
+                                "target", "path", "timer", "slice", "scope"})
 
 
 def sha256(data: bytes) -> str:
@@ -51,7 +55,7 @@ def generated_path(rel: str) -> bool:
             return False
         unit = unit.removesuffix(".d")
     return (len(unit) <= 255 and UNIT_NAME_RE.fullmatch(unit) is not None
-            and unit.rsplit(".", 1)[1] in UNIT_TYPES)
+            and unit.rsplit(".", 1)[1] in SYSTEMD_UNIT_TYPES)
 
 
 def read_regular(path: Path) -> bytes | None:

@@ -240,7 +240,8 @@ def test_manifest_path_outside_root_refused(tmp_path: Path) -> None:
     ("cron.service.d/50-slicectl.conf", True),
     ("../victim.slice", False), ("/etc/x.slice", False), ("a/b.slice", False),
     ("x.service.d/10-admin.conf", False), ("x.service.d/50-slicectl.conf/", False),
-    ("local.conf", False), ("x.target", False), ("x.slice\n", False), ("x.slice.d", False),
+    ("timers.target.d/50-slicectl.conf", True), ("x.target", True),
+    ("local.conf", False), ("x.unit", False), ("x.slice\n", False), ("x.slice.d", False),
     (".slicectl-manifest.json", False), ("", False),
 ])
 def test_generated_path_is_the_shape_of_slicectls_files(rel: str, ok: bool) -> None:
