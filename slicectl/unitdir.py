@@ -360,8 +360,7 @@ class UnitDir:
             journal.made_dirs.extend(make_dirs(self.root))
             self._write_files(files, changes, journal)
             self._remove_files(changes, journal)
-            if changes.changed or read_regular(self.manifest_path) is None:
-                self._write_manifest(files, manifest, journal)
+            self._write_manifest(files, manifest, journal)
         except BaseException as e:
             journal.rollback()
             if not isinstance(e, OSError):
@@ -403,12 +402,16 @@ class UnitDir:
 
     def _write_manifest(self, files: Mapping[str, str], manifest: Manifest,
                         journal: Journal) -> None:
-        journal.made_dirs.extend(make_dirs(self.manifest_path.parent))
-        journal.previous.append((self.manifest_path, read_regular(self.manifest_path)))
+        """Write the manifest if it would change (a stale entry for a file someone removed
+        is dropped too)."""
         full = Manifest(files={rel: sha256(files[rel].encode()) for rel in files},
                         placements=manifest.placements, source=manifest.source)
-        text = json.dumps(full.to_json(), indent=2, sort_keys=False) + "\n"
-        _write_atomic(self.manifest_path, text.encode())
+        text = (json.dumps(full.to_json(), indent=2, sort_keys=False) + "\n").encode()
+        journal.made_dirs.extend(make_dirs(self.manifest_path.parent))
+        old = read_regular(self.manifest_path)
+        if old != text:
+            journal.previous.append((self.manifest_path, old))
+            _write_atomic(self.manifest_path, text)
 
 
 def plan_from_manifest(config: Config, topology: Topology, unit_dir: Path,
