@@ -47,7 +47,7 @@ def make_dirs(path: Path) -> list[Path]:
     while True:
         try:
             st = os.stat(folder)  # follows symlinks: `--out` through a link is the user's choice
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # the latter: a parent is a file
             missing.append(folder)
             if folder.parent == folder:
                 break
