@@ -3,7 +3,8 @@
 Directives are comment lines starting with `## ` (words are shell-quoted):
   ## topology: NAME                      fixture topology (tests/fixtures/topologies/NAME.json)
   ## out: PATH                           `--out PATH`, relative to the run's scratch folder (the
-                                          working directory of the run; default: out)
+                                          working directory of the run; default: out; Python
+                                          escapes as in file-name:)
   ## file-name: NAME                     run on a copy of the case named NAME, in the scratch
                                           folder (Python escapes: '\\xff' is the byte 0xff)
   ## args: WORD...                       more arguments for generate
@@ -197,6 +198,13 @@ def check_validate(case: Path, ds: list[tuple[str | None, list[str]]],
             assert words[1] in err, f"validate's stderr lacks {words[1]!r}:\n{err}"
 
 
+def unescape(text: str) -> str:
+    """A file name written with Python escapes ('\\xff': the byte), as Python keeps it."""
+    raw = codecs.escape_decode(text.encode())[0]
+    assert isinstance(raw, bytes)
+    return os.fsdecode(raw)
+
+
 def prepare(case: Path, ds: list[tuple[str | None, list[str]]], tmp_path: Path) -> Run:
     """The scratch folder for a case, with the tenants file where its directives say."""
     topology = next((w[1] for p, w in ds if w[0] == "topology:"), None)
@@ -206,11 +214,9 @@ def prepare(case: Path, ds: list[tuple[str | None, list[str]]], tmp_path: Path) 
     tenants = str(case)
     name = next((w[1] for p, w in ds if w[0] == "file-name:"), None)
     if name is not None:
-        raw = codecs.escape_decode(name.encode())[0]
-        assert isinstance(raw, bytes)
-        tenants = os.fsdecode(raw)
+        tenants = unescape(name)
         shutil.copy(case, ws / tenants)  # the name as Python keeps it (surrogates)
-    out = next((w[1] for p, w in ds if w[0] == "out:"), "out")
+    out = unescape(next((w[1] for p, w in ds if w[0] == "out:"), "out"))
     args = next((w[1:] for p, w in ds if w[0] == "args:"), [])
     return Run(ws=ws, tenants=tenants, out=out, topology=topology, args=args)
 
