@@ -19,6 +19,7 @@ from . import guest
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 MiB = 1 << 20
+PRESSURE = 4096  # pages the unprotected tenant must read back: 16 MiB of its working set
 
 
 @pytest.fixture
@@ -68,47 +69,109 @@ def test_cron_hog_is_held_at_its_memory_max(slicectl: Run, tmp_path: Path, units
     assert guest.unit_property("cron.service", "ActiveState") == "active"  # cron survives
 
 
+def bytes_read(pid: str) -> str:
+    """How much process `pid` has read so far, in MiB, from /proc/PID/io."""
+    try:
+        io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    except (OSError, ValueError):
+        return "its whole file (it had ended)"
+    return f"{int(io['rchar']) // MiB} MiB"
+
+
+def refaults(unit: str) -> int:
+    """Pages of files the unit read back after the kernel had evicted them (memory.stat)."""
+    return stat(unit).get("workingset_refault_file", 0)
+
+
+# The rest of the host's memory, in use: anonymous memory (the guest has no swap), touched once.
+BALLAST = ("import mmap, sys, time\n"
+           "m = mmap.mmap(-1, int(sys.argv[1]))\n"
+           "while m.tell() < len(m):\n"
+           "    m.write(bytes([1]) * min(1 << 20, len(m) - m.tell()))\n"
+           "time.sleep(1e9)\n")
+
+
+def mem_free() -> int:
+    info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return int(info["MemFree"].split()[0]) * 1024
+
+
 def test_memory_low_protects_a_tenants_page_cache(slicectl: Run, tmp_path: Path, units: Any,
                                                   manifest_cleanup: None) -> None:
+    """Two identical tenants keep re-reading a working set (page cache); a housekeeping job in
+    system.slice streams a big file through the cache. The load is sized by what it must show,
+    not by time or by the guest's RAM: the host's free memory is taken first (a ballast), so
+    the hog's cache competes with the tenants' at once; the hog runs until the unprotected
+    tenant has had to read PRESSURE pages back, then stops. By then the protected one has read
+    back next to nothing. The hog's file (twice the RAM) only bounds the work if the pressure
+    never comes."""
     mem_total = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
-    size = mem_total // 5  # each tenant's working set: a fifth of RAM
+    size = mem_total // 8  # each tenant's working set
     (tmp_path / "t.yaml").write_text(
         "version: 1\ntenants:\n"
         f"  kept: {{memory_low: {size * 5 // 4 // MiB}M}}\n"
         "  lost: {}\n")
     proc = slicectl("apply", str(tmp_path / "t.yaml"), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    files = {}
-    for name in ("kept", "lost"):
-        files[name] = Path(f"/var/tmp/ws-{name}")
-        guest.run(["truncate", "-s", str(size), str(files[name])], check=True)
-        # Re-read the file over and over: its page cache is the tenant's working set.
-        loop = f"while :; do cat {files[name]} > /dev/null; sleep 0.5; done"
-        guest.run(["systemd-run", f"--unit=ws-{name}", f"--slice=tenants-{name}.slice",
-                   "sh", "-c", loop], check=True)
-        units.track(f"ws-{name}.service")
-    time.sleep(15)
-    warm = {n: stat(f"tenants-{n}.slice")["file"] for n in files}
-    assert all(v >= size * 0.8 for v in warm.values()), warm
-    # The hog: a housekeeping job in system.slice streaming twice the RAM through the cache.
+    names = ("kept", "lost")
+    files = {name: Path(f"/var/tmp/ws-{name}") for name in names}
     big = Path("/var/tmp/hog")
-    guest.run(["truncate", "-s", str(mem_total * 2), str(big)], check=True)
-    refaults = {n: stat(f"tenants-{n}.slice").get("workingset_refault_file", 0) for n in files}
+    phases: dict[str, float] = {}
+    clock = time.monotonic()
     try:
-        guest.run(["systemd-run", "--wait", "--unit=pagecache-hog", "--slice=system.slice",
-                   "dd", f"if={big}", "of=/dev/null", "bs=1M"], check=True, timeout=600)
+        for name, path in files.items():
+            guest.run(["truncate", "-s", str(size), str(path)], check=True)
+            # Re-read the file over and over: its page cache is the tenant's working set.
+            loop = f"while :; do cat {path} > /dev/null; sleep 0.5; done"
+            guest.run(["systemd-run", f"--unit=ws-{name}", f"--slice=tenants-{name}.slice",
+                       "sh", "-c", loop], check=True)
+            units.track(f"ws-{name}.service")
+
+        def warmed_up() -> dict[str, int] | None:
+            cached = {n: stat(f"tenants-{n}.slice")["file"] for n in names}
+            return cached if all(v >= size * 0.8 for v in cached.values()) else None
+
+        warm = guest.wait_until(warmed_up, "both tenants to hold their working set in cache")
+        phases["warm-up"], clock = time.monotonic() - clock, time.monotonic()
+        ballast = max(0, mem_free() - 256 * MiB)
+        guest.run(["systemd-run", "--unit=ballast", "--slice=system.slice",
+                   "python3", "-c", BALLAST, str(ballast)], check=True)
+        units.track("ballast.service")
+        guest.wait_until(lambda: int(guest.cgroup_file("ballast.service", "memory.current"))
+                         >= ballast * 0.95, f"the ballast to take {ballast // MiB} MiB")
+        phases["ballast"], clock = time.monotonic() - clock, time.monotonic()
+        base = {n: refaults(f"tenants-{n}.slice") for n in names}
+        guest.run(["truncate", "-s", str(mem_total * 2), str(big)], check=True)
+        guest.run(["systemd-run", "--unit=pagecache-hog", "--slice=system.slice",
+                   "dd", f"if={big}", "of=/dev/null", "bs=1M"], check=True)
+        units.track("pagecache-hog.service")
+
+        def hog_done() -> bool:
+            lost = refaults("tenants-lost.slice") - base["lost"]
+            state = guest.unit_property("pagecache-hog.service", "ActiveState")
+            return lost >= PRESSURE or state not in ("active", "activating")
+
+        guest.wait_until(hog_done, f"the hog to evict {PRESSURE} pages of the tenant 'lost'",
+                         interval=1)
         # Measure before removing the files: deleting a file drops its page cache.
-        after = {n: stat(f"tenants-{n}.slice") for n in files}
+        after = {n: stat(f"tenants-{n}.slice") for n in names}
+        hogged = bytes_read(guest.unit_property("pagecache-hog.service", "MainPID"))
+        phases["hog"] = time.monotonic() - clock
+        guest.systemctl("stop", "pagecache-hog.service", "ballast.service", check=False)
     finally:
-        big.unlink()
+        big.unlink(missing_ok=True)
         for f in files.values():
             f.unlink(missing_ok=True)
-    refaulted = {n: after[n].get("workingset_refault_file", 0) - refaults[n] for n in files}
-    # Measured on the guest: kept ≈ 0 refaults, lost ≈ 16,000 pages (≈ 64 MiB read again).
+    refaulted = {n: after[n].get("workingset_refault_file", 0) - base[n] for n in names}
+    # Measured on the guest: kept 0 refaults while lost read PRESSURE pages back.
     print(f"page cache before: {warm}; after: kept={after['kept']['file']} "
-          f"lost={after['lost']['file']}; workingset refaults: {refaulted}")
+          f"lost={after['lost']['file']}; workingset refaults: {refaulted}; ballast "
+          f"{ballast // MiB} MiB; the hog read {hogged}; seconds: "
+          + ", ".join(f"{k} {v:.0f}" for k, v in phases.items()))
     # The unprotected tenant's pages were evicted and had to be read back (it keeps reading,
     # so its cache refills: refaults, not the final size, show the damage — seed 001).
-    assert refaulted["lost"] > 1000, "the hog did not create enough pressure"
+    assert refaulted["lost"] >= PRESSURE, (
+        f"the hog streamed its whole file ({mem_total * 2} bytes) without evicting the "
+        f"unprotected tenant's page cache: {refaulted}")
     assert refaulted["kept"] * 10 < refaulted["lost"], refaulted
     assert after["kept"]["file"] >= size * 0.8, "MemoryLow did not keep the page cache"
