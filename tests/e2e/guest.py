@@ -30,7 +30,7 @@ def wait_until(cond: Callable[[], T], what: str, interval: float = 0.5,
 
 
 def run(
-    cmd: Sequence[str], check: bool = True, timeout: float = 300
+    cmd: Sequence[str], check: bool = True, timeout: float = HANG
 ) -> subprocess.CompletedProcess[str]:
     """Run a command, capturing stdout and stderr as text; raise with both if it fails."""
     proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)

@@ -57,7 +57,7 @@ def test_cron_hog_is_held_at_its_memory_max(slicectl: Run, tmp_path: Path, units
     grow = ("import sys\nheld = []\nfor i in range(25):\n"
             "    held.append(bytearray(8 << 20))\n    print(8 * (i + 1), flush=True)\n")
     hog = subprocess.run(["sh", "-c", f"echo $$ > {procs} && exec python3 -c '{grow}'"],
-                         capture_output=True, text=True, timeout=180)
+                         capture_output=True, text=True, timeout=guest.HANG)
     after = events("cron.service")
     held = [int(x) for x in hog.stdout.split()]
     peak = int(guest.cgroup_file("cron.service", "memory.peak"))
