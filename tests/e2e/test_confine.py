@@ -83,11 +83,11 @@ def refaults(unit: str) -> int:
     return stat(unit).get("workingset_refault_file", 0)
 
 
-# The rest of the host's memory, in use: anonymous memory (the guest has no swap), touched once.
+# The rest of the host's memory, in use: anonymous memory (the guest has no swap), allocated
+# by the kernel in one call (MAP_POPULATE; writing it from Python took 276 s under TCG).
 BALLAST = ("import mmap, sys, time\n"
-           "m = mmap.mmap(-1, int(sys.argv[1]))\n"
-           "while m.tell() < len(m):\n"
-           "    m.write(bytes([1]) * min(1 << 20, len(m) - m.tell()))\n"
+           "flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE\n"
+           "m = mmap.mmap(-1, int(sys.argv[1]), flags=flags)\n"
            "time.sleep(1e9)\n")
 
 
