@@ -34,7 +34,7 @@ from slicectl.tenants import BASE_PROFILE, HOUSEKEEPING_UNITS, Config, Confineme
 from slicectl.values import quote
 
 __all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_config",
-           "load_yaml", "parse_config", "printable", "read_text"]
+           "load_yaml", "parse_config", "read_text"]
 
 SUPPORTED_VERSION = 1
 TENANT_KEYS: Mapping[str, Setting] = {s.key: s for s in TENANT_SETTINGS}

@@ -27,8 +27,8 @@ from slicectl.atomic import write_atomically, write_many
 from slicectl.cpulist import format_cpulist, parse_cpulist
 from slicectl.dirlock import LOCK_TIMEOUT, LockTimeout, locked_dir, make_dirs
 from slicectl.errors import OutputError, shown
-from slicectl.plan import DROPIN_NAME
 from slicectl.parsers import UNIT_NAME_RE
+from slicectl.plan import DROPIN_NAME
 
 if TYPE_CHECKING:
     from slicectl.config import Config
