@@ -54,6 +54,7 @@ class ApplyOptions:
     templates: str | None = None
     # How the schedule's timers run slicectl on this host (None: ScheduleCommand.default).
     schedule_command: ScheduleCommand | None = None
+    force: bool = False  # replace/remove slicectl's files even if edited by hand (UnitDir.diff)
 
 
 @dataclass
@@ -107,7 +108,8 @@ async def diff_plan(plan: Plan, files: dict[str, str], options: ApplyOptions) ->
     from slicectl.systemd import Systemd
 
     async with await Systemd.connect(options.bus_address) as sd:
-        return (await host_diff(sd, plan, files, options.unit_dir, options.cgroup_root))[0]
+        return (await host_diff(sd, plan, files, options.unit_dir, options.cgroup_root,
+                                force=options.force))[0]
 
 
 async def compute_diff(config: Config, topology: Topology, options: ApplyOptions) -> Diff:
@@ -132,7 +134,7 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
             # Before anything is written: a key this systemd cannot take is refused here.
             check_version(config, parse_version(await sd.version()), "systemd on this host")
             diff, states = await host_diff(sd, plan, files, options.unit_dir,
-                                           options.cgroup_root)
+                                           options.cgroup_root, force=options.force)
             report = ApplyReport(diff=diff, notes=list(diff.notes))
             if dry_run or not diff.changed:
                 return report

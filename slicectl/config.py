@@ -10,11 +10,10 @@ the host.
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from slicectl.errors import ConfigError, Problem
+from slicectl.errors import ConfigError, Problem, shown
 from slicectl.settings import (
     BY_KEY,
     CONFINE_SETTINGS,
@@ -35,7 +34,7 @@ from slicectl.tenants import BASE_PROFILE, HOUSEKEEPING_UNITS, Config, Confineme
 from slicectl.values import quote
 
 __all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_config",
-           "load_yaml", "parse_config", "printable", "read_text"]
+           "load_yaml", "parse_config", "read_text"]
 
 SUPPORTED_VERSION = 1
 TENANT_KEYS: Mapping[str, Setting] = {s.key: s for s in TENANT_SETTINGS}
@@ -421,32 +420,26 @@ def load_yaml(text: str, path: str, *, round_trip: bool = False) -> Any:
     return yamldoc.load_located(text, path, round_trip=round_trip)
 
 
-def printable(path: str) -> str:
-    """A file name as messages show it: bytes that are not UTF-8 (in a name from the command
-    line) become U+FFFD instead of making the message itself fail to print."""
-    return os.fsencode(path).decode("utf-8", "replace")
-
-
 def read_text(path: str) -> str:
     """tenants.yaml's text; a byte that is not UTF-8, or a NUL, is refused with its line."""
-    shown = printable(path)
+    name = shown(path)  # bytes that are not UTF-8 as \xNN, on one line
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError as e:
-        raise ConfigError([Problem(shown, 0, "", f"cannot read: {e.strerror}",
+        raise ConfigError([Problem(name, 0, "", f"cannot read: {e.strerror}",
                                    "check the path to tenants.yaml")]) from e
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         column = e.start - raw.rfind(b"\n", 0, e.start)
-        raise ConfigError([Problem(shown, line, "", f"is not UTF-8 text (byte "
+        raise ConfigError([Problem(name, line, "", f"is not UTF-8 text (byte "
                                    f"{raw[e.start]:#04x} in column {column})",
                                    "save the file as UTF-8")]) from None
     if "\0" in text:
         at = text.index("\0")
-        raise ConfigError([Problem(shown, text.count("\n", 0, at) + 1, "",
+        raise ConfigError([Problem(name, text.count("\n", 0, at) + 1, "",
                                    "contains a NUL character", "remove it; tenants.yaml is "
                                    "text")])
     return text
@@ -454,5 +447,5 @@ def read_text(path: str) -> str:
 
 def load_config(path: str) -> Config:
     """Read and validate tenants.yaml from `path`."""
-    shown = printable(path)
-    return parse_config(load_yaml(read_text(path), shown), shown)
+    name = shown(path)
+    return parse_config(load_yaml(read_text(path), name), name)

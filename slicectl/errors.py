@@ -6,7 +6,16 @@ class to an exit code; tracebacks are shown only with `--debug`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+
+
+def shown(name: str | os.PathLike[str]) -> str:
+    """A file name as one line of printable text: bytes that are not UTF-8 (which Python keeps
+    as lone surrogates) as `\\xNN`, control characters escaped. For messages, and for the
+    header comment and manifest of generated files, which must be UTF-8 and one line."""
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 class SlicectlError(Exception):

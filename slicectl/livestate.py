@@ -176,10 +176,12 @@ async def _stopped_timers(sd: Systemd, plan: Plan) -> list[str]:
 
 
 async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str], unit_dir: Path,
-                    cgroup_root: Path) -> tuple[Diff, dict[str, UnitState]]:
-    """What applying `plan` would change: files, live properties, units to start and stop."""
+                    cgroup_root: Path, *, force: bool = False) -> tuple[
+                        Diff, dict[str, UnitState]]:
+    """What applying `plan` would change: files, live properties, units to start and stop.
+    Raises if a file slicectl would replace or remove was edited by hand, unless `force`."""
     units = UnitDir(unit_dir)
-    diff = Diff(files=units.diff(files))
+    diff = Diff(files=units.diff(files, force=force))
     notes: list[str] = []
     diff.props, diff.start, states = await live_diff(sd, plan, unit_dir, notes)
     diff.start += await _stopped_timers(sd, plan)

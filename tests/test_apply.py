@@ -362,3 +362,40 @@ async def test_a_rollback_that_cannot_restore_everything_says_what(
     assert "slicectl plan" in e.value.hint
     # The files were restored all the same (only the reload failed).
     assert not (options.unit_dir / "tenants-db3.slice").exists()
+
+
+async def test_hand_edited_unit_file_is_refused_unless_apply_force(
+        options: ApplyOptions, tmp_path: Path, fake_systemd: FakeSystemd,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """apply writes the unit directory through the same UnitDir as generate: a file edited
+    since slicectl wrote it is neither replaced nor removed, and nothing else happens, until
+    `apply --force` (issue 11, item 13)."""
+    import asyncio
+    import json
+
+    (tmp_path / "tenants.yaml").write_text(YAML)
+    topo = tmp_path / "topology.json"
+    topo.write_text(json.dumps(make_topology().to_json()))
+
+    def apply(*more: str) -> int:
+        return main(["apply", str(tmp_path / "tenants.yaml"), "--yes", "--profile", "night",
+                     "--unit-dir", str(options.unit_dir), "--cgroup-root",
+                     str(options.cgroup_root), "--bus", str(options.bus_address),
+                     "--topology", str(topo), "--lock", str(options.lock_path),
+                     "--control-dir", str(options.control_dir), *more])
+
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    edited = options.unit_dir / "tenants-db1.slice.d/50-slicectl.conf"
+    edited.write_text(edited.read_text() + "CPUWeight=1\n")
+    before, calls = snapshot(options.unit_dir), len(fake_systemd.members())
+    capsys.readouterr()
+    assert await asyncio.to_thread(apply) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {edited} was changed since slicectl generated it"), err
+    assert "run again with --force" in err and "slicectl apply --force" in err
+    assert snapshot(options.unit_dir) == before
+    assert not {"Reload", "SetUnitProperties", "StartUnit"} & set(
+        fake_systemd.members()[calls:])
+    assert await asyncio.to_thread(apply, "--force") == 0, capsys.readouterr().err
+    assert "CPUWeight=1" not in edited.read_text()
+    assert "AllowedCPUs=" in edited.read_text()

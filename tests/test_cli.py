@@ -368,6 +368,26 @@ def test_generate_into_foreign_file_fails_cleanly(
     assert snapshot(out) == {"tenants.slice": b"[Unit]\nDescription=admin's\n"}
 
 
+def test_generate_into_a_path_that_is_a_file_fails_cleanly(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "units").write_text("not a folder\n")
+    for out in (tmp_path / "units", tmp_path / "units" / "sub"):
+        code, _, err = generate(capsys, WEB_BATCH, out)
+        assert code == 1
+        assert err.startswith(f"error: cannot use {tmp_path}/units as the unit directory: "
+                              "Not a directory\n  hint: "), err
+    assert [p.name for p in tmp_path.iterdir()] == ["units"]
+    assert (tmp_path / "units").read_text() == "not a folder\n"
+
+
+def test_generate_force_and_lock_timeout_are_in_its_help() -> None:
+    proc = slicectl_run("generate", "--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "--force replace or remove files slicectl generated even if they were edited" in text
+    assert "--lock-timeout S wait at most S seconds for another slicectl writing DIR" in text
+
+
 # --- lazy imports -----------------------------------------------------------------------------
 
 HEAVY_FOR_HELP = ("textual", "dbus_fast", "jinja2", "ruamel", "rich")

@@ -17,7 +17,8 @@ CORE = {"", "config", "settings", "values", "cpulist", "topology", "placement", 
         "kinds", "protection", "parsers", "tenants", "versions",
         "jsoninput", "packing", "cores"}
 EDGES = {"sysfs", "sampler", "unitdir", "atomic", "systemd", "apply", "record", "readers",
-         "cgroupfs", "livestate", "transaction", "calendar", "hostinfo", "tenantsfile"}
+         "cgroupfs", "livestate", "transaction", "calendar", "hostinfo", "tenantsfile",
+         "dirlock"}
 FRONT_ENDS = {"cli", "views", "monitor", "tui", "__main__"}
 FORBIDDEN_IN_CORE = ("textual", "dbus_fast", "rich")
 # Cycles allowed for now, each named: the TUI's screens reach into the app (tui/app.py imports

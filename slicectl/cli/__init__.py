@@ -43,21 +43,29 @@ COMMANDS: dict[str, Callable[[Namespace], int]] = {
 }
 
 
+def _readable(text: object) -> str:
+    """A message with the bytes of a file name that are not UTF-8 shown as \\xNN."""
+    try:
+        return str(text).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def report_error(e: SlicectlError) -> None:
     """Print an error and its hint(s) to stderr (no traceback)."""
     from slicectl.errors import ConfigError
 
     if isinstance(e, ConfigError):
         for p in e.problems:
-            print(f"error: {p}", file=sys.stderr)
+            print(f"error: {_readable(p)}", file=sys.stderr)
             if p.hint:
-                print(f"  hint: {p.hint}", file=sys.stderr)
+                print(f"  hint: {_readable(p.hint)}", file=sys.stderr)
         if len(e.problems) > 1:
             print(f"{len(e.problems)} problems found", file=sys.stderr)
         return
-    print(f"error: {e.message}", file=sys.stderr)
+    print(f"error: {_readable(e.message)}", file=sys.stderr)
     if e.hint:
-        print(f"  hint: {e.hint}", file=sys.stderr)
+        print(f"  hint: {_readable(e.hint)}", file=sys.stderr)
 
 
 def _run(args: Namespace) -> int:

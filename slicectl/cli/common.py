@@ -59,4 +59,5 @@ def apply_options(args: Namespace) -> ApplyOptions:
         lock_path=Path(getattr(args, "lock", defaults.LOCK)),
         templates=getattr(args, "templates", None),
         schedule_command=schedule_command(args) if getattr(args, "tenants", None) else None,
+        force=getattr(args, "force", False),
     )

@@ -46,6 +46,13 @@ def positive(unit: str) -> Callable[[str], float]:
     return parse
 
 
+def directory(text: str) -> str:
+    """A directory argument: an empty one would silently mean the current directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty (use . for the current directory)")
+    return text
+
+
 def release(text: str) -> int:
     """--systemd-version: a release number such as 252 (argparse type)."""
     if not text.isdigit() or not 0 < int(text) < 100_000:
@@ -69,6 +76,12 @@ def _proc_root(p: Parser) -> None:
     p.add_argument("--proc-root", metavar="DIR", default=None,
                    help="proc root whose meminfo gives the memory of a kernel without NUMA "
                         "(default: the proc beside the sysfs root, /proc for /sys)")
+
+
+def _force(p: Parser) -> None:
+    p.add_argument("--force", action="store_true",
+                   help="replace or remove files slicectl generated even if they were edited "
+                        "by hand since, and drop manifest entries that are not slicectl's")
 
 
 def _host(p: Parser) -> None:
@@ -139,6 +152,7 @@ def apply(p: Parser) -> None:
     p.add_argument("--sysfs", metavar="ROOT", help=argparse.SUPPRESS)
     p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
+    _force(p)
     _host(p)
     p.add_argument("--lock", metavar="FILE", default=defaults.LOCK, help=argparse.SUPPRESS)
     p.add_argument("--control-dir", metavar="DIR", default=defaults.CONTROL_DIR,
@@ -149,9 +163,12 @@ def generate(p: Parser) -> None:
     p.add_argument("tenants", metavar="TENANTS")
     _topology_source(p)
     _profile(p, help=None)
-    p.add_argument("--out", metavar="DIR", required=True,
+    p.add_argument("--out", metavar="DIR", required=True, type=directory,
                    help="directory laid out like /etc/systemd/system")
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
+    _force(p)
+    p.add_argument("--lock-timeout", metavar="S", type=seconds, default=None,
+                   help="wait at most S seconds for another slicectl writing DIR (default 60)")
 
 
 def lint(p: Parser) -> None:

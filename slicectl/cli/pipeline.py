@@ -261,10 +261,12 @@ def cmd_apply(args: Namespace) -> int:
 
 
 def _print_changes(changes: FileChanges, where: str) -> None:
+    from slicectl.errors import shown
+
     for label, paths in (("create", changes.created), ("update", changes.updated),
-                         ("remove", changes.removed)):
+                         ("remove", changes.removed), ("forget", changes.forgotten)):
         for path in paths:
-            print(f"  {label:7} {where}/{path}")
+            print(f"  {label:7} {where}/{shown(path)}")
     if not changes.changed:
         print(f"  {where}: up to date ({len(changes.unchanged)} file(s))")
 
@@ -273,6 +275,8 @@ def cmd_generate(args: Namespace) -> int:
     """`slicectl generate`: unit files and drop-ins into `--out DIR`."""
     from pathlib import Path
 
+    from slicectl.dirlock import LOCK_TIMEOUT
+    from slicectl.errors import shown
     from slicectl.render import render
     from slicectl.unitdir import Manifest, UnitDir, plan_from_manifest
 
@@ -280,11 +284,20 @@ def cmd_generate(args: Namespace) -> int:
     topo = load_topology(args)
     check_target_version(args, config, topo)
     unit_dir = UnitDir(Path(args.out))
-    plan = plan_from_manifest(config, topo, unit_dir.root, schedule_command(args))
-    files = render(plan, args.templates)
-    changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
-                                                source=Path(config.path).name))
-    _print_changes(changes, args.out.rstrip("/"))
+
+    def waiting(holder: str) -> None:
+        print(f"slicectl: {shown(args.out)} is in use by {holder}; waiting for it",
+              file=sys.stderr, flush=True)
+
+    # Locked from reading the manifest (placements) to writing it: runs never interleave.
+    timeout = LOCK_TIMEOUT if args.lock_timeout is None else args.lock_timeout
+    with unit_dir.locked(timeout, on_wait=waiting):
+        plan = plan_from_manifest(config, topo, unit_dir.root, schedule_command(args))
+        files = render(plan, args.templates)
+        changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
+                                                    source=Path(config.path).name),
+                                    force=args.force)
+    _print_changes(changes, shown(args.out.rstrip("/")))
     for note in plan.layout.notes:
         print(f"note: {note}", file=sys.stderr)
     return EXIT_OK

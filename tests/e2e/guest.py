@@ -3,15 +3,34 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NODE_ROOT = Path("/sys/devices/system/node")
+# Tests wait on conditions, never on a time budget: a wait returns as soon as its condition
+# holds, however slow the guest is today (TCG on a host busy with other work). This bound only
+# turns a hang into a failure; the testbed's own timeout is the last resort.
+HANG = 900.0
+T = TypeVar("T")
+
+
+def wait_until(cond: Callable[[], T], what: str, interval: float = 0.5,
+               timeout: float = HANG) -> T:
+    """Poll `cond()` until it returns something true, and return that; fail naming `what`
+    if it never does (only a hang gets that far, see HANG)."""
+    deadline = time.monotonic() + timeout
+    while not (value := cond()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting after {timeout:g} s for {what}")
+        time.sleep(interval)
+    return value
 
 
 def run(
-    cmd: Sequence[str], check: bool = True, timeout: float = 300
+    cmd: Sequence[str], check: bool = True, timeout: float = HANG
 ) -> subprocess.CompletedProcess[str]:
     """Run a command, capturing stdout and stderr as text; raise with both if it fails."""
     proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -74,11 +73,9 @@ def loaded(unit: str) -> bool:
 
 def test_first_apply_of_new_tenants_starts_them_from_their_files_without_a_reload(
         slicectl: Run, tmp_path: Path, cgroup_file: Callable[[str, str], str]) -> None:
-    for _ in range(50):  # an earlier test's tenants.slice is unloaded once collected
-        if not loaded("tenants.slice"):
-            break
-        time.sleep(0.1)
-    assert not loaded("tenants.slice"), "tenants.slice is still loaded from an earlier test"
+    # An earlier test's tenants.slice is unloaded once systemd collects it.
+    guest.wait_until(lambda: not loaded("tenants.slice"),
+                     "systemd to unload tenants.slice of an earlier test", interval=0.1)
     path = tmp_path / "tenants.yaml"
     path.write_text(TENANTS_ONLY)
     try:
@@ -137,7 +134,7 @@ def test_running_process_follows_live_reapply(slicectl: Run, tenants: Path, unit
                                               systemctl: Run) -> None:
     assert apply(slicectl, tenants).returncode == 0
     guest.run(["systemd-run", "--unit=probe-db1", "--slice=tenants-db1.slice",
-               "sleep", "600"], check=True)
+               "sleep", "infinity"], check=True)
     units.track("probe-db1.service")
     pid = guest.unit_property("probe-db1.service", "MainPID")
     before = Path(f"/proc/{pid}/status").read_text()

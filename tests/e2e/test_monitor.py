@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,12 @@ def tenants(tmp_path: Path) -> Iterator[Path]:
     Path("/etc/systemd/system/.slicectl-manifest.json").unlink(missing_ok=True)
 
 
+def counter(unit: str, name: str, key: str) -> int:
+    """One counter of a flat-keyed cgroup file (`memory.events`, `cpu.stat`)."""
+    rows = dict(line.split() for line in guest.cgroup_file(unit, name).splitlines())
+    return int(rows.get(key, 0))
+
+
 def by_unit(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["unit"]: s for s in status["slices"]}
 
@@ -44,16 +49,21 @@ def test_status_shows_pressure_high_events_and_throttling(
         slicectl: Run, tenants: Path, units: Any) -> None:
     proc = slicectl("apply", str(tenants), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The loads run until the test stops them (the `units` fixture): however slow the guest is
+    # today, they are still running when status samples them.
     jobs = {
-        "hog": ["stress-ng", "--vm", "1", "--vm-bytes", "80M", "--vm-keep", "--timeout", "60s"],
-        "quiet": ["sleep", "120"],
-        "burner": ["stress-ng", "--cpu", "2", "--timeout", "60s"],
+        "hog": ["stress-ng", "--vm", "1", "--vm-bytes", "80M", "--vm-keep"],
+        "quiet": ["sleep", "infinity"],
+        "burner": ["stress-ng", "--cpu", "2"],
     }
     for name, cmd in jobs.items():
         guest.run(["systemd-run", f"--unit=mon-{name}", f"--slice=tenants-{name}.slice", *cmd],
                   check=True)
         units.track(f"mon-{name}.service")
-    time.sleep(6)  # let the hog reach memory.high and the burner exhaust its quota
+    guest.wait_until(lambda: counter("tenants-hog.slice", "memory.events", "high") > 0,
+                     "the hog to reach its memory.high")
+    guest.wait_until(lambda: counter("tenants-burner.slice", "cpu.stat", "nr_throttled") > 0,
+                     "the burner to exhaust its quota")
     proc = slicectl("status", "--json", "--interval", "3")
     assert proc.returncode == 0, proc.stderr
     s = by_unit(json.loads(proc.stdout))

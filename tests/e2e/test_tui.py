@@ -45,8 +45,9 @@ def tenants(tmp_path: Path) -> Iterator[Path]:
     Path("/etc/systemd/system/.slicectl-manifest.json").unlink(missing_ok=True)
 
 
-async def wait_for(pilot: Pilot[int], cond: Callable[[], bool], timeout: float = 120) -> None:
-    """Let the app run until `cond()` holds (the guest is slow: generous timeout)."""
+async def wait_for(pilot: Pilot[int], cond: Callable[[], bool],
+                   timeout: float = guest.HANG) -> None:
+    """Let the app run until `cond()` holds (the bound only turns a hang into a failure)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not cond():
