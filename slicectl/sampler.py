@@ -1,13 +1,13 @@
 """cgroup v2 sampler: the only code that reads cgroupfs for monitoring (DESIGN.md §7).
 
 Discovers every `*.slice` below a cgroup root (plus `init.scope`), keeps each cgroup's
-interface files open and re-reads them with `os.pread` on every sample: that is about ten
-times cheaper than open/read/close, and `sample()` is the hot path of `status`, `top` and
-the TUI. Parsing is bytes-level, without regexes, to keep allocations per sample low.
+interface files open and re-reads them with `os.pread` on every sample, far cheaper than
+open/read/close (DESIGN.md §7, docs/design-notes.md): `sample()` is the hot path of `status`,
+`top`, the TUI and `record`.
 
-What is read, and how each file parses into `samples.CgroupSample`, is declared once in
-`_FILES`; opening, reading, the unchanged-file shortcut and building a sample all walk it.
-A file that holds garbage reads as unknown (None), never as an error.
+What is read, and how each file parses into a `samples.CgroupSample`, is declared once in
+`cgroupfiles.FILES`; opening, reading, the unchanged-file shortcut and building a sample all
+walk it. A file that holds garbage reads as unknown (None), never as an error.
 """
 
 from __future__ import annotations
@@ -16,15 +16,12 @@ import errno
 import os
 import resource
 import time
-from collections.abc import Callable
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from slicectl import defaults
-from slicectl.cpulist import parse_cpulist
+from slicectl.cgroupfiles import FILES, Values, build_sample, parse_changed, parse_cpulist_file
 from slicectl.errors import SamplerError
-from slicectl.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
+from slicectl.samples import CgroupSample, Snapshot
 
 DEFAULT_ROOT = Path(defaults.CGROUP_ROOT)
 
@@ -33,229 +30,14 @@ _READ_SIZE = 65536
 _GONE = frozenset({errno.ENOENT, errno.ENODEV, errno.ESRCH})
 # File descriptors left for everything else the process opens (terminal, logs, sockets).
 _FD_RESERVE = 256
-# The kernel's counters are 64-bit; a value past the signed range is garbage for us (and
-# SQLite, where `record` stores it, could not hold it).
-_INT_MAX = (1 << 63) - 1
 # An empty cgroup ("populated 0" in cgroup.events) has no task that could move its counters
 # (CPU time, pressure stalls, memory events); it is re-read in full only every Nth refresh
 # (staggered across cgroups) or after invalidate(), e.g. once apply changed limits. Each
 # pread costs the same few syscalls even for a one-number file, so this is what keeps a
 # refresh of 1,000 mostly idle slices cheap (BENCHMARKS.md, sampler.1000).
 IDLE_FULL_EVERY = 10
-
-Values = tuple[Any, ...]
-
-
-# -- parsing: bytes as the kernel shows them -> sample fields ---------------------------
-
-
-def _int(text: bytes) -> int | None:
-    """A counter or size: a non-negative 64-bit integer, else None (garbage is unknown)."""
-    try:
-        n = int(text)
-    except ValueError:
-        return None
-    return n if 0 <= n <= _INT_MAX else None
-
-
-def _number(data: bytes) -> Values:
-    """A single-value file: "123\\n" -> 123, "max\\n" -> None."""
-    return (None if data[:3] == b"max" else _int(data),)
-
-
-def _key(name: str) -> tuple[bytes, bytes]:
-    """Search patterns for `name` in a flat-keyed file (first line, later lines)."""
-    return (name.encode() + b" ", b"\n" + name.encode() + b" ")
-
-
-def _keyed(data: bytes, key: tuple[bytes, bytes]) -> int | None:
-    """The value of one key in a flat-keyed file such as cpu.stat; None if absent or bad."""
-    first, later = key
-    if data.startswith(first):
-        i = len(first)
-    else:
-        i = data.find(later)
-        if i < 0:
-            return None
-        i += len(later)
-    j = data.find(b"\n", i)
-    return _int(data[i:j] if j >= 0 else data[i:])
-
-
-def _flat_keyed(*keys: str) -> Callable[[bytes], Values]:
-    """A parser for these keys of a flat-keyed file, in this order."""
-    patterns = tuple(map(_key, keys))
-
-    def parse(data: bytes) -> Values:
-        return tuple([_keyed(data, k) for k in patterns])
-
-    return parse
-
-
-def _cpu_max(data: bytes) -> Values:
-    """cpu.max: "QUOTA PERIOD" -> (quota µs or None for "max", period µs)."""
-    q, _, p = data.partition(b" ")
-    return (None if q == b"max" else _int(q), _int(p) if p else None)
-
-
-_STAT_KEYS = ("anon", "file", "active_file", "inactive_file")
-_STAT_SIZES = _flat_keyed(*_STAT_KEYS)
-_REFAULT, _REFAULT_ANON, _REFAULT_FILE = map(
-    _key, ("workingset_refault", "workingset_refault_anon", "workingset_refault_file")
-)
-
-
-def _memory_stat(data: bytes) -> Values:
-    """memory.stat: the sizes of `_STAT_KEYS`, then workingset refaults (anon + file)."""
-    refault = _keyed(data, _REFAULT_ANON)
-    if refault is None:  # kernels before 5.9 only have the combined counter
-        refault = _keyed(data, _REFAULT)
-    else:
-        refault += _keyed(data, _REFAULT_FILE) or 0
-    return (*_STAT_SIZES(data), refault)
-
-
-def _psi_line(p: list[bytes], at: int) -> PsiLine:
-    """Tokens `at`.. of "some avg10 1.50 avg60 .. total N" as a PsiLine; ValueError if bad."""
-    a10, a60, a300 = float(p[at + 2]), float(p[at + 4]), float(p[at + 6])
-    total = _int(p[at + 8])
-    # Shares are 0-100; also rejects nan and inf, which JSON cannot carry.
-    if total is None or not (0.0 <= a10 <= 100.0 and 0.0 <= a60 <= 100.0 and 0.0 <= a300 <= 100.0):
-        raise ValueError("not a PSI line")
-    return tuple.__new__(PsiLine, (a10, a60, a300, total))  # skips NamedTuple's slow __new__
-
-
-def _pressure(data: bytes) -> Values:
-    """"some avg10=.. avg60=.. avg300=.. total=..\\nfull ..." (full may be absent)."""
-    # "some avg10 1.50 avg60 ..." after the replace: values sit at fixed token positions.
-    p = data.replace(b"=", b" ").split()
-    if len(p) < 9 or p[0] != b"some":
-        return (None,)
-    full = _psi_line(p, 9) if len(p) >= 18 and p[9] == b"full" else None
-    return (tuple.__new__(Pressure, (_psi_line(p, 0), full)),)
-
-
-@lru_cache(maxsize=1024)  # a pure function: the same few lists repeat across cgroups
-def _cpulist(data: bytes) -> frozenset[int] | None:
-    """A cpulist or nodelist file; None when empty (an empty cpuset inherits the parent's)."""
-    # Kernel CPU and node numbers have at most 4 digits (NR_CPUS <= 8192): refuse longer
-    # ones before expanding a range such as "0-2147483647".
-    if any(len(n) > 5 for n in data.replace(b"-", b",").split(b",")):
-        raise ValueError("not a cpulist")
-    return parse_cpulist(data.decode()) or None
-
-
-def _cpus(data: bytes) -> Values:
-    return (_cpulist(data),)
-
-
-def _numa_stat(data: bytes) -> Values:
-    """memory.numa_stat: "anon N0=123 N1=0\\nfile N0=.." -> anon and file per node."""
-    anon, file = _per_node(data, b"anon "), _per_node(data, b"file ")
-    if anon is None or file is None or anon.keys() != file.keys():
-        return (None,)
-    return (tuple(NodeMemory(n, anon[n], file[n]) for n in sorted(anon)),)
-
-
-def _per_node(data: bytes, key: bytes) -> dict[int, int] | None:
-    """One line of memory.numa_stat as node -> bytes; None if absent or malformed."""
-    if data.startswith(key):
-        i = len(key)
-    else:
-        i = data.find(b"\n" + key)
-        if i < 0:
-            return None
-        i += len(key) + 1
-    j = data.find(b"\n", i)
-    out: dict[int, int] = {}
-    for item in (data[i:j] if j >= 0 else data[i:]).split():
-        node, eq, value = item.partition(b"=")
-        n = _int(value)
-        if not eq or node[:1] != b"N" or n is None:
-            return None
-        out[int(node[1:])] = n  # ValueError for "Nx": the whole file is unknown
-    return out or None
-
-
-class _File:
-    """One interface file: its name, the sample fields it fills and its parser."""
-
-    __slots__ = ("name", "fields", "parse", "fallback", "numa", "unknown")
-
-    def __init__(self, name: str, fields: tuple[str, ...], parse: Callable[[bytes], Values],
-                 *, fallback: str = "", numa: bool = False) -> None:
-        self.name = name
-        self.fields = fields
-        self.parse = parse  # bytes -> one value per field; may raise ValueError
-        self.fallback = fallback  # opened when `name` does not exist (older kernels)
-        self.numa = numa  # only on hosts with more than one memory node
-        self.unknown: Values = (None,) * len(fields)
-
-    def read(self, data: bytes | None) -> Values:
-        """The file's values; all None when it is absent or could not be parsed."""
-        if data is None:
-            return self.unknown
-        try:
-            return self.parse(data)
-        except ValueError:  # garbage (also non-UTF-8): unknown, and the sample goes on
-            return self.unknown
-
-
-def _keyed_file(name: str, **fields: str) -> _File:
-    """A flat-keyed file read into sample fields: field=key in the file."""
-    return _File(name, tuple(fields), _flat_keyed(*fields.values()))
-
-
-def _value_file(name: str, field: str) -> _File:
-    return _File(name, (field,), _number)
-
-
-# Every file re-read on every sample, and the CgroupSample fields it fills (each field once).
-_FILES = (
-    _keyed_file("cpu.stat", usage_usec="usage_usec", nr_periods="nr_periods",
-                nr_throttled="nr_throttled", throttled_usec="throttled_usec"),
-    _File("cpu.max", ("cpu_quota_usec", "cpu_period_usec"), _cpu_max),
-    _value_file("cpu.weight", "cpu_weight"),
-    _File("cpuset.cpus.effective", ("cpus",), _cpus, fallback="cpuset.cpus"),
-    _File("cpuset.mems.effective", ("mems",), _cpus),
-    _value_file("memory.current", "memory_current"),
-    _value_file("memory.low", "memory_low"),
-    _value_file("memory.min", "memory_min"),
-    _value_file("memory.high", "memory_high"),
-    _value_file("memory.max", "memory_max"),
-    _value_file("memory.swap.current", "swap_current"),
-    _value_file("memory.swap.max", "swap_max"),
-    _File("memory.stat", (*_STAT_KEYS, "workingset_refault"), _memory_stat),
-    _keyed_file("memory.events", events_low="low", events_high="high", events_max="max",
-                events_oom="oom", events_oom_kill="oom_kill"),
-    _File("memory.numa_stat", ("numa",), _numa_stat, numa=True),
-    _File("cpu.pressure", ("cpu_pressure",), _pressure),
-    _File("memory.pressure", ("memory_pressure",), _pressure),
-    _File("io.pressure", ("io_pressure",), _pressure),
-    _value_file("pids.current", "tasks"),
-)  # fmt: skip
 # Descriptors one pinned cgroup may hold: its files, cgroup.controllers and cgroup.events.
-FILES_PER_CGROUP = len(_FILES) + 2
-
-
-def _parse_changed(
-    raw: list[bytes | None], old_raw: list[bytes | None], old: list[Values]
-) -> list[Values]:
-    """Each file's values, in `_FILES` order; a file that reads as before is not parsed again."""
-    if not old:
-        return [spec.read(data) for spec, data in zip(_FILES, raw, strict=True)]
-    return [
-        before if data == was else spec.read(data)
-        for spec, data, was, before in zip(_FILES, raw, old_raw, old, strict=True)
-    ]
-
-
-def _sample(cg: _Cgroup, parsed: list[Values]) -> CgroupSample:
-    """The sample of one cgroup from the parsed values of its files, in `_FILES` order."""
-    fields: dict[str, Any] = {}
-    for spec, values in zip(_FILES, parsed, strict=True):
-        fields.update(zip(spec.fields, values, strict=True))
-    return CgroupSample(unit=cg.unit, path=cg.path, inode=cg.inode, **fields)
+FILES_PER_CGROUP = len(FILES) + 2
 
 
 class _Vanished(Exception):
@@ -263,7 +45,7 @@ class _Vanished(Exception):
 
 
 class _Cgroup:
-    """Open files of one discovered cgroup; fds[i] is -1 when _FILES[i] is not open."""
+    """Open files of one discovered cgroup; fds[i] is -1 when FILES[i] is not open."""
 
     __slots__ = (
         "path", "unit", "inode", "fds", "controllers_fd", "controllers", "pinned", "raw",
@@ -379,9 +161,9 @@ class Sampler:
             return None
         if cg.last is not None and raw == cg.raw:
             return cg.last  # an idle slice: nothing moved, the last sample still holds
-        parsed = _parse_changed(raw, cg.raw, cg.parsed)
+        parsed = parse_changed(raw, cg.raw, cg.parsed)
         cg.raw, cg.parsed = raw, parsed
-        cg.last = _sample(cg, parsed)
+        cg.last = build_sample(cg.unit, cg.path, cg.inode, parsed)
         return cg.last
 
     def _still_empty(self, cg: _Cgroup) -> bool:
@@ -449,8 +231,8 @@ class Sampler:
         return True
 
     def _open_files(self, dfd: int, fds: list[int]) -> None:
-        """Append a descriptor per `_FILES` entry to fds: -1 where absent or not wanted."""
-        for spec in _FILES:
+        """Append a descriptor per `FILES` entry to fds: -1 where absent or not wanted."""
+        for spec in FILES:
             fd = -1 if spec.numa and not self.numa else _open_at(spec.name, dfd)
             if fd < 0 and spec.fallback:
                 fd = _open_at(spec.fallback, dfd)
@@ -519,7 +301,7 @@ class Sampler:
     def _root_list(self, name: str) -> frozenset[int] | None:
         """A cpulist file of the root cgroup (its CPUs or memory nodes); None if unreadable."""
         try:
-            return _cpulist((self.root / name).read_bytes())
+            return parse_cpulist_file((self.root / name).read_bytes())
         except (OSError, ValueError):
             return None
 

@@ -19,10 +19,12 @@ from cgtree import Motion, MovingTree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from slicectl.cgroupfiles import FILES
+from slicectl.cli.watch import run_record, run_status, run_top
 from slicectl.metrics import MetricsMemo
-from slicectl.monitor import COLUMNS, numa_cell, row, run_status, run_top, status_json
-from slicectl.record import open_db, rows_from_snapshot, run_record, write_rows
-from slicectl.sampler import _FILES, Sampler
+from slicectl.monitor import COLUMNS, numa_cell, row, status_json
+from slicectl.record import open_db, rows_from_snapshot, write_rows
+from slicectl.sampler import Sampler
 from slicectl.samples import CgroupSample, Pressure
 
 DB1 = "tenants.slice/tenants-db1.slice"
@@ -188,7 +190,7 @@ async def test_tui_keeps_polling_over_garbage(tree: MovingTree) -> None:
 
 # -- fuzzing every file ------------------------------------------------------------------
 
-NAMES = [spec.name for spec in _FILES] + ["cgroup.events"]
+NAMES = [spec.name for spec in FILES] + ["cgroup.events"]
 NUMBERS = [b"nan", b"inf", b"-inf", b"1e999", b"-1", b"9" * 30, b"1.5", b"0x10", b"", b"\xff"]
 TOKENS = [b"\xff\xfe", b"\x00", b"max", b"N0=", b"=", b"some", b"full", b"-", b",", b"\n"]
 INT_MAX = (1 << 63) - 1

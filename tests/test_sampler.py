@@ -256,19 +256,6 @@ def test_empty_cgroup_is_reread_only_every_nth_refresh_or_after_invalidate(
 # -- the file table --------------------------------------------------------------------
 
 
-def test_file_table_fills_every_sample_field_once() -> None:
-    from dataclasses import fields
-
-    from slicectl.sampler import _FILES
-    from slicectl.samples import CgroupSample
-
-    filled = [name for spec in _FILES for name in spec.fields]
-    assert len(filled) == len(set(filled))
-    assert set(filled) | {"unit", "path", "inode"} == {f.name for f in fields(CgroupSample)}
-    assert len({spec.name for spec in _FILES}) == len(_FILES)
-    assert FILES_PER_CGROUP == len(_FILES) + 2  # + cgroup.controllers and cgroup.events
-
-
 def test_effective_cpus_fall_back_to_configured_cpus(tree: MovingTree) -> None:
     (tree.root / DB1 / "cpuset.cpus.effective").unlink()  # kernels before 5.x: no effective list
     (tree.root / DB1 / "cpuset.cpus").write_text("0-2\n")
