@@ -8,6 +8,11 @@ open/read/close (DESIGN.md §7, docs/design-notes.md): `sample()` is the hot pat
 What is read, and how each file parses into a `samples.CgroupSample`, is declared once in
 `cgroupfiles.FILES`; opening, reading, the unchanged-file shortcut and building a sample all
 walk it. A file that holds garbage reads as unknown (None), never as an error.
+
+Why this module runs past 400 lines: discovery (watching directories), the descriptor budget
+(pinning, raising RLIMIT_NOFILE, falling back to open/read/close) and the reading all act on
+the same per-cgroup records (`_Cgroup`) and must agree on them; what stands alone, the file
+table and its parsers, is in `cgroupfiles`.
 """
 
 from __future__ import annotations

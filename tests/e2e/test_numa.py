@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +31,6 @@ profiles:
   moved:
     near: {cpus: "2", nodes: [2]}
 """
-
-
-@pytest.fixture
-def tenants(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "tenants.yaml"
-    path.write_text(TENANTS)
-    yield path
-    Path("/etc/systemd/system/.slicectl-manifest.json").unlink(missing_ok=True)
 
 
 def near(slicectl: Run) -> dict[str, Any]:
@@ -65,8 +57,9 @@ def held(s: dict[str, Any]) -> int:
 
 
 def test_a_bound_tenant_shows_its_memory_local_and_the_move_to_another_node(
-        slicectl: Run, tenants: Path, units: Any) -> None:
+        slicectl: Run, tenants_file: Callable[[str], Path], units: Any) -> None:
     assert len(guest.numa_nodes()) == 4
+    tenants = tenants_file(TENANTS)
     proc = slicectl("apply", str(tenants), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     guest.run(["systemd-run", "--unit=numa-near", "--slice=tenants-near.slice", "stress-ng",
