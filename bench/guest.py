@@ -71,9 +71,11 @@ def bench_sampler() -> dict[str, Any]:
     refreshes = 10 if QUICK else 30
     with slice_tree("benchtree", 1000):
         sys.path.insert(0, os.environ.get("SLICECTL_CHECKOUT", "."))
-        from slicectl.metrics import compute
+        from slicectl.metrics import MetricsMemo
         from slicectl.sampler import Sampler
+        from slicectl.sysfs import read_topology
 
+        memo = MetricsMemo({n.id: n.cpus for n in read_topology().nodes})
         sampler = Sampler(CGROOT)
         prev = sampler.sample()
         time.sleep(0.1)
@@ -81,7 +83,7 @@ def bench_sampler() -> dict[str, Any]:
         start = time.process_time()
         for _ in range(refreshes):
             cur = sampler.sample()
-            compute(prev, cur)
+            memo.compute(prev, cur)
             prev = cur
         ours = (time.process_time() - start) / refreshes
         sampler.close()
@@ -92,6 +94,7 @@ def bench_sampler() -> dict[str, Any]:
         cgtop = (children_cpu() - before) / refreshes
     r = result(ours, "s CPU/refresh", "systemd-cgtop", cgtop)
     r["cgroups"] = n
+    r["numa_stat"] = sampler.numa  # read memory.numa_stat (the host has several nodes)
     return r
 
 

@@ -3,14 +3,20 @@
 Rates need a previous sample of the *same* cgroup: when there is none, when the directory
 inode changed (the slice was stopped and started again) or when any counter went backwards,
 every delta is dropped (None) rather than reported as a nonsense spike.
+
+NUMA locality needs the host's node -> CPUs map, which the caller reads (sysfs) and passes in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from slicectl.sampler import CgroupSample, Pressure, Snapshot
+from slicectl.samples import CgroupSample, NodeMemory, Pressure, Snapshot
+
+# The host's NUMA nodes and the CPUs of each (topology.Node.id -> Node.cpus).
+NodeCpus = Mapping[int, frozenset[int]]
 
 # Seed 002 (002_e95d7795949aa7cf.txt): the cpu controller's accounting is only accurate over
 # windows of about 30 ms or more; shorter intervals read 0% or 50% instead of 25%.
@@ -24,6 +30,7 @@ class Trouble(StrEnum):
     THROTTLED = "throttled"
     NEAR_LIMIT = "near-limit"
     OOM = "oom"
+    REMOTE_MEMORY = "remote-memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +47,50 @@ class PressureMetrics:
 
     some: PsiMetrics
     full: PsiMetrics | None
+
+
+@dataclass(frozen=True, slots=True)
+class NumaMetrics:
+    """Where a slice's memory is (memory.numa_stat) against where it runs and may allocate.
+
+    `local_percent`: share of its memory on `local_nodes`, the nodes of the CPUs it runs on
+    (cpuset.cpus.effective); `outside_percent`: share on nodes it may no longer allocate on
+    (not in cpuset.mems.effective, e.g. after its binding changed). Both None while it holds
+    no memory, and `local_percent` also without the host's node map.
+    """
+
+    nodes: tuple[NodeMemory, ...]
+    local_nodes: frozenset[int] | None
+    local_percent: float | None
+    outside_percent: float | None
+    bound: bool  # its memory nodes are fewer than the host's (a NUMA binding)
+
+    @classmethod
+    def from_sample(
+        cls, s: CgroupSample, node_cpus: NodeCpus | None, host_mems: frozenset[int] | None
+    ) -> NumaMetrics | None:
+        """The locality of one sample; None when memory.numa_stat was not read."""
+        if s.numa is None:
+            return None
+        total = sum(n.total for n in s.numa)
+        local_nodes = _nodes_of(s.cpus, node_cpus)
+        local = outside = None
+        if total:
+            if local_nodes is not None:
+                local = sum(n.total for n in s.numa if n.node in local_nodes) / total * 100
+            allowed = s.mems  # None: no cpuset controller, every node allowed
+            away = 0 if allowed is None else sum(n.total for n in s.numa if n.node not in allowed)
+            outside = away / total * 100
+        host = host_mems or (frozenset(node_cpus) if node_cpus else None)
+        bound = s.mems is not None and host is not None and s.mems < host
+        return cls(s.numa, local_nodes, local, outside, bound)
+
+
+def _nodes_of(cpus: frozenset[int] | None, node_cpus: NodeCpus | None) -> frozenset[int] | None:
+    """The nodes holding any of `cpus` (None: every CPU of the host); None without a map."""
+    if not node_cpus:
+        return None
+    return frozenset(n for n, on in node_cpus.items() if on and (cpus is None or on & cpus))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +135,8 @@ class SliceMetrics:
     events_oom: int | None
     events_oom_kill: int | None
     tasks: int | None
+    # NUMA locality; None when memory.numa_stat is not read (a host with one memory node)
+    numa: NumaMetrics | None = None
 
     @classmethod
     def from_samples(
@@ -92,8 +145,12 @@ class SliceMetrics:
         cur: CgroupSample,
         dt: float,
         host_cpus: int | None = None,
+        *,
+        node_cpus: NodeCpus | None = None,
+        host_mems: frozenset[int] | None = None,
     ) -> SliceMetrics:
-        """Metrics of `cur`, with rates over `dt` seconds when `prev` allows them."""
+        """Metrics of `cur`, with rates over `dt` seconds when `prev` allows them; locality
+        against the host's `node_cpus` and memory nodes `host_mems` (see NumaMetrics)."""
         p = prev if _comparable(prev, cur, dt) else None
         allowed = len(cur.cpus) if cur.cpus else (host_cpus or 1)
         cores = _rate(p.usage_usec if p else None, cur.usage_usec, dt * 1e6)
@@ -144,6 +201,7 @@ class SliceMetrics:
             events_oom=_delta(p.events_oom if p else None, cur.events_oom),
             events_oom_kill=_delta(p.events_oom_kill if p else None, cur.events_oom_kill),
             tasks=cur.tasks,
+            numa=NumaMetrics.from_sample(cur, node_cpus, host_mems),
         )
 
     @property
@@ -152,35 +210,48 @@ class SliceMetrics:
         return classify(self)
 
 
-# Metrics of cgroups whose sample did not change (the sampler hands back the very same
-# object for an idle cgroup): every delta is zero, so the result depends only on the sample
-# and on whether the interval is long enough for rates. Recomputing them dominated a refresh
-# of 1,000 mostly idle slices in the testbed (0.25 s of 0.57 s), hence this memo.
-_still: dict[str, tuple[CgroupSample, bool, SliceMetrics]] = {}
+class MetricsMemo:
+    """Computes metrics snapshot after snapshot for one reader of one sampler (status, top,
+    the TUI, a benchmark), and remembers the metrics of unchanged samples.
 
+    The sampler hands back the very same sample object for a cgroup that did not change; every
+    delta is then zero, so its metrics depend only on that sample and on whether the interval
+    is long enough for rates, and are reused instead of recomputed (BENCHMARKS.md,
+    sampler.1000). The host's node -> CPUs map, if known, is fixed for the memo's lifetime.
+    """
 
-def compute(prev: Snapshot | None, cur: Snapshot) -> list[SliceMetrics]:
-    """Metrics of every cgroup in `cur`, sorted by cgroup path."""
-    global _still
-    dt = cur.time - prev.time if prev is not None else 0.0
-    rates = dt >= MIN_RATE_WINDOW
-    old = prev.cgroups if prev is not None else {}
-    memo: dict[str, tuple[CgroupSample, bool, SliceMetrics]] = {}
-    out = []
-    for path, sample in sorted(cur.cgroups.items()):
-        before = old.get(path)
-        if before is sample:
-            hit = _still.get(path)
+    def __init__(self, node_cpus: NodeCpus | None = None) -> None:
+        self.node_cpus = node_cpus
+        self._still: dict[str, tuple[CgroupSample, bool, SliceMetrics]] = {}
+
+    def compute(self, prev: Snapshot | None, cur: Snapshot) -> list[SliceMetrics]:
+        """Metrics of every cgroup in `cur`, sorted by cgroup path."""
+        dt = cur.time - prev.time if prev is not None else 0.0
+        rates = dt >= MIN_RATE_WINDOW
+        old = prev.cgroups if prev is not None else {}
+        still = self._still
+        memo: dict[str, tuple[CgroupSample, bool, SliceMetrics]] = {}
+        out = []
+        for path, sample in sorted(cur.cgroups.items()):
+            before = old.get(path)
+            hit = still.get(path) if before is sample else None
             if hit is not None and hit[0] is sample and hit[1] == rates:
                 m = hit[2]
             else:
-                m = SliceMetrics.from_samples(before, sample, dt, cur.host_cpus)
-            memo[path] = (sample, rates, m)
-        else:
-            m = SliceMetrics.from_samples(before, sample, dt, cur.host_cpus)
-        out.append(m)
-    _still = memo
-    return out
+                m = SliceMetrics.from_samples(before, sample, dt, cur.host_cpus,
+                                              node_cpus=self.node_cpus, host_mems=cur.host_mems)
+            if before is sample:
+                memo[path] = (sample, rates, m)
+            out.append(m)
+        self._still = memo
+        return out
+
+
+def compute(
+    prev: Snapshot | None, cur: Snapshot, node_cpus: NodeCpus | None = None
+) -> list[SliceMetrics]:
+    """Metrics of every cgroup in `cur`, sorted by cgroup path (one-off: no memo kept)."""
+    return MetricsMemo(node_cpus).compute(prev, cur)
 
 
 def classify(
@@ -189,9 +260,11 @@ def classify(
     pressure_above: float = 10.0,
     throttled_above: float = 5.0,
     near_limit: float = 90.0,
+    local_below: float = 90.0,
 ) -> frozenset[Trouble]:
     """Flag PSI `some` above `pressure_above` %, throttling, memory ≥ `near_limit` % of
-    memory.high or memory.max, and OOM kills during the interval."""
+    memory.high or memory.max, OOM kills during the interval, and a NUMA-bound slice with
+    less than `local_below` % of its memory on the nodes of its CPUs."""
     flags: set[Trouble] = set()
     for pr in (m.cpu_pressure, m.memory_pressure):
         if pr is not None:
@@ -207,6 +280,10 @@ def classify(
                 flags.add(Trouble.NEAR_LIMIT)
     if m.events_oom_kill:
         flags.add(Trouble.OOM)
+    numa = m.numa
+    if numa is not None and numa.bound and numa.local_percent is not None:
+        if numa.local_percent < local_below:
+            flags.add(Trouble.REMOTE_MEMORY)
     return frozenset(flags)
 
 

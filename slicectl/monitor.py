@@ -7,11 +7,12 @@ functions so importing this module stays cheap.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from slicectl.cpulist import format_cpulist
-from slicectl.metrics import PressureMetrics, SliceMetrics, Trouble
+from slicectl.metrics import NumaMetrics, PressureMetrics, SliceMetrics, Trouble
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -22,6 +23,9 @@ COLUMNS = (
     "slice", "cpu cores/allowed", "quota", "throttled", "mem current/high/max",
     "psi cpu", "psi mem", "psi io", "events", "tasks",
 )  # fmt: skip
+# status and top add it after the memory column when memory.numa_stat was read (more than one
+# memory node); the TUI's overview does not have it yet.
+NUMA_COLUMN = "numa local"
 
 # Row styles by trouble, most serious first; the TUI maps the same flags to its classes.
 TROUBLE_STYLE = {
@@ -29,11 +33,13 @@ TROUBLE_STYLE = {
     Trouble.NEAR_LIMIT: "red",
     Trouble.PRESSURE: "yellow",
     Trouble.THROTTLED: "magenta",
+    Trouble.REMOTE_MEMORY: "cyan",
 }
 
 
 def _r(x: float | None, digits: int) -> float | None:
-    return None if x is None else round(x, digits)
+    """Rounded for JSON; None for unknown, and for nan or inf, which JSON cannot carry."""
+    return None if x is None or not math.isfinite(x) else round(x, digits)
 
 
 def _psi_json(p: PressureMetrics | None) -> dict[str, Any] | None:
@@ -41,8 +47,20 @@ def _psi_json(p: PressureMetrics | None) -> dict[str, Any] | None:
         return None
     full = p.full
     return {
-        "some": {"avg10": p.some.avg10, "rate": _r(p.some.rate, 2)},
-        "full": None if full is None else {"avg10": full.avg10, "rate": _r(full.rate, 2)},
+        "some": {"avg10": _r(p.some.avg10, 2), "rate": _r(p.some.rate, 2)},
+        "full": None if full is None else {"avg10": _r(full.avg10, 2), "rate": _r(full.rate, 2)},
+    }
+
+
+def _numa_json(n: NumaMetrics | None) -> dict[str, Any] | None:
+    if n is None:
+        return None
+    return {
+        "nodes": [{"node": x.node, "anon": x.anon, "file": x.file} for x in n.nodes],
+        "local_nodes": None if n.local_nodes is None else format_cpulist(n.local_nodes),
+        "local_percent": _r(n.local_percent, 2),
+        "outside_percent": _r(n.outside_percent, 2),
+        "bound": n.bound,
     }
 
 
@@ -96,6 +114,7 @@ def status_json(metrics: Sequence[SliceMetrics], interval: float | None) -> dict
                 },
                 "tasks": m.tasks,
                 "trouble": sorted(m.trouble),
+                "numa": _numa_json(m.numa),
             }
         )
     return {"version": JSON_VERSION, "interval_s": _r(interval, 3), "slices": slices}
@@ -156,19 +175,44 @@ def row(m: SliceMetrics) -> list[str]:
     ]
 
 
+def numa_cell(m: SliceMetrics) -> str:
+    """The local share of the slice's memory, and the share outside its memory nodes when
+    there is some: "97%", "25% (75% out)" ("-" = unknown)."""
+    n = m.numa
+    if n is None or n.outside_percent is None:
+        return "-"
+    local = "-" if n.local_percent is None else f"{n.local_percent:.0f}%"
+    if n.outside_percent < 0.5:
+        return local
+    return f"{local} ({n.outside_percent:.0f}% out)"
+
+
 def row_style(m: SliceMetrics) -> str:
     """The rich style of the most serious trouble flag, or "" when all is well."""
     flags = m.trouble
     return next((style for t, style in TROUBLE_STYLE.items() if t in flags), "")
 
 
+_LEFT = {"slice", "mem current/high/max", "events"}
+_NUMA_AFTER = COLUMNS.index("mem current/high/max") + 1
+
+
 def render_table(metrics: Sequence[SliceMetrics], title: str | None = None) -> Table:
-    """A rich Table of the metrics, in the given order."""
+    """A rich Table of the metrics, in the given order; with NUMA_COLUMN when any slice has
+    NUMA figures."""
     from rich.table import Table
 
+    numa = any(m.numa is not None for m in metrics)
+    columns = list(COLUMNS)
+    if numa:
+        columns.insert(_NUMA_AFTER, NUMA_COLUMN)
     table = Table(title=title, title_justify="left")
-    for i, name in enumerate(COLUMNS):
-        table.add_column(name, justify="left" if i in (0, 4, 8) else "right", no_wrap=i == 0)
+    for name in columns:
+        table.add_column(name, justify="left" if name in _LEFT else "right",
+                         no_wrap=name == "slice")
     for m in metrics:
-        table.add_row(*row(m), style=row_style(m))
+        cells = row(m)
+        if numa:
+            cells.insert(_NUMA_AFTER, numa_cell(m))
+        table.add_row(*cells, style=row_style(m))
     return table

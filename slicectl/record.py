@@ -15,7 +15,8 @@ from pathlib import Path
 
 from slicectl.errors import SlicectlError
 from slicectl.recommend import Sample
-from slicectl.sampler import Sampler, Snapshot
+from slicectl.sampler import Sampler
+from slicectl.samples import Snapshot
 
 SCHEMA_VERSION = 1
 

@@ -1,9 +1,18 @@
 """cgroup v2 sampler: the only code that reads cgroupfs for monitoring (DESIGN.md §7).
 
 Discovers every `*.slice` below a cgroup root (plus `init.scope`), keeps each cgroup's
-interface files open and re-reads them with `os.pread` on every sample: that is about ten
-times cheaper than open/read/close, and `sample()` is the hot path of `status`, `top` and
-the TUI. Parsing is bytes-level, without regexes, to keep allocations per sample low.
+interface files open and re-reads them with `os.pread` on every sample, far cheaper than
+open/read/close (DESIGN.md §7, docs/design-notes.md): `sample()` is the hot path of `status`,
+`top`, the TUI and `record`.
+
+What is read, and how each file parses into a `samples.CgroupSample`, is declared once in
+`cgroupfiles.FILES`; opening, reading, the unchanged-file shortcut and building a sample all
+walk it. A file that holds garbage reads as unknown (None), never as an error.
+
+Why this module runs past 400 lines: discovery (watching directories), the descriptor budget
+(pinning, raising RLIMIT_NOFILE, falling back to open/read/close) and the reading all act on
+the same per-cgroup records (`_Cgroup`) and must agree on them; what stands alone, the file
+table and its parsers, is in `cgroupfiles`.
 """
 
 from __future__ import annotations
@@ -12,13 +21,12 @@ import errno
 import os
 import resource
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from slicectl import defaults
-from slicectl.cpulist import parse_cpulist
+from slicectl.cgroupfiles import FILES, Values, build_sample, parse_changed, parse_cpulist_file
 from slicectl.errors import SamplerError
+from slicectl.samples import CgroupSample, Snapshot
 
 DEFAULT_ROOT = Path(defaults.CGROUP_ROOT)
 
@@ -27,151 +35,26 @@ _READ_SIZE = 65536
 _GONE = frozenset({errno.ENOENT, errno.ENODEV, errno.ESRCH})
 # File descriptors left for everything else the process opens (terminal, logs, sockets).
 _FD_RESERVE = 256
-
-# Interface files re-read on every sample, in the order `_Cgroup.fds` holds them.
-_FILES = (
-    "cpu.stat", "cpu.max", "cpu.weight", "cpuset.cpus.effective", "cpuset.mems.effective",
-    "memory.current", "memory.low", "memory.min", "memory.high", "memory.max",
-    "memory.swap.current", "memory.swap.max", "memory.stat", "memory.events",
-    "cpu.pressure", "memory.pressure", "io.pressure", "pids.current",
-)  # fmt: skip
-_CPUS_SLOT = _FILES.index("cpuset.cpus.effective")
-# One more descriptor per cgroup: `cgroup.controllers`, checked at re-discovery only.
-FILES_PER_CGROUP = len(_FILES) + 2  # + cgroup.controllers + cgroup.events
 # An empty cgroup ("populated 0" in cgroup.events) has no task that could move its counters
 # (CPU time, pressure stalls, memory events); it is re-read in full only every Nth refresh
 # (staggered across cgroups) or after invalidate(), e.g. once apply changed limits. Each
-# pread costs ~20 µs even for a one-number file in the testbed, so this is what keeps a
-# refresh of 1,000 mostly idle slices well under systemd-cgtop's cost (BENCHMARKS.md).
+# pread costs the same few syscalls even for a one-number file, so this is what keeps a
+# refresh of 1,000 mostly idle slices cheap (BENCHMARKS.md, sampler.1000).
 IDLE_FULL_EVERY = 10
+# Descriptors one pinned cgroup may hold: its files, cgroup.controllers and cgroup.events.
+FILES_PER_CGROUP = len(FILES) + 2
 
 
-class PsiLine(NamedTuple):
-    """One line of a PSI file: share of time stalled (%) and total stall time (µs)."""
-
-    avg10: float
-    avg60: float
-    avg300: float
-    total: int
-
-
-class Pressure(NamedTuple):
-    """A `*.pressure` file: `some` and (if the kernel reports it) `full`."""
-
-    some: PsiLine
-    full: PsiLine | None
-
-
-@dataclass(frozen=True, slots=True)
-class CgroupSample:
-    """One cgroup's counters and limits at one instant; None = file absent or "max"."""
-
-    unit: str
-    path: str
-    inode: int
-    usage_usec: int | None
-    nr_periods: int | None
-    nr_throttled: int | None
-    throttled_usec: int | None
-    cpu_quota_usec: int | None
-    cpu_period_usec: int | None
-    cpu_weight: int | None
-    cpus: frozenset[int] | None
-    mems: frozenset[int] | None
-    memory_current: int | None
-    memory_low: int | None
-    memory_min: int | None
-    memory_high: int | None
-    memory_max: int | None
-    swap_current: int | None
-    swap_max: int | None
-    anon: int | None
-    file: int | None
-    active_file: int | None
-    inactive_file: int | None
-    workingset_refault: int | None
-    events_low: int | None
-    events_high: int | None
-    events_max: int | None
-    events_oom: int | None
-    events_oom_kill: int | None
-    cpu_pressure: Pressure | None
-    memory_pressure: Pressure | None
-    io_pressure: Pressure | None
-    tasks: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """All discovered cgroups at one instant, keyed by path relative to the root."""
-
-    time: float
-    cgroups: dict[str, CgroupSample]
-    host_cpus: int
-
-
-def _value(data: bytes | None) -> int | None:
-    """A single-value file: "123\\n" -> 123, "max\\n" or absent -> None."""
-    if data is None or data[:3] == b"max":
-        return None
-    return int(data)
-
-
-def _key(name: str) -> tuple[bytes, bytes]:
-    """Search patterns for `name` in a flat-keyed file (first line, later lines)."""
-    return (name.encode() + b" ", b"\n" + name.encode() + b" ")
-
-
-def _keyed(data: bytes, key: tuple[bytes, bytes]) -> int | None:
-    """The value of one key in a flat-keyed file such as cpu.stat or memory.stat."""
-    first, later = key
-    if data.startswith(first):
-        i = len(first)
-    else:
-        i = data.find(later)
-        if i < 0:
-            return None
-        i += len(later)
-    j = data.find(b"\n", i)
-    return int(data[i:j] if j >= 0 else data[i:])
-
-
-_USAGE, _PERIODS, _THROTTLED, _THROTTLED_USEC = map(
-    _key, ("usage_usec", "nr_periods", "nr_throttled", "throttled_usec")
-)
-_ANON, _FILE, _ACTIVE_FILE, _INACTIVE_FILE = map(
-    _key, ("anon", "file", "active_file", "inactive_file")
-)
-_REFAULT, _REFAULT_ANON, _REFAULT_FILE = map(
-    _key, ("workingset_refault", "workingset_refault_anon", "workingset_refault_file")
-)
-_EV_LOW, _EV_HIGH, _EV_MAX, _EV_OOM, _EV_OOM_KILL = map(
-    _key, ("low", "high", "max", "oom", "oom_kill")
-)
-
-
-def _pressure(data: bytes | None) -> Pressure | None:
-    """Parse "some avg10=.. avg60=.. avg300=.. total=..\\nfull ..." (full may be absent)."""
-    if data is None:
-        return None
-    # "some avg10 1.50 avg60 ..." after the replace: values sit at fixed token positions.
-    p = data.replace(b"=", b" ").split()
-    if len(p) < 9 or p[0] != b"some":
-        return None
-    new = tuple.__new__  # skips NamedTuple's Python-level __new__ on this hot path
-    some = new(PsiLine, (float(p[2]), float(p[4]), float(p[6]), int(p[8])))
-    full = None
-    if len(p) >= 18 and p[9] == b"full":
-        full = new(PsiLine, (float(p[11]), float(p[13]), float(p[15]), int(p[17])))
-    return new(Pressure, (some, full))
+class _Vanished(Exception):
+    """The cgroup's directory is gone (its open files answer ENODEV)."""
 
 
 class _Cgroup:
-    """Open files of one discovered cgroup; fds[i] is -1 when _FILES[i] does not exist."""
+    """Open files of one discovered cgroup; fds[i] is -1 when FILES[i] is not open."""
 
     __slots__ = (
-        "path", "unit", "inode", "fds", "controllers_fd", "controllers", "pinned", "raw", "last",
-        "events_fd", "slot",
+        "path", "unit", "inode", "fds", "controllers_fd", "controllers", "pinned", "raw",
+        "parsed", "last", "events_fd", "slot",
     )  # fmt: skip
 
     def __init__(self, path: str, inode: int) -> None:
@@ -184,8 +67,10 @@ class _Cgroup:
         self.events_fd = -1
         self.slot = 0
         self.pinned = False
-        # What the previous read returned, so unchanged files are not parsed again.
+        # What the previous read returned and how it parsed, so unchanged files are not
+        # parsed again, and unchanged cgroups hand back the same sample object.
         self.raw: list[bytes | None] = []
+        self.parsed: list[Values] = []
         self.last: CgroupSample | None = None
 
 
@@ -198,7 +83,10 @@ class Sampler:
         rediscover_every: float = 5.0,
         *,
         online_cpus: frozenset[int] | None = None,
+        numa: bool | None = None,
     ) -> None:
+        """`numa`: read memory.numa_stat; by default when the root cgroup's
+        cpuset.mems.effective lists more than one memory node (elsewhere it cannot matter)."""
         self.root = Path(root)
         self.rediscover_every = rediscover_every
         if not (self.root / "cgroup.controllers").is_file():
@@ -211,14 +99,16 @@ class Sampler:
         self._cgroups: dict[str, _Cgroup] = {}
         self._children: dict[str, dict[str, int]] = {}  # dir -> {child cgroup: inode}
         self._watched: dict[str, tuple[int, int]] = {}  # dir -> (mtime_ns, nlink)
-        self._cpulists: dict[bytes, frozenset[int]] = {}
         self._open_fds = 0
         self._fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         self._next_discovery = 0.0
         self._refresh = 0
         self._added = 0
         self._force_full = False
-        self.host_cpus = len(online_cpus) if online_cpus else self._root_cpus()
+        cpus = online_cpus or self._root_list("cpuset.cpus.effective")
+        self.host_cpus = len(cpus) if cpus else os.cpu_count() or 1
+        self.host_mems = self._root_list("cpuset.mems.effective")
+        self.numa = numa if numa is not None else len(self.host_mems or ()) > 1
         self._discover()
 
     def __enter__(self) -> Sampler:
@@ -257,116 +147,57 @@ class Sampler:
                 s = self._reopen(cg)
             if s is not None:
                 out[cg.path] = s
-        return Snapshot(now, out, self.host_cpus)
-
-    # -- reading (hot path) -------------------------------------------------------------
+        return Snapshot(now, out, self.host_cpus, self.host_mems)
 
     def invalidate(self) -> None:
         """Read every cgroup in full at the next sample (limits may have changed)."""
         self._force_full = True
 
+    # -- reading (hot path) -------------------------------------------------------------
+
     def _read(self, cg: _Cgroup, force: bool = False) -> CgroupSample | None:
         """Read and parse one cgroup; None when it vanished."""
-        if (not force and cg.last is not None and cg.events_fd >= 0
-                and (self._refresh + cg.slot) % IDLE_FULL_EVERY):
-            try:
-                state = os.pread(cg.events_fd, 64, 0)
-            except OSError as e:
-                if e.errno not in _GONE:
-                    raise
-                self._close(cg)
-                return None
-            if state.startswith(b"populated 0"):
-                return cg.last  # no task inside: nothing but reclaim can have moved
-        if not cg.pinned and not self._open(cg, pin=False):
-            return None
-        pread = os.pread
         try:
-            raw = [pread(fd, _READ_SIZE, 0) if fd >= 0 else None for fd in cg.fds]
-        except OSError as e:
-            if e.errno not in _GONE:
-                raise SamplerError(
-                    f"cannot read cgroup {cg.path}: {e.strerror}", "run as root?"
-                ) from e
+            if not force and self._still_empty(cg):
+                return cg.last
+            raw = self._read_files(cg)
+        except _Vanished:
             self._close(cg)
             return None
+        if cg.last is not None and raw == cg.raw:
+            return cg.last  # an idle slice: nothing moved, the last sample still holds
+        parsed = parse_changed(raw, cg.raw, cg.parsed)
+        cg.raw, cg.parsed = raw, parsed
+        cg.last = build_sample(cg.unit, cg.path, cg.inode, parsed)
+        return cg.last
+
+    def _still_empty(self, cg: _Cgroup) -> bool:
+        """Whether an empty cgroup can be handed back as last sampled (not its turn for a
+        full read; see IDLE_FULL_EVERY); raises _Vanished."""
+        if cg.last is None or cg.events_fd < 0 or not (self._refresh + cg.slot) % IDLE_FULL_EVERY:
+            return False
+        try:
+            state = os.pread(cg.events_fd, 64, 0)
+        except OSError as e:
+            if e.errno not in _GONE:
+                raise
+            raise _Vanished from e
+        return state.startswith(b"populated 0")  # no task: nothing but reclaim can move
+
+    def _read_files(self, cg: _Cgroup) -> list[bytes | None]:
+        """The contents of every file of cg, None where it is not open; raises _Vanished."""
+        if not cg.pinned and not self._open(cg, pin=False):
+            raise _Vanished
+        pread = os.pread
+        try:
+            return [pread(fd, _READ_SIZE, 0) if fd >= 0 else None for fd in cg.fds]
+        except OSError as e:
+            if e.errno in _GONE:
+                raise _Vanished from e
+            raise SamplerError(f"cannot read cgroup {cg.path}: {e.strerror}", "run as root?") from e
         finally:
             if not cg.pinned:
                 self._close(cg)
-        last = cg.last
-        if last is not None:
-            if raw == cg.raw:  # an idle slice: nothing moved, the last sample still holds
-                return last
-            old = cg.raw
-        (cpu_stat, cpu_max, weight, cpus, mems, current, low, min_, high, max_, swap,
-         swap_max, mem_stat, events, cpu_p, mem_p, io_p, pids) = raw  # fmt: skip
-        if cpu_stat is not None:
-            usage = _keyed(cpu_stat, _USAGE)
-            periods = _keyed(cpu_stat, _PERIODS)
-            throttled = _keyed(cpu_stat, _THROTTLED)
-            throttled_usec = _keyed(cpu_stat, _THROTTLED_USEC)
-        else:
-            usage = periods = throttled = throttled_usec = None
-        quota = period = None
-        if cpu_max is not None:
-            q, _, p = cpu_max.partition(b" ")
-            quota = None if q == b"max" else int(q)
-            period = int(p) if p else None
-        if last is not None and mem_stat == old[12]:
-            anon, file, active_file = last.anon, last.file, last.active_file
-            inactive_file, refault = last.inactive_file, last.workingset_refault
-        elif mem_stat is not None:
-            anon = _keyed(mem_stat, _ANON)
-            file = _keyed(mem_stat, _FILE)
-            active_file = _keyed(mem_stat, _ACTIVE_FILE)
-            inactive_file = _keyed(mem_stat, _INACTIVE_FILE)
-            refault = _keyed(mem_stat, _REFAULT_ANON)
-            if refault is None:  # kernels before 5.9 only have the combined counter
-                refault = _keyed(mem_stat, _REFAULT)
-            else:
-                refault += _keyed(mem_stat, _REFAULT_FILE) or 0
-        else:
-            anon = file = active_file = inactive_file = refault = None
-        if last is not None and events == old[13]:
-            ev_low, ev_high, ev_max = last.events_low, last.events_high, last.events_max
-            ev_oom, ev_oom_kill = last.events_oom, last.events_oom_kill
-        elif events is not None:
-            ev_low = _keyed(events, _EV_LOW)
-            ev_high = _keyed(events, _EV_HIGH)
-            ev_max = _keyed(events, _EV_MAX)
-            ev_oom = _keyed(events, _EV_OOM)
-            ev_oom_kill = _keyed(events, _EV_OOM_KILL)
-        else:
-            ev_low = ev_high = ev_max = ev_oom = ev_oom_kill = None
-        if last is not None:
-            cpu_pr = last.cpu_pressure if cpu_p == old[14] else _pressure(cpu_p)
-            mem_pr = last.memory_pressure if mem_p == old[15] else _pressure(mem_p)
-            io_pr = last.io_pressure if io_p == old[16] else _pressure(io_p)
-        else:
-            cpu_pr, mem_pr, io_pr = _pressure(cpu_p), _pressure(mem_p), _pressure(io_p)
-        cg.raw = raw
-        cg.last = sample = CgroupSample(
-            cg.unit, cg.path, cg.inode,
-            usage, periods, throttled, throttled_usec, quota, period, _value(weight),
-            self._cpulist(cpus), self._cpulist(mems),
-            _value(current), _value(low), _value(min_), _value(high), _value(max_),
-            _value(swap), _value(swap_max),
-            anon, file, active_file, inactive_file, refault,
-            ev_low, ev_high, ev_max, ev_oom, ev_oom_kill,
-            cpu_pr, mem_pr, io_pr, _value(pids),
-        )  # fmt: skip
-        return sample
-
-    def _cpulist(self, data: bytes | None) -> frozenset[int] | None:
-        """Parsed cpulist, cached: the same few lists repeat across cgroups and samples."""
-        if data is None:
-            return None
-        cpus = self._cpulists.get(data)
-        if cpus is None:
-            if len(self._cpulists) > 4096:
-                self._cpulists.clear()
-            cpus = self._cpulists[data] = parse_cpulist(data.decode())
-        return cpus or None  # an empty cpuset.cpus means "inherit the parent's"
 
     # -- opening and closing ------------------------------------------------------------
 
@@ -378,10 +209,7 @@ class Sampler:
             return False
         fds: list[int] = []
         try:
-            for name in _FILES:
-                fds.append(_open_at(name, dfd))
-            if fds[_CPUS_SLOT] < 0:  # no effective list on old kernels: use the configured one
-                fds[_CPUS_SLOT] = _open_at("cpuset.cpus", dfd)
+            self._open_files(dfd, fds)
             if pin:
                 cg.events_fd = _open_at("cgroup.events", dfd)
                 cg.controllers_fd = _open_at("cgroup.controllers", dfd)
@@ -406,6 +234,14 @@ class Sampler:
         if pin:
             self._open_fds += FILES_PER_CGROUP
         return True
+
+    def _open_files(self, dfd: int, fds: list[int]) -> None:
+        """Append a descriptor per `FILES` entry to fds: -1 where absent or not wanted."""
+        for spec in FILES:
+            fd = -1 if spec.numa and not self.numa else _open_at(spec.name, dfd)
+            if fd < 0 and spec.fallback:
+                fd = _open_at(spec.fallback, dfd)
+            fds.append(fd)
 
     def _close(self, cg: _Cgroup) -> None:
         """Close cg's files; harmless when already closed."""
@@ -467,13 +303,12 @@ class Sampler:
 
     # -- discovery ----------------------------------------------------------------------
 
-    def _root_cpus(self) -> int:
-        """Host CPU count: the root's effective cpuset, else the CPUs Python sees."""
+    def _root_list(self, name: str) -> frozenset[int] | None:
+        """A cpulist file of the root cgroup (its CPUs or memory nodes); None if unreadable."""
         try:
-            text = (self.root / "cpuset.cpus.effective").read_text()
-            return len(parse_cpulist(text)) or os.cpu_count() or 1
+            return parse_cpulist_file((self.root / name).read_bytes())
         except (OSError, ValueError):
-            return os.cpu_count() or 1
+            return None
 
     def _scan(self, path: str) -> dict[str, int]:
         """Child cgroups of `path` worth sampling -> inode; slices, and init.scope at the top."""

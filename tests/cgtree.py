@@ -11,6 +11,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slicectl.cpulist import format_cpulist, parse_cpulist
+
 ALL_CONTROLLERS = "cpuset cpu io memory hugetlb pids rdma misc"
 
 
@@ -49,6 +51,11 @@ class FakeCgroup:
         default_factory=lambda: {r: [0.0, 0.0, 0.0, 0.0] for r in ("cpu", "memory", "io")}
     )
     tasks: int = 3
+    # The host's memory nodes: memory.numa_stat has a column for each.
+    host_mems: str = "0-1"
+    # node -> (anon, file) bytes in memory.numa_stat; None: all of `anon` and `file` on the
+    # first node of `mems`.
+    numa: dict[int, tuple[int, int]] | None = None
 
     def files(self) -> dict[str, str]:
         """The interface files this cgroup shows, given its enabled controllers."""
@@ -91,6 +98,7 @@ class FakeCgroup:
                     "memory.swap.current": f"{self.swap_current}\n",
                     "memory.swap.max": self.swap_max + "\n",
                     "memory.stat": self._memory_stat(),
+                    "memory.numa_stat": self._numa_stat(),
                     "memory.events": "".join(f"{k} {v}\n" for k, v in self.events.items())
                     + "oom_group_kill 0\n",
                 }
@@ -119,6 +127,29 @@ class FakeCgroup:
             ("thp_fault_alloc", 0), ("thp_collapse_alloc", 0),
         ]  # fmt: skip
         return "".join(f"{k} {v}\n" for k, v in rows)
+
+
+    def _numa_stat(self) -> str:
+        """memory.numa_stat as kernel 6.1 shows it (bytes per node), the rows we read first."""
+        nodes = sorted(parse_cpulist(self.host_mems))
+        placed = self.numa
+        if placed is None:
+            placed = {min(parse_cpulist(self.mems)): (self.anon, self.file)}
+        anon = {n: a for n, (a, _) in placed.items()}
+        file = {n: f for n, (_, f) in placed.items()}
+        rows = [("anon", anon), ("file", file), ("kernel_stack", {}), ("pagetables", {}),
+                ("shmem", {}), ("file_mapped", {}), ("file_dirty", {}), ("file_writeback", {}),
+                ("swapcached", {}), ("anon_thp", {}), ("file_thp", {}), ("shmem_thp", {}),
+                ("inactive_anon", anon), ("active_anon", {}), ("inactive_file", {}),
+                ("active_file", file), ("unevictable", {}), ("slab_reclaimable", {}),
+                ("slab_unreclaimable", {}), ("workingset_refault_anon", {}),
+                ("workingset_refault_file", {}), ("workingset_activate_anon", {}),
+                ("workingset_activate_file", {}), ("workingset_restore_anon", {}),
+                ("workingset_restore_file", {}), ("workingset_nodereclaim", {})]
+        return "".join(
+            f"{key} " + " ".join(f"N{n}={values.get(n, 0)}" for n in nodes) + "\n"
+            for key, values in rows
+        )
 
 
 def write_files(directory: Path, files: dict[str, str]) -> None:
@@ -165,16 +196,17 @@ class Motion:
 class MovingTree:
     """A fake cgroup tree whose counters advance between samples."""
 
-    def __init__(self, root: Path, cpus: str = "0-7") -> None:
+    def __init__(self, root: Path, cpus: str = "0-7", mems: str = "0-1") -> None:
         self.root = root
         self.cpus = cpus
+        self.mems = mems
         self.cgroups: dict[str, FakeCgroup] = {}
         self.motion: dict[str, Motion] = {}
-        make_root(root, cpus)
+        make_root(root, cpus, mems)
 
     def add(self, path: str, motion: Motion | None = None, **values: object) -> FakeCgroup:
         """Create a cgroup (and write it) with the given starting values."""
-        cg = FakeCgroup(path, cpus=self.cpus)
+        cg = FakeCgroup(path, cpus=self.cpus, mems=self.mems, host_mems=self.mems)
         for key, value in values.items():
             setattr(cg, key, value)
         self.cgroups[path] = cg
@@ -244,6 +276,49 @@ def build_fixture(root: Path) -> None:
         "tenants.slice/tenants-web.slice", controllers="cpu io memory pids", cpu_weight=100,
         usage_usec=1111111111, memory_current=3 << 30, memory_max=str(4 << 30), tasks=48,
     )  # fmt: skip
+
+
+# Hosts of the NUMA fixture trees, by number of nodes: sysfs fixtures under fixtures/sysfs.
+NUMA_HOSTS = {1: "single-node", 2: "xeon-2s-smt", 4: "nehalem-ex-4node"}
+MIB = 1 << 20
+
+
+def build_numa_fixture(root: Path, node_cpus: dict[int, frozenset[int]]) -> MovingTree:
+    """A tree whose slices hold memory.numa_stat on the host `node_cpus` describes (1, 2 or 4
+    nodes, from `NUMA_HOSTS`): what each slice's local and outside shares should be is in its
+    name and in tests/test_metrics.py."""
+    nodes = sorted(node_cpus)
+    all_cpus = format_cpulist(frozenset().union(*node_cpus.values()))
+    tree = MovingTree(root, cpus=all_cpus, mems=format_cpulist(nodes))
+
+    def cpus(*ns: int) -> str:
+        return format_cpulist(frozenset().union(*(node_cpus[n] for n in ns)))
+
+    even = {n: (64 * MIB // len(nodes), 32 * MIB // len(nodes)) for n in nodes}
+    tree.add("init.scope", numa=even)
+    tree.add("system.slice", numa=even)
+    tree.add("tenants.slice", numa=even)
+    # Bound to node 0, every page there: 100 % local, nothing outside.
+    tree.add("tenants.slice/tenants-local.slice", numa={0: (200 * MIB, 56 * MIB)},
+             cpus=cpus(0), mems="0")
+    # Nothing charged yet: the shares are unknown.
+    tree.add("tenants.slice/tenants-empty.slice", numa={}, anon=0, file=0,
+             cpus=cpus(0), mems="0")
+    if len(nodes) > 1:
+        # Moved from node 0 to node 1 (a profile switch): 3/4 of its memory still on node 0,
+        # which it may no longer use: 25 % local, 75 % outside.
+        tree.add("tenants.slice/tenants-moved.slice",
+                 numa={0: (96 * MIB, 96 * MIB), 1: (64 * MIB, 0)}, cpus=cpus(1), mems="1")
+        # `numa: any`: node 0's CPUs, every node's memory, half of it on the last node.
+        tree.add("tenants.slice/tenants-any.slice",
+                 numa={0: (64 * MIB, 0), nodes[-1]: (32 * MIB, 32 * MIB)},
+                 cpus=cpus(0), mems=format_cpulist(nodes))
+    if len(nodes) > 2:
+        # Spread over nodes 0 and 1, memory on both and a little on node 2: 90 % local.
+        tree.add("tenants.slice/tenants-spread.slice",
+                 numa={0: (90 * MIB, 0), 1: (90 * MIB, 0), 2: (20 * MIB, 0)},
+                 cpus=cpus(0, 1), mems="0-1")
+    return tree
 
 
 if __name__ == "__main__":

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
+from cgtree import NUMA_HOSTS, build_numa_fixture
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slicectl.metrics import SliceMetrics, Trouble, classify, compute
-from slicectl.sampler import CgroupSample, Pressure, PsiLine, Snapshot
+from slicectl.metrics import MetricsMemo, NumaMetrics, SliceMetrics, Trouble, classify, compute
+from slicectl.sampler import Sampler
+from slicectl.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
+from slicectl.sysfs import read_topology
+
+SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
 
 
 def psi(some_total: int = 0, full_total: int = 0, avg10: float = 0.0) -> Pressure:
@@ -141,3 +147,125 @@ def test_rates_stay_in_range(a: int, b: int, fa: int, fb: int, u: int, v: int, d
     assert m.memory_pressure is not None and m.memory_pressure.full is not None
     for rate in (m.memory_pressure.some.rate, m.memory_pressure.full.rate):
         assert rate is None or 0.0 <= rate <= 100.0
+
+
+# -- the metrics memo --------------------------------------------------------------------
+
+
+def test_memo_reuses_metrics_of_unchanged_samples_only() -> None:
+    same, moving = sample(), sample(path="tenants.slice/tenants-web.slice", unit="web.slice")
+    first = Snapshot(10.0, {same.path: same, moving.path: moving}, 8)
+    later = dataclasses.replace(moving, usage_usec=2_000_000)
+    second = Snapshot(11.0, {same.path: same, moving.path: later}, 8)
+    third = Snapshot(12.0, {same.path: same, moving.path: later}, 8)
+    memo = MetricsMemo()
+    memo.compute(first, second)
+    a = {m.unit: m for m in memo.compute(second, third)}
+    b = {m.unit: m for m in memo.compute(second, third)}
+    assert a["tenants-db1.slice"] is b["tenants-db1.slice"]  # the same sample: reused
+    assert a["tenants-db1.slice"].cpu_cores == 0.0
+    # Another memo (another reader) does not share it; nor does a too short interval.
+    assert MetricsMemo().compute(second, third)[0] is not a["tenants-db1.slice"]
+    short = memo.compute(second, Snapshot(11.01, third.cgroups, 8))
+    assert short[0].cpu_cores is None
+
+
+# -- NUMA locality -------------------------------------------------------------------------
+
+
+def numa_sample(nodes: dict[int, int], cpus: set[int] | None, mems: set[int] | None
+                ) -> CgroupSample:
+    """A sample with `nodes` (node -> anonymous MiB) on the testbed's 4 nodes."""
+    return sample(
+        numa=tuple(NodeMemory(n, nodes.get(n, 0) << 20, 0) for n in range(4)),
+        cpus=None if cpus is None else frozenset(cpus),
+        mems=None if mems is None else frozenset(mems),
+    )
+
+
+# node n = CPUs n and n + 4, like the testbed
+TESTBED_NODES = {n: frozenset({n, n + 4}) for n in range(4)}
+HOST_MEMS = frozenset(range(4))
+
+
+@pytest.mark.parametrize(
+    "nodes, cpus, mems, local, outside, bound",
+    [
+        ({1: 200}, {1, 5}, {1}, 100.0, 0.0, True),  # bound to node 1, all there
+        ({1: 150, 2: 50}, {1, 5}, {1}, 75.0, 25.0, True),  # moved from 2, pages lag
+        ({1: 150, 2: 50}, {1, 5}, {1, 2}, 75.0, 0.0, True),  # node 2 allowed: only remote
+        ({0: 50, 3: 50}, {0, 4}, None, 50.0, 0.0, False),  # `numa: any`, no cpuset
+        ({0: 50, 3: 50}, {0, 4}, {0, 1, 2, 3}, 50.0, 0.0, False),
+        ({0: 30, 3: 10}, None, None, 100.0, 0.0, False),  # every CPU: every node is local
+        ({0: 10, 1: 10}, {0, 1}, {0, 1}, 100.0, 0.0, True),  # spread over two nodes
+        ({}, {1, 5}, {1}, None, None, True),  # no memory yet: unknown
+    ],
+)
+def test_local_and_outside_percent(
+    nodes: dict[int, int], cpus: set[int] | None, mems: set[int] | None,
+    local: float | None, outside: float | None, bound: bool,
+) -> None:
+    s = numa_sample(nodes, cpus, mems)
+    numa = SliceMetrics.from_samples(None, s, 1.0, node_cpus=TESTBED_NODES,
+                                     host_mems=HOST_MEMS).numa
+    assert numa is not None
+    assert numa.local_percent == (None if local is None else pytest.approx(local))
+    assert numa.outside_percent == (None if outside is None else pytest.approx(outside))
+    assert numa.bound is bound
+    assert numa.nodes == s.numa
+
+
+def test_locality_without_a_node_map_or_numa_stat() -> None:
+    s = numa_sample({1: 150, 2: 50}, {1, 5}, {1})
+    numa = NumaMetrics.from_sample(s, None, HOST_MEMS)
+    assert numa is not None and numa.local_nodes is None and numa.local_percent is None
+    assert numa.outside_percent == pytest.approx(25.0) and numa.bound
+    # The host's nodes come from the map when the cgroup root did not list its memory nodes.
+    assert NumaMetrics.from_sample(s, TESTBED_NODES, None) == NumaMetrics(
+        s.numa or (), frozenset({1}), 75.0, 25.0, True)
+    assert SliceMetrics.from_samples(None, sample(), 1.0, node_cpus=TESTBED_NODES).numa is None
+
+
+def test_a_bound_slice_under_90_percent_local_is_trouble() -> None:
+    def trouble(nodes: dict[int, int], mems: set[int] | None) -> frozenset[Trouble]:
+        s = numa_sample(nodes, {1, 5}, mems)
+        return SliceMetrics.from_samples(None, s, 1.0, node_cpus=TESTBED_NODES,
+                                         host_mems=HOST_MEMS).trouble
+
+    assert trouble({1: 90, 0: 10}, {1}) == frozenset()  # 90 % is enough
+    assert trouble({1: 89, 0: 11}, {1}) == {Trouble.REMOTE_MEMORY}
+    assert trouble({1: 10, 0: 90}, None) == frozenset()  # not bound: only shown, no trouble
+    m = SliceMetrics.from_samples(None, numa_sample({1: 80, 0: 20}, {1, 5}, {1}), 1.0,
+                                  node_cpus=TESTBED_NODES, host_mems=HOST_MEMS)
+    assert classify(m, local_below=75.0) == frozenset()
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 4])
+def test_locality_on_numa_fixture_trees(tmp_path: Path, nodes: int) -> None:
+    node_cpus = {n.id: n.cpus for n in read_topology(SYSFS / NUMA_HOSTS[nodes]).nodes}
+    tree = build_numa_fixture(tmp_path / "cg", node_cpus)
+    with Sampler(tree.root) as s:
+        first = s.sample()
+        tree.advance(1.0)
+        second = s.sample()
+    by_unit = {m.unit: m for m in MetricsMemo(node_cpus).compute(first, second)}
+    if nodes == 1:
+        assert all(m.numa is None for m in by_unit.values())
+        return
+
+    def shares(unit: str) -> tuple[float | None, float | None, bool]:
+        numa = by_unit[unit].numa
+        assert numa is not None
+        return (numa.local_percent, numa.outside_percent, numa.bound)
+
+    assert shares("tenants-local.slice") == (100.0, 0.0, True)
+    assert shares("tenants-empty.slice") == (None, None, True)
+    assert shares("tenants-moved.slice") == (25.0, 75.0, True)
+    assert Trouble.REMOTE_MEMORY in by_unit["tenants-moved.slice"].trouble
+    assert shares("tenants-any.slice") == (50.0, 0.0, False)
+    assert shares("system.slice") == (100.0, 0.0, False)  # everywhere, like its CPUs
+    if nodes == 4:
+        local, outside, bound = shares("tenants-spread.slice")
+        assert (local, outside, bound) == pytest.approx((90.0, 10.0, True))
+        assert by_unit["tenants-spread.slice"].trouble == frozenset()
+    assert sum(Trouble.REMOTE_MEMORY in m.trouble for m in by_unit.values()) == 1

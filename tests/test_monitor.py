@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cgtree import Motion, MovingTree
+from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
 
 from slicectl.cli.watch import run_status, run_top
+from slicectl.monitor import NUMA_COLUMN
+from slicectl.sysfs import read_topology
 
 DOCS = Path(__file__).parent.parent / "docs" / "status-json.md"
 DB1 = "tenants.slice/tenants-db1.slice"
@@ -46,10 +48,19 @@ def advancing(tree: MovingTree) -> Any:
     return sleep
 
 
-def status(tree: MovingTree, interval: float) -> dict[str, Any]:
+def strict_json(text: str) -> Any:
+    """json.loads that refuses NaN and Infinity, which are not JSON."""
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} in the output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def status(tree: MovingTree, interval: float, **kwargs: Any) -> dict[str, Any]:
     out = io.StringIO()
-    assert run_status(tree.root, True, interval, out, sleep=advancing(tree)) == 0
-    data: dict[str, Any] = json.loads(out.getvalue())
+    assert run_status(tree.root, True, interval, out, sleep=advancing(tree), **kwargs) == 0
+    data: dict[str, Any] = strict_json(out.getvalue())
     return data
 
 
@@ -119,3 +130,63 @@ def test_top_prints_one_table_per_interval(tree: MovingTree) -> None:
     assert text.count("every 0.05s") == 3
     first_rows = [x for x in text.splitlines() if ".slice" in x and "every" not in x][:3]
     assert "tenants-db1.slice" in first_rows[0]  # busiest first
+
+
+def numa_tree(tmp_path: Path, nodes: int) -> tuple[MovingTree, dict[int, frozenset[int]]]:
+    sysfs = Path(__file__).parent / "fixtures" / "sysfs" / NUMA_HOSTS[nodes]
+    node_cpus = {n.id: n.cpus for n in read_topology(sysfs).nodes}
+    return build_numa_fixture(tmp_path / "cg", node_cpus), node_cpus
+
+
+def test_status_json_numa_locality_on_a_four_node_host(tmp_path: Path) -> None:
+    tree, node_cpus = numa_tree(tmp_path, 4)
+    data = status(tree, 0.05, node_cpus=node_cpus)
+    by_unit = {s["unit"]: s for s in data["slices"]}
+    moved = by_unit["tenants-moved.slice"]
+    assert moved["numa"] == {
+        "nodes": [{"node": 0, "anon": 96 << 20, "file": 96 << 20},
+                  {"node": 1, "anon": 64 << 20, "file": 0},
+                  {"node": 2, "anon": 0, "file": 0}, {"node": 3, "anon": 0, "file": 0}],
+        "local_nodes": "1", "local_percent": 25.0, "outside_percent": 75.0, "bound": True,
+    }  # fmt: skip
+    assert moved["trouble"] == ["remote-memory"]
+    assert moved["limits"]["mems"] == "1"  # the existing fields are unchanged
+    local = by_unit["tenants-local.slice"]["numa"]
+    assert (local["local_percent"], local["outside_percent"], local["bound"]) == (100.0, 0.0, True)
+    spread = by_unit["tenants-spread.slice"]
+    assert spread["numa"]["local_nodes"] == "0,1" and spread["numa"]["local_percent"] == 90.0
+    assert spread["trouble"] == []
+    assert by_unit["tenants-empty.slice"]["numa"]["local_percent"] is None
+
+
+def test_status_json_without_a_node_map_still_shows_outside(tmp_path: Path) -> None:
+    tree, _ = numa_tree(tmp_path, 2)
+    moved = {s["unit"]: s for s in status(tree, 0.05)["slices"]}["tenants-moved.slice"]
+    assert moved["numa"]["local_nodes"] is None and moved["numa"]["local_percent"] is None
+    assert moved["numa"]["outside_percent"] == 75.0 and moved["trouble"] == []
+
+
+def test_status_json_numa_is_null_on_a_one_node_host(tmp_path: Path) -> None:
+    tree, node_cpus = numa_tree(tmp_path, 1)
+    data = status(tree, 0.05, node_cpus=node_cpus)
+    assert data["slices"] and all(s["numa"] is None for s in data["slices"])
+
+
+def test_status_and_top_tables_show_locality(tmp_path: Path) -> None:
+    tree, node_cpus = numa_tree(tmp_path, 2)
+    out = io.StringIO()
+    assert run_status(tree.root, False, 0.05, out, sleep=advancing(tree),
+                      node_cpus=node_cpus) == 0
+    text = out.getvalue()
+    assert NUMA_COLUMN in text
+    line = next(x for x in text.splitlines() if "tenants-moved.slice" in x)
+    assert "25% (75% out)" in line
+    line = next(x for x in text.splitlines() if "tenants-local.slice" in x)
+    assert "100%" in line and "out)" not in line
+    out = io.StringIO()
+    assert run_top(tree.root, 0.05, 1, out, sleep=advancing(tree), node_cpus=node_cpus) == 0
+    assert "25% (75% out)" in out.getvalue()
+    one, node_cpus = numa_tree(tmp_path / "one", 1)
+    out = io.StringIO()
+    assert run_status(one.root, False, 0.05, out, sleep=advancing(one), node_cpus=node_cpus) == 0
+    assert NUMA_COLUMN not in out.getvalue()  # one node: nothing to show

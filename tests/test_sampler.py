@@ -251,3 +251,61 @@ def test_empty_cgroup_is_reread_only_every_nth_refresh_or_after_invalidate(
     (tree.root / web / "cgroup.events").write_text("populated 0\nfrozen 0\n")
     sampler.invalidate()
     assert sampler.sample().cgroups[web].memory_max == 1 << 30
+
+
+# -- the file table --------------------------------------------------------------------
+
+
+def test_effective_cpus_fall_back_to_configured_cpus(tree: MovingTree) -> None:
+    (tree.root / DB1 / "cpuset.cpus.effective").unlink()  # kernels before 5.x: no effective list
+    (tree.root / DB1 / "cpuset.cpus").write_text("0-2\n")
+    with Sampler(tree.root) as s:
+        assert s.sample().cgroups[DB1].cpus == frozenset({0, 1, 2})
+
+
+# -- memory.numa_stat --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 4])
+def test_numa_stat_is_read_only_on_hosts_with_several_nodes(tmp_path: Path, nodes: int) -> None:
+    from cgtree import NUMA_HOSTS, build_numa_fixture
+
+    from slicectl.sysfs import read_topology
+
+    topo = read_topology(FIXTURE.parent / "sysfs" / NUMA_HOSTS[nodes])
+    tree = build_numa_fixture(tmp_path / "cg", {n.id: n.cpus for n in topo.nodes})
+    before = open_fds()
+    with Sampler(tree.root) as s:
+        assert s.numa == (nodes > 1) and s.host_mems == frozenset(range(nodes))
+        # One descriptor fewer per cgroup where memory.numa_stat cannot matter.
+        assert open_fds() - before == len(s.paths) * (FILES_PER_CGROUP - (nodes == 1))
+        snap = s.sample()
+        assert snap.host_mems == frozenset(range(nodes))
+        local = snap.cgroups["tenants.slice/tenants-local.slice"]
+        if nodes == 1:
+            assert all(cg.numa is None for cg in snap.cgroups.values())
+            return
+        assert local.numa is not None
+        assert [(n.node, n.anon, n.file) for n in local.numa] == [
+            (0, 200 << 20, 56 << 20), *((n, 0, 0) for n in range(1, nodes))]
+        assert local.numa[0].total == 256 << 20
+        empty = snap.cgroups["tenants.slice/tenants-empty.slice"].numa
+        assert empty is not None and sum(n.total for n in empty) == 0
+        # Re-read through the descriptors kept open, and only re-parsed when it changed.
+        fds = open_fds()
+        tree.cgroups["tenants.slice/tenants-local.slice"].numa = {0: (100 << 20, 0),
+                                                                  1: (50 << 20, 0)}
+        tree.advance(1.0)
+        again = s.sample()
+        assert open_fds() == fds
+        moved = again.cgroups["tenants.slice/tenants-local.slice"].numa
+        assert moved is not None and [n.anon for n in moved[:2]] == [100 << 20, 50 << 20]
+        assert again.cgroups["system.slice"].numa is snap.cgroups["system.slice"].numa
+
+
+def test_numa_can_be_asked_for_or_turned_off(tree: MovingTree) -> None:
+    with Sampler(tree.root, numa=False) as s:
+        assert all(cg.numa is None for cg in s.sample().cgroups.values())
+    (tree.root / "cpuset.mems.effective").write_text("0\n")  # a one-node host ...
+    with Sampler(tree.root, numa=True) as s:  # ... but the caller knows better
+        assert s.sample().cgroups[DB1].numa is not None

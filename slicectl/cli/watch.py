@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.live import Live
 
+    from slicectl.metrics import MetricsMemo, NodeCpus
     from slicectl.sampler import Sampler
 
 
@@ -31,9 +32,11 @@ def run_status(
     out: TextIO = sys.stdout,
     *,
     sleep: Callable[[float], None] = time.sleep,
+    node_cpus: NodeCpus | None = None,
 ) -> int:
-    """`slicectl status`: two samples `interval` apart, printed once; raises SamplerError."""
-    from slicectl.metrics import compute
+    """`slicectl status`: two samples `interval` apart, printed once; raises SamplerError.
+    `node_cpus`: the host's NUMA nodes and their CPUs, for memory locality."""
+    from slicectl.metrics import MetricsMemo
     from slicectl.monitor import render_table, status_json
     from slicectl.sampler import Sampler
 
@@ -41,12 +44,12 @@ def run_status(
         first = sampler.sample()
         sleep(interval)
         second = sampler.sample()
-    metrics = compute(first, second)
+    metrics = MetricsMemo(node_cpus).compute(first, second)
     dt = second.time - first.time
     if as_json:
         import json
 
-        json.dump(status_json(metrics, dt), out, indent=2)
+        json.dump(status_json(metrics, dt), out, indent=2, allow_nan=False)
         out.write("\n")
         return EXIT_OK
     from rich.console import Console
@@ -57,9 +60,9 @@ def run_status(
     return EXIT_OK
 
 
-def _top_loop(sampler: Sampler, cgroup_root: Path, interval: float, iterations: int | None,
-              console: Console, live: Live | None, sleep: Callable[[float], None]) -> None:
-    from slicectl.metrics import compute
+def _top_loop(sampler: Sampler, memo: MetricsMemo, cgroup_root: Path, interval: float,
+              iterations: int | None, console: Console, live: Live | None,
+              sleep: Callable[[float], None]) -> None:
     from slicectl.monitor import render_table
 
     prev = sampler.sample()
@@ -67,7 +70,7 @@ def _top_loop(sampler: Sampler, cgroup_root: Path, interval: float, iterations: 
     while iterations is None or done < iterations:
         sleep(interval)
         cur = sampler.sample()
-        metrics = compute(prev, cur)
+        metrics = memo.compute(prev, cur)
         prev = cur
         done += 1
         metrics.sort(key=lambda m: (-(m.cpu_cores or 0.0), m.unit))
@@ -87,11 +90,13 @@ def run_top(
     out: TextIO = sys.stdout,
     *,
     sleep: Callable[[float], None] = time.sleep,
+    node_cpus: NodeCpus | None = None,
 ) -> int:
     """`slicectl top`: a table per interval, busiest slices first; Ctrl-C ends it."""
     from rich.console import Console
     from rich.live import Live
 
+    from slicectl.metrics import MetricsMemo
     from slicectl.sampler import Sampler
 
     live_terminal = out.isatty()
@@ -102,7 +107,8 @@ def run_top(
             if live_terminal:
                 live = Live(console=console, auto_refresh=False, transient=False)
                 live.start()
-            _top_loop(sampler, cgroup_root, interval, iterations, console, live, sleep)
+            _top_loop(sampler, MetricsMemo(node_cpus), cgroup_root, interval, iterations,
+                      console, live, sleep)
         except KeyboardInterrupt:
             pass
         finally:
@@ -146,18 +152,33 @@ def run_record(
     return EXIT_OK
 
 
+def host_node_cpus(sysfs: str | None = None) -> dict[int, frozenset[int]] | None:
+    """The host's NUMA nodes and their CPUs (default: /sys), for memory locality; None when
+    they cannot be read (status and top then show no local share)."""
+    from slicectl.defaults import SYSFS
+    from slicectl.errors import TopologyError
+    from slicectl.sysfs import read_topology
+
+    try:
+        return {node.id: node.cpus for node in read_topology(sysfs or SYSFS).nodes}
+    except TopologyError:
+        return None
+
+
 def cmd_status(args: Namespace) -> int:
     """`slicectl status`."""
     from pathlib import Path
 
-    return run_status(Path(args.cgroup_root), args.json, args.interval)
+    return run_status(Path(args.cgroup_root), args.json, args.interval,
+                      node_cpus=host_node_cpus())
 
 
 def cmd_top(args: Namespace) -> int:
     """`slicectl top`."""
     from pathlib import Path
 
-    return run_top(Path(args.cgroup_root), args.interval, args.iterations)
+    return run_top(Path(args.cgroup_root), args.interval, args.iterations,
+                   node_cpus=host_node_cpus())
 
 
 def cmd_tui(args: Namespace) -> int:

@@ -19,8 +19,9 @@ from textual.timer import Timer
 
 from slicectl import defaults
 from slicectl.errors import SlicectlError
-from slicectl.metrics import SliceMetrics, compute
-from slicectl.sampler import Sampler, Snapshot
+from slicectl.metrics import MetricsMemo, SliceMetrics
+from slicectl.sampler import Sampler
+from slicectl.samples import Snapshot
 from slicectl.tui.messages import Applied, DiffReady, Sampled, SampleFailed
 from slicectl.tui.model import History, SortKey, clamp_interval, next_interval
 from slicectl.tui.screens.base import DataScreen
@@ -89,6 +90,7 @@ class SlicectlApp(App[int]):
         self.readonly = list(settings.readonly)
         self.samples = 0
         self._prev: Snapshot | None = None
+        self._memo = MetricsMemo()  # the host's node map joins when the TUI shows locality
         self._timer: Timer | None = None
         self._polling = False
         self._pending: PendingChange | None = None
@@ -116,7 +118,7 @@ class SlicectlApp(App[int]):
     def _sample(self) -> None:
         try:
             snapshot = self.sampler.sample()
-            metrics = compute(self._prev, snapshot)
+            metrics = self._memo.compute(self._prev, snapshot)
         except SlicectlError as e:
             self.post_message(SampleFailed(e.message, e.hint))
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from slicectl.metrics import SliceMetrics
-from slicectl.sampler import Snapshot
+from slicectl.samples import Snapshot
 from slicectl.tui.model import Process
 
 

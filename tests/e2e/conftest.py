@@ -55,6 +55,20 @@ def slicectl() -> Callable[..., subprocess.CompletedProcess[str]]:
 
 
 @pytest.fixture
+def tenants_file(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """`tenants_file(text)`: a tenants.yaml holding `text`; apply's manifest (which would make
+    the next test's plan keep this one's CPUs) is removed when the test ends."""
+
+    def write(text: str) -> Path:
+        path = tmp_path / "tenants.yaml"
+        path.write_text(text)
+        return path
+
+    yield write
+    Path("/etc/systemd/system/.slicectl-manifest.json").unlink(missing_ok=True)
+
+
+@pytest.fixture
 def cgroup_file() -> Callable[[str, str], str]:
     """`cgroup_file(unit, name)`: a cgroup file of a unit, found via its ControlGroup."""
     return guest.cgroup_file
