@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORE = {"", "config", "settings", "values", "cpulist", "topology", "placement", "plan", "render",
         "live", "metrics", "lint", "recommend", "errors", "yamldoc", "yamledit", "defaults",
         "kinds", "protection", "parsers", "tenants", "versions",
-        "jsoninput", "packing", "cores"}
+        "jsoninput", "packing", "cores", "shares", "contention"}
 EDGES = {"sysfs", "sampler", "unitdir", "atomic", "systemd", "apply", "record", "readers",
          "cgroupfs", "livestate", "transaction", "calendar", "hostinfo"}
 FRONT_ENDS = {"cli", "views", "monitor", "tui", "__main__"}
