@@ -25,6 +25,8 @@ def _module(name: str, path: Path) -> ModuleType:
     spec = importlib.util.spec_from_loader(name, loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
+    module.__file__ = str(path)
+    sys.modules[name] = module  # dataclasses look their module up while being made
     exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
     return module
 
