@@ -14,10 +14,19 @@ from enum import StrEnum
 from typing import Any, TypeGuard
 
 from slicectl.config import Config, Confinement, Tenant
+from slicectl.contention import (
+    Competition,
+    CpuShares,
+    Guarantee,
+    predict_shares,
+    weight_on_cpu_scale,
+)
 from slicectl.cpulist import format_cpulist
+from slicectl.kinds import WEIGHT_IDLE
 from slicectl.placement import Layout, place
 from slicectl.protection import overcommit
 from slicectl.settings import Numa
+from slicectl.shares import Bound
 from slicectl.topology import Topology
 from slicectl.values import INFINITY, Size, format_duration_us, format_size
 
@@ -32,6 +41,10 @@ MAN_RESOURCE_CONTROL = "systemd.resource-control(5)"
 MIN_QUOTA_PERIOD_US = 30_000
 # Units that run cron jobs on common distributions (001 rec. 3: confine cron tightly).
 CRON_UNITS = ("cron.service", "crond.service", "cronie.service", "anacron.service")
+# share-below-cpus: a tenant guaranteed less than this fraction of its CPUs' worth of time
+# when everything is busy (a pool shared by four equal tenants is not flagged; weight 100
+# beside 400 is).
+SHARE_FLOOR = 0.25
 
 
 class Level(StrEnum):
@@ -74,6 +87,10 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          "if spanning nodes is intended"),
     Rule("swap-unbounded", Level.WARNING, SEED_MEMORY,
          "set memory_swap_max: 0 (or a small bound) for the tenant"),
+    Rule("share-below-cpus", Level.WARNING, SEED_HIERARCHY,
+         "raise the tenant's cpu_weight or lower its competitors' (e.g. `confine: "
+         "{system.slice: {cpu_weight: 20}}`), keep housekeeping off its CPUs "
+         "(housekeeping.cpus), or give it CPUs of its own"),
     Rule("root-tasks", Level.WARNING, SEED_HIERARCHY,
          "move these processes into their own unit or sub-slice (e.g. `systemd-run "
          "--scope`, or a service with Slice=)"),
@@ -263,8 +280,50 @@ def _cross_node_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Find
                            "remote")
 
 
-def lint(config: Config, topology: Topology | None) -> list[Finding]:
-    """Every finding for `config`; rules that need a topology are skipped without one."""
+def _overlapping(g: Guarantee, shares: CpuShares, weights: bool = True) -> str:
+    """Who shares g's CPUs, heaviest first: "batch (weight 400), system.slice (weight 100)"."""
+    rivals = sorted(((o.weight, name) for name, o in (*shares.tenants.items(),
+                                                      *((o.name, o) for o in shares.competitors))
+                     if o is not g and o.cpus & g.cpus), key=lambda r: (-r[0], r[1]))
+    shown = [f"{name} (weight {weight_on_cpu_scale(w)})" if weights else name
+             for w, name in rivals[:4]]
+    more = f" and {len(rivals) - 4} more" if len(rivals) > 4 else ""
+    return ", ".join(shown) + more
+
+
+def _share_rule(c: Config, topo: Topology, layout: Layout,
+                competition: Competition | None) -> Iterator[Finding]:
+    """share-below-cpus: the guarantee under full contention is far below the CPU count."""
+    shares = predict_shares(c, layout, topo, competition)
+    basis = ("competitors counted on this host" if shares.live else
+             "standard competitors assumed: system.slice, user.slice, init.scope")
+    for t in c.tenants:
+        g = shares.tenants[t.name]
+        cpus = len(g.cpus)
+        if g.bound not in (Bound.WEIGHT, Bound.THREADS) or g.cores >= SHARE_FLOOR * cpus:
+            continue  # alone on its CPUs, or capped by its own quota: as configured
+        if t.cpu_weight == WEIGHT_IDLE:
+            continue  # asked to run only when nothing else wants the CPU
+        head = (f"tenant {t.name} is guaranteed {g.cores:.2f} of its {cpus} CPU(s) "
+                f"({100 * g.cores / cpus:.0f}%) when everything is busy ({basis})")
+        if g.bound is Bound.THREADS:
+            yield _finding(
+                "share-below-cpus", c.path, t.line,
+                f"{head}: it shares them with {_overlapping(g, shares, weights=False)} and no "
+                "cpu controller "
+                "separates them (nothing sets cpu_weight or cpu_quota): every thread competes "
+                "on its own", "set cpu_weight on the tenants (100 is the default weight) so "
+                "systemd enables the cpu controller and the kernel shares CPU between groups, "
+                "not threads; keep housekeeping off the tenants' CPUs (housekeeping.cpus)")
+            continue
+        yield _finding("share-below-cpus", c.path, t.line_of("cpu_weight"),
+                       f"{head}: it shares them by weight with {_overlapping(g, shares)}")
+
+
+def lint(config: Config, topology: Topology | None,
+         competition: Competition | None = None) -> list[Finding]:
+    """Every finding for `config`; rules that need a topology are skipped without one;
+    `competition`: what competes for CPU on the host (default: the standard units)."""
     layout = place(config, topology) if topology is not None else None
     findings: list[Finding] = []
     for t in config.tenants:
@@ -275,6 +334,7 @@ def lint(config: Config, topology: Topology | None) -> list[Finding]:
     if topology is not None and layout is not None:
         findings += overcommit_rule(config, topology)
         findings += _cross_node_rule(config, topology, layout)
+        findings += _share_rule(config, topology, layout, competition)
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule))
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from slicectl.contention import Competition, CpuShares, predict_shares
 from slicectl.cpulist import format_cpulist, parse_cpulist
 from slicectl.errors import PlacementError
 from slicectl.kinds import PlanValue
@@ -122,6 +123,8 @@ class Plan:
     topology: str
     layout: Layout
     units: tuple[UnitPlan, ...]
+    # What each tenant is guaranteed when everything is busy (seed 004; slicectl.contention)
+    shares: CpuShares | None = None
 
     def unit(self, name: str) -> UnitPlan:
         for u in self.units:
@@ -153,10 +156,13 @@ class Plan:
                     "memory_nodes": None if p.memory_nodes is None else list(p.memory_nodes),
                     "exclusive": p.exclusive,
                     "shared_pool": p.pool,
+                    **({"cpu_share": self.shares.tenant_json(p.tenant)}
+                       if self.shares is not None else {}),
                 }
                 for p in lay.tenants
             ],
             "units": [u.to_json() for u in self.units],
+            **({"cpu_shares": self.shares.to_json()} if self.shares is not None else {}),
         }
 
     @classmethod
@@ -176,8 +182,13 @@ class Plan:
             ),
             notes=tuple(d.get("placement_notes", ())),
         )
+        units = tuple(UnitPlan.from_json(u) for u in d["units"])
+        shares = None
+        if "cpu_shares" in d:
+            shares = CpuShares.from_json(d["cpu_shares"], {
+                u.unit: u.tenant for u in units if u.tenant is not None and u.kind == "unit"})
         return cls(source=d["source"], profile=d["profile"], topology=d["topology"],
-                   layout=layout, units=tuple(UnitPlan.from_json(u) for u in d["units"]))
+                   layout=layout, units=units, shares=shares)
 
 
 def _resources(values: Mapping[str, Any]) -> dict[str, PlanValue]:
@@ -318,10 +329,11 @@ def _housekeeping_dropins(config: Config, layout: Layout) -> list[UnitPlan]:
 
 def build_plan(
     config: Config, topo: Topology, previous: Mapping[str, frozenset[int]] | None = None,
-    command: ScheduleCommand | None = None,
+    command: ScheduleCommand | None = None, competition: Competition | None = None,
 ) -> Plan:
     """Place tenants and derive the unit files; `previous` keeps tenants where they were;
-    `command` is how the schedule's timers run slicectl (default: ScheduleCommand.default)."""
+    `command` is how the schedule's timers run slicectl (default: ScheduleCommand.default);
+    `competition` is what else competes for CPU (default: the standard units, assumed)."""
     layout = place(config, topo, previous)
     if any(protects(t) for t in config.tenants):
         check_protection(config, topo)
@@ -342,4 +354,5 @@ def build_plan(
                                   kind=FileKind.DROPIN, section=Section.of(svc),
                                   slice=config.slice_unit(t.name), tenant=t.name))
     return Plan(source=config.path, profile=config.profile, topology=topo.source,
-                layout=layout, units=tuple(units))
+                layout=layout, units=tuple(units),
+                shares=predict_shares(config, layout, topo, competition))

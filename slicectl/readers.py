@@ -1,7 +1,9 @@
 """Readers of host state and user files for the pure rules: an edge, like sysfs and sampler.
 
 `crowded_cgroups` walks cgroupfs and procfs for `lint --live` (the root-tasks rule in
-`slicectl.lint`); `read_samples_csv` reads the footprint samples `recommend --samples` sizes
+`slicectl.lint`); `read_competition` finds what competes with the tenants for CPU at the root
+and in their parent slice (`slicectl.contention`: plan, lint --live, the TUI);
+`read_samples_csv` reads the footprint samples `recommend --samples` sizes
 from (`slicectl.recommend`). Each takes its root or path, so tests use fixture trees.
 """
 
@@ -13,8 +15,13 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from slicectl.contention import ROOT_UNIT, Competition, Competitor, Level
+from slicectl.cpulist import parse_cpulist
+from slicectl.errors import SlicectlError
 from slicectl.lint import CrowdedCgroup
 from slicectl.recommend import RecommendError, Sample
+from slicectl.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
+from slicectl.tenants import Config
 
 KTHREADD_PID = 2
 CSV_COLUMNS = ("time", "unit", "anon", "active_file")
@@ -76,6 +83,109 @@ def crowded_cgroups(cgroup_root: str | Path, proc_root: str | Path) -> list[Crow
                                        None if here == root else here.name, len(subdirs),
                                        processes))
     return found
+
+
+# --- cgroupfs and procfs: what competes with the tenants for CPU (plan, lint --live, TUI) ----
+
+
+# /proc/PID/stat field 19 (nice), counted from field 3 (state), the first after the ")" that
+# ends the command name (which may hold spaces and parentheses itself).
+NICE_INDEX = 19 - 3
+
+
+def _controllers(cgroup: Path) -> set[str]:
+    return set((_read_text(cgroup / "cgroup.subtree_control") or "").split())
+
+
+def _cgroup_weight(cgroup: Path) -> int | None:
+    """The cgroup's weight in the kernel's unit (None: no cpu controller on it)."""
+    if (_read_text(cgroup / "cpu.idle") or "0").strip() == "1":
+        return IDLE_WEIGHT
+    text = (_read_text(cgroup / "cpu.weight") or "").strip()
+    return cgroup_weight(int(text)) if text.isdigit() else None
+
+
+def _cpus(text: str | None) -> frozenset[int] | None:
+    if not text or not text.strip():
+        return None
+    try:
+        return parse_cpulist(text.strip())
+    except SlicectlError:
+        return None
+
+
+def _populated(cgroup: Path) -> bool:
+    for line in (_read_text(cgroup / "cgroup.events") or "").splitlines():
+        if line.startswith("populated "):
+            return line.split()[1] == "1"
+    return True
+
+
+def _unit(cgroup: Path) -> Competitor | None:
+    """A child cgroup as a competitor; None for one that is empty and cannot fill up (a
+    finished service, a mount helper's cgroup): slices always count, they get new members."""
+    if not cgroup.name.endswith(".slice") and not _populated(cgroup):
+        return None
+    weight = _cgroup_weight(cgroup)
+    return Competitor(cgroup.name.removeprefix("_"), Kind.UNIT,
+                      weight if weight is not None else cgroup_weight(100),
+                      _cpus(_read_text(cgroup / "cpuset.cpus.effective")))
+
+
+def _task(proc_root: Path, tid: int) -> Competitor | None:
+    """A task (thread) directly in a cgroup; None for kernel threads and vanished tasks."""
+    if _is_kernel_thread(proc_root, tid):
+        return None
+    stat = _read_text(proc_root / str(tid) / "stat")
+    status = _read_text(proc_root / str(tid) / "status")
+    if stat is None or status is None:
+        return None  # exited meanwhile
+    fields = stat.rpartition(")")[2].split()
+    nice = int(fields[NICE_INDEX]) if len(fields) > NICE_INDEX else 0
+    allowed = next((line.split(":", 1)[1] for line in status.splitlines()
+                    if line.startswith("Cpus_allowed_list:")), None)
+    return Competitor(f"PID {tid} ({_process_name(proc_root, tid)})", Kind.PROCESS,
+                      nice_weight(nice), _cpus(allowed))
+
+
+def _level(cgroup: Path, unit: str, skip: set[str], proc_root: Path) -> Level:
+    if not cgroup.is_dir():
+        return Level(unit)
+    members: list[Competitor] = []
+    for child in sorted(p for p in cgroup.iterdir() if p.is_dir()):
+        if child.name.removeprefix("_") not in skip:
+            found = _unit(child)
+            if found is not None:
+                members.append(found)
+    for raw in (_read_text(cgroup / "cgroup.threads") or "").split():
+        if raw.isdigit():
+            task = _task(proc_root, int(raw))
+            if task is not None:
+                members.append(task)
+    return Level(unit, tuple(members), "cpu" in _controllers(cgroup),
+                 None if unit == ROOT_UNIT else _cgroup_weight(cgroup))
+
+
+def _child(cgroup: Path, unit: str) -> Path:
+    """A unit's cgroup below `cgroup`; systemd prefixes names that clash with controller
+    files with `_` (cpu.slice -> _cpu.slice)."""
+    plain = cgroup / unit
+    return plain if plain.is_dir() or not (cgroup / f"_{unit}").is_dir() else cgroup / f"_{unit}"
+
+
+def read_competition(config: Config, cgroup_root: str | Path,
+                     proc_root: str | Path = "/proc") -> Competition:
+    """The competitors of `config`'s tenants on this host, at the root and in the parent;
+    raises SlicectlError when `cgroup_root` is no cgroup v2 hierarchy."""
+    root = Path(cgroup_root)
+    if not (root / "cgroup.controllers").is_file():
+        raise SlicectlError(f"{root} is not a cgroup v2 hierarchy (no cgroup.controllers)",
+                            "CPU shares assume the standard competitors; point --cgroup-root "
+                            "at the cgroup2 mount")
+    proc, parent = Path(proc_root), config.slice_unit()
+    tenants = {config.slice_unit(t.name) for t in config.tenants}
+    return Competition(True, _level(root, ROOT_UNIT, {parent}, proc),
+                       _level(_child(root, parent), parent, tenants, proc))
 
 
 # --- footprint samples from CSV (recommend --samples) ------------------------------------------

@@ -12,6 +12,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from slicectl.contention import CpuShares, percent
 from slicectl.cpulist import format_cpulist
 from slicectl.placement import Layout
 from slicectl.plan import Plan
@@ -125,16 +126,20 @@ def plan_table(plan: Plan) -> Table:
     the whole shared pool say so; the pool's CPUs are listed once, below the table (on a
     large host, repeating a long cpulist per tenant made most of the time `plan` took)."""
     pool = plan.layout.shared_pool
+    caption = f"shared pool: {format_cpulist(pool) or '-'} ({len(pool)} CPUs)"
+    if plan.shares is not None:
+        caption += f"\nguaranteed CPU when everything is busy; {plan.shares.note}"
     t = Table(title=f"Plan for {plan.source}"
               + (f" (profile {plan.profile})" if plan.profile else ""), title_justify="left",
-              caption=f"shared pool: {format_cpulist(pool) or '-'} ({len(pool)} CPUs)",
-              caption_justify="left")
+              caption=caption, caption_justify="left")
     t.add_column("tenant")
     t.add_column("slice")
     t.add_column("CPUs")
     t.add_column("n", justify="right")
     t.add_column("nodes")
     t.add_column("memory")
+    if plan.shares is not None:
+        t.add_column("guaranteed", justify="right")
     t.add_column("properties")
     for p in plan.layout.tenants:
         unit = next(u for u in plan.units if u.tenant == p.tenant and u.kind == "unit")
@@ -148,8 +153,16 @@ def plan_table(plan: Plan) -> Table:
         mem = ("node " + ",".join(map(str, p.memory_nodes))
                if p.memory_nodes is not None else "unbound")
         nodes = "pool" if whole_pool else ",".join(map(str, p.cpu_nodes))
-        t.add_row(p.tenant, unit.unit, cpus, str(len(p.cpus)), nodes, mem, props or "-")
+        share = [] if plan.shares is None else [guaranteed_text(plan.shares, p.tenant)]
+        t.add_row(p.tenant, unit.unit, cpus, str(len(p.cpus)), nodes, mem, *share, props or "-")
     return t
+
+
+def guaranteed_text(shares: CpuShares, tenant: str, basis: str = "") -> str:
+    """A tenant's guaranteed CPU for people: "1.50 cores 18.8% (weight)", and the basis."""
+    g = shares.tenants[tenant]
+    return (f"{g.cores:.2f} cores {percent(g.cores, shares.online):.1f}% "
+            f"({g.bound}{', ' + basis if basis else ''})")
 
 
 def plan_files_table(plan: Plan) -> Table:

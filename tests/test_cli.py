@@ -229,7 +229,12 @@ def test_plan_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["housekeeping_cpus"] == "0,16"
     web, batch = data["tenants"]
     assert web == {"name": "web", "cpus": "8-15,24-31", "cpu_count": 16, "cpu_nodes": [1],
-                   "memory_nodes": [1], "exclusive": True, "shared_pool": False}
+                   "memory_nodes": [1], "exclusive": True, "shared_pool": False,
+                   "cpu_share": {"cores": 16.0, "percent": 50.0, "bound": "cpus"}}
+    # --topology: the standard competitors, pinned to the housekeeping CPUs, said so
+    assert not data["cpu_shares"]["live"] and "assumed" in data["cpu_shares"]["note"]
+    assert {c["name"]: c["cpus"] for c in data["cpu_shares"]["competitors"]} == {
+        "system.slice": "0,16", "user.slice": "0,16", "init.scope": "0,16"}
     assert batch["name"] == "batch" and batch["cpu_count"] == 6 and batch["cpu_nodes"] == [0]
     units = {u["unit"]: u for u in data["units"]}
     assert {"tenants.slice", "tenants-web.slice", "tenants-batch.slice", "system.slice",

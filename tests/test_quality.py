@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CORE = {"", "config", "settings", "values", "cpulist", "topology", "placement", "plan", "render",
         "live", "metrics", "lint", "recommend", "errors", "yamldoc", "yamledit", "defaults",
         "kinds", "protection", "parsers", "tenants", "versions",
-        "jsoninput", "packing", "cores", "samples",
-        "cgroupfiles"}
+        "jsoninput", "packing", "cores", "samples", "cgroupfiles", "shares",
+        "contention"}
 EDGES = {"sysfs", "sampler", "unitdir", "atomic", "systemd", "apply", "record", "readers",
          "cgroupfs", "livestate", "transaction", "calendar", "hostinfo", "tenantsfile",
          "dirlock"}

@@ -2,19 +2,40 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 from slicectl.cli import main
+from slicectl.config import load_yaml, parse_config
+from slicectl.contention import predict_shares
+from slicectl.errors import SlicectlError
 from slicectl.lint import root_tasks
-from slicectl.readers import crowded_cgroups, read_samples_csv
+from slicectl.placement import place
+from slicectl.readers import crowded_cgroups, read_competition, read_samples_csv
 from slicectl.recommend import RecommendError, Sample
+from slicectl.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
+from slicectl.tenants import Config
+from slicectl.topology import Cpu, Node, Topology
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_717_200_000  # 2024-06-01T00:00:00Z
 XEON = str(ROOT / "tests" / "fixtures" / "topologies" / "xeon-2s-smt.json")
+# seed 004's tenants on the testbed's CPU 3 (docs/evidence/shares/case2.yaml)
+SEED_004_HOST = ('housekeeping: {cpus: "0-2,4-7"}\n'
+                 "tenants:\n  a: {cpu_weight: 100}\n  b: {cpu_weight: 100}\n"
+                 "  c: {cpu_weight: 100}\n")
+
+
+def _config(text: str) -> Config:
+    return parse_config(load_yaml("version: 1\n" + text, "t.yaml"), "t.yaml")
+
+
+def flat(n: int = 8) -> Topology:
+    return Topology(nodes=(Node(0, frozenset(range(n)), 8 << 30),),
+                    cpus=tuple(Cpu(i, True, 0) for i in range(n)), source="flat")
 
 
 # --- cgroupfs and procfs: root-tasks (lint --live) -----------------------------------------------
@@ -73,6 +94,102 @@ def test_run_lint_live(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "root-tasks" in capsys.readouterr().out
     assert main([*live, "--strict"]) == 1
 
+
+
+# --- cgroupfs and procfs: competitors for CPU (plan, lint --live) -------------------------------
+
+
+def _cgroup(d: Path, weight: int | None = 100, cpus: str = "0-7", threads: str = "",
+            populated: bool = True, subtree: str = "", idle: bool = False) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (d / "cgroup.subtree_control").write_text(subtree + "\n")
+    (d / "cgroup.threads").write_text(threads)
+    (d / "cgroup.events").write_text(f"populated {int(populated)}\nfrozen 0\n")
+    (d / "cpuset.cpus.effective").write_text(cpus + "\n")
+    if weight is not None:
+        (d / "cpu.weight").write_text(f"{weight}\n")
+        (d / "cpu.idle").write_text(f"{int(idle)}\n")
+
+
+def _task(proc: Path, pid: int, comm: str, cmdline: bytes, nice: int = 0, cpus: str = "0-7",
+          ppid: int = 1) -> None:
+    d = proc / str(pid)
+    d.mkdir(parents=True)
+    (d / "comm").write_text(comm + "\n")
+    (d / "cmdline").write_bytes(cmdline)
+    # the command name may hold spaces and parentheses: fields are counted after the last ")"
+    (d / "stat").write_text(f"{pid} ({comm}) R {ppid} 1 1 0 -1 4194304 1 0 0 0 5 6 0 0 20 "
+                            f"{nice} 1 0 100 0 0\n")
+    (d / "status").write_text(f"Name:\t{comm}\nPPid:\t{ppid}\nCpus_allowed_list:\t{cpus}\n")
+
+
+def host(tmp_path: Path) -> tuple[Path, Path]:
+    cg, proc = tmp_path / "cgroup", tmp_path / "proc"
+    _cgroup(cg, weight=None, threads="2\n3\n901\n902\n", subtree="cpuset cpu memory")
+    _cgroup(cg / "system.slice", 100, "0-2,4-7")
+    _cgroup(cg / "init.scope", 100, "0-2,4-7")
+    _cgroup(cg / "machine.slice", 300, "0-7")
+    _cgroup(cg / "_cpu.slice", 50, "0-7", idle=True)
+    _cgroup(cg / "sys-kernel-debug.mount", 100, populated=False)  # empty, cannot fill up
+    _cgroup(cg / "tenants.slice", 100, "3", subtree="cpuset cpu")
+    for name in ("a", "b", "old"):
+        _cgroup(cg / "tenants.slice" / f"tenants-{name}.slice", 100, "3")
+    _cgroup(cg / "tenants.slice" / "loop.service", 200, "3", threads="903\n")
+    _task(proc, 2, "kthreadd", b"", ppid=0)
+    _task(proc, 3, "ksoftirqd/3", b"", ppid=2)
+    _task(proc, 901, "loop (x)", b"sh\0-c\0loop\0", nice=0, cpus="3")
+    _task(proc, 902, "batchy", b"batch\0", nice=5)
+    _task(proc, 903, "loop", b"sh\0")
+    return cg, proc
+
+
+def test_read_competition(tmp_path: Path) -> None:
+    cg, proc = host(tmp_path)
+    c = _config(SEED_004_HOST)
+    found = read_competition(c, cg, proc)
+    root, parent = found.root, found.parent
+    assert found.live and root.cpu_controller and parent.cpu_controller
+    assert parent.weight == 1024 and root.weight is None
+    assert {m.name: (m.kind, m.weight, m.cpus) for m in root.members} == {
+        "cpu.slice": (Kind.UNIT, IDLE_WEIGHT, frozenset(range(8))),
+        "init.scope": (Kind.UNIT, 1024, frozenset({0, 1, 2, 4, 5, 6, 7})),
+        "machine.slice": (Kind.UNIT, cgroup_weight(300), frozenset(range(8))),
+        "system.slice": (Kind.UNIT, 1024, frozenset({0, 1, 2, 4, 5, 6, 7})),
+        "PID 901 (loop (x))": (Kind.PROCESS, 1024, frozenset({3})),
+        "PID 902 (batchy)": (Kind.PROCESS, nice_weight(5), frozenset(range(8))),
+    }
+    assert {m.name for m in parent.members} == {"tenants-old.slice", "loop.service"}
+    # what it does to the tenants: machine.slice (300 over 8 CPUs), the pinned loop (1024
+    # on CPU 3), a removed tenant's slice and loop.service (weight 200) in the parent
+    s = predict_shares(c, place(c, flat()), flat(), found)
+    root_w = 1024 + 3072 / 8 + 3 / 8 + 1024  # tenants.slice, machine, cpu.slice, the loop
+    expected = 1024 / root_w * 1024 / (4 * 1024 + 2048)
+    assert {n: g.cores for n, g in s.tenants.items()} == pytest.approx(
+        dict.fromkeys("abc", expected), abs=1e-4)
+    assert "2 task(s)" in s.note
+
+
+def test_read_competition_needs_cgroup2(tmp_path: Path) -> None:
+    with pytest.raises(SlicectlError, match="not a cgroup v2 hierarchy"):
+        read_competition(_config(SEED_004_HOST), tmp_path, tmp_path)
+
+
+def test_lint_live_counts_the_hosts_competitors(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    cg, proc = host(tmp_path)
+    path = tmp_path / "t.yaml"
+    path.write_text("version: 1\n" + SEED_004_HOST)
+    topo = tmp_path / "topo.json"
+    topo.write_text(json.dumps(flat().to_json()))
+    args = ["lint", str(path), "--topology", str(topo), "--cgroup-root", str(cg),
+            "--proc-root", str(proc)]
+    assert main(args) == 0
+    assert "share-below-cpus" not in capsys.readouterr().out  # a third of CPU 3 each
+    assert main([*args, "--live"]) == 0
+    out = capsys.readouterr().out
+    assert "t.yaml:4: share-below-cpus: tenant a is guaranteed" in out
+    assert "competitors counted on this host" in out
 
 
 # --- CSV samples (recommend --samples) --------------------------------------------------------

@@ -7,6 +7,8 @@ docs/recommend.md).
 
 from __future__ import annotations
 
+import sys
+
 from slicectl import defaults
 from slicectl.cli.common import EXIT_ERROR, EXIT_OK, load_config, load_topology
 
@@ -52,12 +54,21 @@ def cmd_lint(args: Namespace) -> int:
     from slicectl.lint import Level, lint, missing_devices, oomd_rule, root_tasks
 
     config = load_config(args)
-    findings = lint(config, load_topology(args))
+    competition = None
+    proc = args.proc_root or defaults.PROC
+    if args.live:  # share-below-cpus counts the host's actual competitors for CPU
+        from slicectl.errors import SlicectlError
+        from slicectl.readers import read_competition
+
+        try:
+            competition = read_competition(config, args.cgroup_root, proc)
+        except SlicectlError as e:
+            print(f"warning: {e.message}", file=sys.stderr)
+    findings = lint(config, load_topology(args), competition)
     if args.live:
         from slicectl.cgroupfs import block_device
         from slicectl.readers import crowded_cgroups, oomd_running
 
-        proc = args.proc_root or defaults.PROC
         findings += root_tasks(crowded_cgroups(args.cgroup_root, proc))
         findings += missing_devices(config, lambda path: block_device(path) is not None)
         findings += oomd_rule(config, oomd_running(proc))

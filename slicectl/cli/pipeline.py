@@ -68,6 +68,8 @@ def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[
 
     options = apply_options(args)
     plan, files = load_plan(config, topo, options)
+    if not (args.topology or args.sysfs):  # this host: count its actual competitors for CPU
+        plan = _live_shares(args, config, topo, plan)
     try:
         return plan, asyncio.run(diff_plan(plan, files, options)), "", files
     except SlicectlError as e:
@@ -76,6 +78,23 @@ def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[
         # No systemd to ask (not root, a container, a build host): compare files only.
         diff = Diff(files=UnitDir(options.unit_dir).diff(files))
         return plan, diff, f"live state not compared: {e.message}", files
+
+
+def _live_shares(args: Namespace, config: Config, topo: Topology, plan: Plan) -> Plan:
+    """The plan with each tenant's guaranteed CPU against this host's actual competitors
+    (its cgroup tree); without a cgroup v2 tree the standard ones stay assumed, and say so."""
+    from dataclasses import replace
+
+    from slicectl.contention import predict_shares
+    from slicectl.errors import SlicectlError
+    from slicectl.readers import read_competition
+
+    try:
+        competition = read_competition(config, args.cgroup_root, args.proc_root or defaults.PROC)
+    except SlicectlError as e:
+        print(f"warning: {e.message}", file=sys.stderr)
+        return plan
+    return replace(plan, shares=predict_shares(config, plan.layout, topo, competition))
 
 
 def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,

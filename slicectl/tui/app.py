@@ -30,6 +30,7 @@ from slicectl.tui.screens.overview import OverviewScreen
 if TYPE_CHECKING:
     from slicectl.apply import ApplyOptions
     from slicectl.config import Config
+    from slicectl.contention import CpuShares
     from slicectl.plan import Plan
     from slicectl.topology import Topology
     from slicectl.tui.screens.edit import EditResult
@@ -94,6 +95,7 @@ class SlicectlApp(App[int]):
         self._timer: Timer | None = None
         self._polling = False
         self._pending: PendingChange | None = None
+        self._shares: tuple[object, float, CpuShares | None] | None = None
 
     # -- polling --------------------------------------------------------------------------
 
@@ -206,6 +208,32 @@ class SlicectlApp(App[int]):
             return plan_from_manifest(config, self.settings.topology, options.unit_dir), ""
         except SlicectlError as e:
             return None, f"{e.message}" + (f" (hint: {e.hint})" if e.hint else "")
+
+    def cpu_shares(self) -> CpuShares | None:
+        """Each tenant's guaranteed CPU when everything is busy, against this host's
+        competitors (seed 004); recomputed when the plan changes, else every 10 s."""
+        import time
+
+        key = (self.config, self.profile)
+        now = time.monotonic()
+        if self._shares is not None and self._shares[0] == key and now - self._shares[1] < 10:
+            return self._shares[2]
+        plan, _ = self.current_plan()
+        shares = None if plan is None else plan.shares
+        if plan is not None and self.config is not None and self.settings.topology is not None:
+            from slicectl.contention import predict_shares
+            from slicectl.readers import read_competition
+
+            config = self.config.with_profile(self.profile)
+            try:
+                competition = read_competition(config, self.settings.cgroup_root,
+                                               self.settings.proc_root)
+                shares = predict_shares(config, plan.layout, self.settings.topology,
+                                        competition)
+            except SlicectlError:
+                pass  # no cgroup v2 here: the plan's shares, standard competitors assumed
+        self._shares = (key, now, shares)
+        return shares
 
     def _can_edit(self) -> bool:
         if self.readonly:

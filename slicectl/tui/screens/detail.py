@@ -13,6 +13,7 @@ from slicectl.monitor import COLUMNS, _size, row, row_style
 from slicectl.tui.messages import ProcessesRead
 from slicectl.tui.model import read_processes, spark
 from slicectl.tui.screens.base import DataScreen
+from slicectl.views import guaranteed_text
 
 SPARK_WIDTH = 40
 
@@ -83,7 +84,14 @@ class DetailScreen(DataScreen):
             return
         title.update(f"{m.unit}  {m.cgroup}")
         limits = self.query_one("#limits", Static)
-        limits.update(limits_text(m))
+        tenant = self.tui.tenant_of(self.cgroup)
+        shares = self.tui.cpu_shares() if tenant is not None else None
+        share = ""
+        if shares is not None and tenant is not None and tenant in shares.tenants:
+            basis = "this host" if shares.live else "assumed"
+            share = (f"\nshare   {guaranteed_text(shares, tenant, basis)} "
+                     "guaranteed when all is busy")
+        limits.update(limits_text(m) + share)
         limits.set_class(bool(row_style(m)), "trouble")
         h = self.tui.history.of(self.cgroup)
         last = [v for v in h.memory if v is not None]

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Experiment (c), seeds 000 §4.4 and 001: a rogue tenant hurts only itself.
+
+Three tenants, each on one node's CPUs; `rogue` has a memory limit (memory_high below
+memory_max, no swap). The two calm tenants run a steady workload (a CPU loop per CPU that
+also allocates and frees memory). Then, in `rogue` only: a memory hog (stress-ng's vm stressor
+re-mapping more than memory_high), later a CPU hog (8 loops on its 2 CPUs). Every 0.5 s the
+pressure stall counters (PSI `some` totals of cpu.pressure and memory.pressure) of each
+tenant are turned into % of time stalled.
+
+    tests/testbed/run docs/evidence/c_rogue.py [--quick]     (docs/evidence/run c)
+
+Writes c_rogue.csv: t, phase, tenant, memory_pressure_pct, cpu_pressure_pct, memory_mib.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(os.environ.get("SLICECTL_CHECKOUT", Path(__file__).parent.parent
+                                           .parent)) / "docs" / "evidence"))
+import lab  # noqa: E402
+
+TENANTS = """\
+version: 1
+housekeeping: {cpus: "0,4"}
+tenants:
+  rogue:                 # node 1
+    cpus: "1,5"
+    cpu_weight: 100
+    memory_high: 160M    # reclaim and throttling start here
+    memory_max: 256M     # the hard limit (000 §4.4: a memory limit on the rogue instance)
+    memory_swap_max: 0
+  calm1: {cpus: "2,6", cpu_weight: 100, memory_max: 512M, memory_low: 128M}   # node 2
+  calm2: {cpus: "3,7", cpu_weight: 100, memory_max: 512M, memory_low: 128M}   # node 3
+"""
+TENANT_NAMES = ("rogue", "calm1", "calm2")
+# A calm tenant's work: CPU, and 16 MiB allocated, touched and freed over and over.
+CALM = ("import os\nwhile True:\n    b = bytearray(16 << 20)\n"
+        "    for i in range(0, len(b), 4096):\n        b[i] = 1\n    del b\n")
+MEMORY_HOG = "exec stress-ng --vm 2 --vm-bytes 112M --vm-method all --quiet"  # 224M > high
+CPU_HOG_LOOPS = 8
+INTERVAL = 0.5
+# seconds per phase: quiet, memory hog, quiet again, CPU hog
+PHASES = {"quiet": 10.0, "memory hog": 30.0, "recover": 10.0, "cpu hog": 30.0}
+QUICK = {"quiet": 3.0, "memory hog": 10.0, "recover": 2.0, "cpu hog": 8.0}
+
+
+@dataclass(frozen=True)
+class Sample:
+    t: float
+    phase: str
+    tenant: str
+    memory_pressure_pct: float  # memory.pressure `some`: share of time some task stalled
+    cpu_pressure_pct: float  # cpu.pressure `some`
+    memory_mib: float  # memory.current
+
+
+@dataclass(frozen=True)
+class Result:
+    rogue_memory_pct: float  # rogue's memory pressure during the memory hog (mean)
+    calm_memory_pct: float  # the calm tenants' (highest sample) during it
+    rogue_cpu_pct: float  # rogue's CPU pressure during the CPU hog (mean)
+    calm_cpu_pct: float  # the calm tenants' (highest sample) during it
+
+
+class Pressure:
+    """PSI totals of every tenant, turned into % stalled since the last sample."""
+
+    def __init__(self) -> None:
+        self.cgroups = {t: lab.control_group(f"tenants-{t}.slice") for t in TENANT_NAMES}
+        self.start = time.monotonic()
+        self.last_t, self.last = self.start, self.read()
+        self.samples: list[Sample] = []
+
+    def read(self) -> dict[str, tuple[int, int]]:
+        return {t: (lab.pressure_total(cg / "memory.pressure"),
+                    lab.pressure_total(cg / "cpu.pressure")) for t, cg in self.cgroups.items()}
+
+    def record(self, phase: str, seconds: float) -> None:
+        for _ in lab.sample_every(INTERVAL, seconds):
+            now, cur = time.monotonic(), self.read()
+            us = (now - self.last_t) * 1e6
+            for t, cg in self.cgroups.items():
+                mem = int((cg / "memory.current").read_text())
+                self.samples.append(Sample(
+                    now - self.start, phase, t, 100 * (cur[t][0] - self.last[t][0]) / us,
+                    100 * (cur[t][1] - self.last[t][1]) / us, mem / 2**20))
+            self.last_t, self.last = now, cur
+
+    def during(self, phase: str, tenants: tuple[str, ...]) -> list[Sample]:
+        # the first sample of a phase still measures the end of the one before
+        mine = [s for s in self.samples if s.phase == phase]
+        first = min(s.t for s in mine)
+        return [s for s in mine if s.tenant in tenants and s.t > first]
+
+
+def main(quick: bool = False) -> Result:
+    phases = QUICK if quick else PHASES
+    with lab.experiment():
+        lab.apply(lab.tenants_file("c_rogue", TENANTS))
+        script = lab.WORK / "calm.py"
+        script.write_text(CALM)
+        for t in ("calm1", "calm2"):
+            for i in range(2):  # one per CPU
+                lab.start(f"{t}-{i}", f"tenants-{t}.slice", f"exec python3 {script}")
+        time.sleep(2.0)
+        psi = Pressure()
+        psi.record("quiet", phases["quiet"])
+        lab.start("memory-hog", "tenants-rogue.slice", MEMORY_HOG)
+        psi.record("memory hog", phases["memory hog"])
+        lab.run("systemctl", "stop", f"{lab.PREFIX}memory-hog.service", check=False)
+        psi.record("recover", phases["recover"])
+        for i in range(CPU_HOG_LOOPS):
+            lab.start(f"cpu-hog-{i}", "tenants-rogue.slice", lab.LOOP)
+        psi.record("cpu hog", phases["cpu hog"])
+    lab.write_csv("c_rogue", psi.samples)
+    calm = ("calm1", "calm2")
+    mem = psi.during("memory hog", ("rogue",))
+    cpu = psi.during("cpu hog", ("rogue",))
+    result = Result(
+        sum(s.memory_pressure_pct for s in mem) / len(mem),
+        max(s.memory_pressure_pct for s in psi.during("memory hog", calm)),
+        sum(s.cpu_pressure_pct for s in cpu) / len(cpu),
+        max(s.cpu_pressure_pct for s in psi.during("cpu hog", calm)))
+    print(f"c_rogue: {result}", flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv)

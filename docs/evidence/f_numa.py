@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Experiment (f), seed 000 §4.2: memory locality with and without AllowedMemoryNodes.
+
+A tenant on node 1's CPUs (`cpus: "1,5"`) allocates ALLOC of memory while node 1 is
+nearly full of someone else's page cache (a file read by a job bound to node 1), as a busy
+host's node is. `bound` is slicectl's default, `numa: local` (AllowedMemoryNodes=1): the
+kernel must make room on node 1. `unbound` (`numa: any`) pins only the CPUs: the kernel
+takes the nearest free memory, on other nodes (zone_reclaim_mode 0, the default). Where the
+tenant's memory ended up is read from its memory.numa_stat (`anon N0=… N1=…`).
+
+Under TCG every guest node is the same host RAM, so remote access costs nothing here and
+latency or throughput would tell nothing; locality, what the kernel decided, is real.
+
+    tests/testbed/run docs/evidence/f_numa.py [--quick]     (docs/evidence/run f)
+
+Writes f_numa.csv: setup, run, node, anon_mib, local (1 for the tenant's own node).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(os.environ.get("SLICECTL_CHECKOUT", Path(__file__).parent.parent
+                                           .parent)) / "docs" / "evidence"))
+import lab  # noqa: E402
+
+MiB = 1 << 20
+NODE = 1
+ALLOC = 256 * MiB
+SETUPS = {"bound": "local", "unbound": "any"}
+RUNS, QUICK_RUNS = 3, 1
+HOG_FILE = Path("/var/tmp/ev-node-filler")
+# Allocate and touch ALLOC bytes, say so, and hold them.
+ALLOCATE = ("import sys, time\nb = bytearray({size})\nfor i in range(0, len(b), 4096):\n"
+            "    b[i] = 1\nopen(sys.argv[1], 'w').write('done')\ntime.sleep(3600)\n")
+
+
+@dataclass(frozen=True)
+class Row:
+    setup: str  # bound (AllowedMemoryNodes=1) or unbound
+    run: int
+    node: int
+    anon_mib: float  # the tenant's anonymous memory on this node
+    local: int  # 1: the node of the tenant's CPUs
+
+
+@dataclass(frozen=True)
+class Result:
+    locality_bound: float  # share of the tenant's memory on its own node, AllowedMemoryNodes
+    locality_unbound: float  # the same with the CPUs pinned only
+
+
+def node_free(node: int) -> int:
+    for line in Path(f"/sys/devices/system/node/node{node}/meminfo").read_text().splitlines():
+        if "MemFree:" in line:
+            return int(line.split()[-2]) * 1024
+    raise RuntimeError("no MemFree")
+
+
+def fill_node(node: int) -> None:
+    """Node `node` nearly full of page cache that a job bound to it read (system.slice)."""
+    size = node_free(node) - 64 * MiB
+    lab.run("truncate", "-s", str(size), str(HOG_FILE))
+    lab.run("systemd-run", "--wait", "--quiet", "--collect", f"--unit={lab.PREFIX}filler",
+            "--slice=system.slice", "numactl", f"--membind={node}", f"--cpunodebind={node}",
+            "cat", str(HOG_FILE), timeout=600)
+
+
+def run_once(setup: str, run: int) -> list[Row]:
+    cpus = ",".join(map(str, lab.numa_nodes()[NODE]))
+    text = f'version: 1\ntenants:\n  db: {{cpus: "{cpus}", numa: {SETUPS[setup]}}}\n'
+    lab.apply(lab.tenants_file(f"f_{setup}", text))
+    lab.drop_caches()
+    fill_node(NODE)
+    script, done = lab.WORK / "allocate.py", lab.WORK / "allocated"
+    script.write_text(ALLOCATE.format(size=ALLOC))
+    done.unlink(missing_ok=True)
+    lab.start("allocate", "tenants-db.slice", f"exec python3 {script} {done}")
+    deadline = time.monotonic() + 300
+    while not done.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the allocation did not finish in 300 s")
+        time.sleep(0.5)
+    anon = lab.numa_stat(lab.control_group("tenants-db.slice"))
+    lab.stop_units()
+    return [Row(setup, run, node, size / MiB, int(node == NODE))
+            for node, size in sorted(anon.items())]
+
+
+def main(quick: bool = False) -> Result:
+    rows: list[Row] = []
+    with lab.experiment():
+        try:
+            for run in range(1, (QUICK_RUNS if quick else RUNS) + 1):
+                for setup in SETUPS:
+                    rows += run_once(setup, run)
+                    lab.reset()
+        finally:
+            HOG_FILE.unlink(missing_ok=True)
+    lab.write_csv("f_numa", rows)
+
+    def locality(setup: str) -> float:
+        mine = [r for r in rows if r.setup == setup]
+        return sum(r.anon_mib for r in mine if r.local) / sum(r.anon_mib for r in mine)
+    result = Result(locality("bound"), locality("unbound"))
+    print(f"f_numa: {result}", flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv)

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Draw each experiment's PNG from its CSV (on the host; needs the `docs` extra: matplotlib).
+
+    docs/evidence/plot.py [NAME...]      (default: every CSV in docs/evidence/data/)
+
+NAME is a CSV's stem (a_shares, b_realloc, …); the PNG goes next to this script.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+COLORS = {"alpha": "tab:blue", "beta": "tab:orange", "rogue": "tab:red", "calm1": "tab:green",
+          "calm2": "tab:olive", "kept": "tab:green", "lost": "tab:red"}
+NOTE = "testbed: 8 vCPUs, 4 NUMA nodes, systemd 252, cgroup v2, qemu TCG"
+
+
+def rows(name: str) -> list[dict[str, str]]:
+    with (DATA / f"{name}.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def save(fig: Figure, name: str, title: str) -> Path:
+    fig.suptitle(title, fontsize=12)
+    fig.text(0.99, 0.005, NOTE, ha="right", va="bottom", fontsize=7, color="grey")
+    fig.tight_layout(rect=(0, 0.02, 1, 0.97))
+    path = HERE / f"{name}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def a_shares() -> Path:
+    data = rows("a_shares")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6))
+    cases = sorted({int(r["case"]) for r in data})
+    cmap = plt.get_cmap("tab10")
+    for case in cases:
+        mine = [r for r in data if int(r["case"]) == case]
+        left.scatter([float(r["predicted_pct"]) for r in mine],
+                     [float(r["measured_pct"]) for r in mine], color=cmap(case - 1),
+                     label=f"case {case}", zorder=3)
+    left.plot([0, 100], [0, 100], color="grey", lw=0.8)
+    left.fill_between([0, 100], [-1, 99], [1, 101], color="grey", alpha=0.2, label="±1 pp")
+    left.set(xlabel="slicectl plan: predicted share of CPU 3 (%)",
+             ylabel="measured share (%)", xlim=(0, 102), ylim=(0, 102))
+    left.legend(fontsize=8)
+    labels = [f"{r['case']}:{r['loop']}" for r in data]
+    errors = [float(r["error_pp"]) for r in data]
+    right.bar(range(len(data)), errors, color=[cmap(int(r["case"]) - 1) for r in data])
+    right.axhspan(-1, 1, color="grey", alpha=0.2)
+    right.axhline(0, color="grey", lw=0.8)
+    right.set_xticks(range(len(data)), labels, rotation=90, fontsize=7)
+    right.set(ylabel="measured − predicted (percentage points)", ylim=(-2, 2))
+    worst = max(abs(e) for e in errors)
+    return save(fig, "a_shares", f"(a) seed 004's seven cases on one CPU: measured vs predicted "
+                f"(worst {worst:.2f} pp)")
+
+
+def b_realloc() -> Path:
+    data = rows("b_realloc")
+    events = {r["event"]: float(r["t"]) for r in rows("b_realloc_events")}
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    for tenant in ("alpha", "beta"):
+        mine = [r for r in data if r["tenant"] == tenant]
+        ax.plot([float(r["t"]) for r in mine], [float(r["ops_per_s"]) for r in mine],
+                color=COLORS[tenant], label=f"{tenant}: {mine[0]['cpus']} → {mine[-1]['cpus']}")
+    ax.axvspan(events["apply_start"], events["apply_end"], color="grey", alpha=0.15,
+               label="slicectl apply --profile night")
+    ax.axvline(events["cpus_moved"], color="black", ls="--", lw=1, label="CPUs moved")
+    ax.set(xlabel="time (s)", ylabel="operations per second", ylim=(0, None))
+    ax.legend(fontsize=8, loc="lower left")
+    return save(fig, "b_realloc", "(b) live reallocation: throughput follows the CPUs "
+                "(4 ↔ 2 CPUs, no restart)")
+
+
+def _phases(ax: Any, data: list[dict[str, str]]) -> None:
+    spans: dict[str, list[float]] = defaultdict(list)
+    for r in data:
+        spans[r["phase"]].append(float(r["t"]))
+    for phase, ts in spans.items():
+        if "hog" in phase:
+            ax.axvspan(min(ts), max(ts), color="grey", alpha=0.12)
+            ax.text((min(ts) + max(ts)) / 2, 1.0, phase, transform=ax.get_xaxis_transform(),
+                    ha="center", va="bottom", fontsize=8)
+
+
+def c_rogue() -> Path:
+    data = rows("c_rogue")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True)
+    for ax, key, what in ((axes[0], "memory_pressure_pct", "memory"),
+                          (axes[1], "cpu_pressure_pct", "CPU")):
+        for tenant in ("rogue", "calm1", "calm2"):
+            mine = [r for r in data if r["tenant"] == tenant]
+            ax.plot([float(r["t"]) for r in mine], [float(r[key]) for r in mine],
+                    color=COLORS[tenant], label=tenant)
+        _phases(ax, data)
+        ax.axhline(1, color="grey", ls=":", lw=1)
+        ax.set(xlabel="time (s)", ylabel=f"{what} pressure, some (% of time stalled)",
+               ylim=(0, 100))
+        ax.legend(fontsize=8)
+    return save(fig, "c_rogue", "(c) a rogue tenant: its pressure rises, its neighbours' stays "
+                "under 1%")
+
+
+def d_pagecache() -> Path:
+    data = rows("d_pagecache")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True)
+    for tenant, label in (("kept", "kept (memory_low)"), ("lost", "lost (no protection)")):
+        mine = [r for r in data if r["tenant"] == tenant]
+        t = [float(r["t"]) for r in mine]
+        left.plot(t, [float(r["page_cache_mib"]) for r in mine], color=COLORS[tenant],
+                  label=label)
+        right.plot(t, [int(r["refaults"]) if r["phase"] != "warm" else 0 for r in mine],
+                   color=COLORS[tenant], label=label)
+    for ax in (left, right):
+        _phases(ax, data)
+        ax.legend(fontsize=8)
+    left.set(xlabel="time (s)", ylabel="page cache (MiB)", ylim=(0, None))
+    right.set(xlabel="time (s)", ylabel="pages evicted and read again (refaults)")
+    return save(fig, "d_pagecache", "(d) memory_low keeps a tenant's page cache while a "
+                "housekeeping job streams 2× RAM")
+
+
+def e_quota() -> Path:
+    data = rows("e_quota")
+    setups = ["unpinned", "pinned"]
+    tenants = [r["tenant"] for r in data if r["setup"] == "pinned" and r["tenant"] != "all"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    idle = [next(float(r["idle_pct"]) for r in data if r["setup"] == s) for s in setups]
+    bars = left.bar(setups, idle, color=["tab:red", "tab:green"])
+    left.bar_label(bars, fmt="%.1f%%")
+    left.set(ylabel="idle CPU time (% of 8 vCPUs)", ylim=(0, max(idle + [5]) * 1.3))
+    width = 0.38
+    for i, setup in enumerate(setups):
+        values = [next(float(r["ops_per_s"]) for r in data if r["setup"] == setup
+                       and r["tenant"] == t) for t in tenants]
+        right.bar([x + (i - 0.5) * width for x in range(len(tenants))], values, width,
+                  label=setup, color=["tab:red", "tab:green"][i])
+    right.set_xticks(range(len(tenants)), tenants)
+    right.set(ylabel="operations per second", ylim=(0, None))
+    right.legend(fontsize=8)
+    return save(fig, "e_quota", "(e) cpu_quota 200% × 4 tenants on 8 vCPUs, without and "
+                "with AllowedCPUs")
+
+
+def f_numa() -> Path:
+    data = rows("f_numa")
+    setups = ["bound", "unbound"]
+    nodes = sorted({int(r["node"]) for r in data})
+    runs = {s: len({r["run"] for r in data if r["setup"] == s}) for s in setups}
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    bottom = [0.0, 0.0]
+    cmap = plt.get_cmap("tab10")
+    for node in nodes:
+        values = [sum(float(r["anon_mib"]) for r in data if r["setup"] == s
+                      and int(r["node"]) == node) / runs[s] for s in setups]
+        local = any(int(r["local"]) for r in data if int(r["node"]) == node)
+        ax.bar(setups, values, bottom=bottom, color=cmap(node),
+               label=f"node {node}" + (" (the tenant's CPUs)" if local else ""),
+               hatch="//" if local else None)
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    for i, s in enumerate(setups):
+        mine = [r for r in data if r["setup"] == s]
+        local_share = (sum(float(r["anon_mib"]) for r in mine if int(r["local"]))
+                       / sum(float(r["anon_mib"]) for r in mine))
+        ax.text(i, bottom[i], f"{100 * local_share:.0f}% local", ha="center", va="bottom")
+    ax.set_xticks([0, 1], ["bound\n(numa: local, AllowedMemoryNodes)",
+                           "unbound\n(numa: any, CPUs only)"])
+    ax.set(ylabel="tenant's memory per node (MiB, memory.numa_stat)",
+           ylim=(0, max(bottom) * 1.2))
+    ax.legend(fontsize=8)
+    return save(fig, "f_numa", "(f) where a tenant's memory lands when its node is full of "
+                "page cache")
+
+
+PLOTS: dict[str, Callable[[], Path]] = {f.__name__: f for f in (
+    a_shares, b_realloc, c_rogue, d_pagecache, e_quota, f_numa)}
+
+
+def main(names: list[str]) -> int:
+    for name in names or [n for n in PLOTS if (DATA / f"{n}.csv").exists()]:
+        print(PLOTS[name]())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
