@@ -3,6 +3,10 @@
 Every call is an explicit `Message` with its signature spelled out: dbus-fast's proxy objects
 mangle names such as AllowedCPUs (testbed-notes.md), and the wire types matter to systemd.
 See docs/dbus.md for the calls, the property table and the error mapping.
+
+Why this module runs past 400 lines: it is the only module that talks to systemd (a contract of
+DESIGN.md): its calls, their signatures, the property reads and the error mapping stay together
+so no other module needs dbus-fast.
 """
 
 from __future__ import annotations

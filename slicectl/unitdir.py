@@ -8,6 +8,10 @@ link is never written through or replaced. Changes are transactional: every file
 a temporary name and renamed into place, the previous contents are kept, and on any error all
 changes are undone (folders made, parents of the directory included), so nothing half-written
 is ever left behind. One run at a time per directory: `UnitDir.locked()` (slicectl.dirlock).
+
+Why this module runs past 400 lines: the manifest, the hash checks and the transaction (write,
+keep the previous contents, undo) act on the same records and must agree on them; the lock
+stands alone and is in `dirlock`, the atomic writes in `atomic`.
 """
 
 from __future__ import annotations

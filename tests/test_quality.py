@@ -188,3 +188,14 @@ def test_import_checker_sees_lazy_relative_and_crossing_imports(tmp_path: Path) 
         "slicectl.odd: in no layer (add it to CORE, EDGES or FRONT_ENDS)",
         "slicectl.sysfs:2: edge imports front end slicectl.views"]
     assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {}}) == []
+
+
+def test_long_modules_say_why() -> None:
+    """Issue 12: no module over 400 lines without a reason written at its top."""
+    long = []
+    for path in sorted((ROOT / "slicectl").rglob("*.py")):
+        text = path.read_text()
+        if text.count("\n") > 400 and "Why this module runs past 400 lines" not in (
+                ast.get_docstring(ast.parse(text)) or ""):
+            long.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines, no reason")
+    assert not long, long
