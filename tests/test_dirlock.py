@@ -58,8 +58,9 @@ def test_lock_on_a_file_is_refused(tmp_path: Path) -> None:
 
 @contextmanager
 def holder(folder: Path) -> Iterator[subprocess.Popen[str]]:
-    """util-linux `flock FOLDER` holding the folder's lock until we close its stdin."""
-    proc = subprocess.Popen(["flock", str(folder), "sh", "-c", "echo locked; read _"],
+    """util-linux `flock .` in FOLDER, holding the folder's lock until we close its stdin (run
+    there so its command line stays short, whatever the temporary folder's path)."""
+    proc = subprocess.Popen(["flock", ".", "sh", "-c", "echo locked; read _"], cwd=folder,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "locked\n"
@@ -74,7 +75,7 @@ def test_holder_is_named_from_proc_locks(tmp_path: Path) -> None:
     with holder(tmp_path) as proc:
         fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            assert holder_of(fd) == f"pid {proc.pid} (flock {tmp_path} sh -c echo locked; read _)"
+            assert holder_of(fd) == f"pid {proc.pid} (flock . sh -c echo locked; read _)"
         finally:
             os.close(fd)
         with pytest.raises(LockTimeout) as e, locked_dir(tmp_path, timeout=0.2):
@@ -95,7 +96,7 @@ def test_generate_waits_for_the_holder_then_writes(tmp_path: Path) -> None:
                        "--out", str(out))
         assert gen.stderr is not None
         waiting = gen.stderr.readline()  # returns once generate reports that it waits
-        assert waiting == (f"slicectl: {out} is in use by pid {proc.pid} (flock {out} sh -c "
+        assert waiting == (f"slicectl: {out} is in use by pid {proc.pid} (flock . sh -c "
                            "echo locked; read _); waiting for it\n")
         assert gen.poll() is None and list(out.iterdir()) == []  # still waiting, nothing written
     stdout, stderr = gen.communicate(timeout=120)
@@ -115,7 +116,7 @@ def test_generate_gives_up_after_its_lock_timeout_naming_the_holder(tmp_path: Pa
         stdout, stderr = gen.communicate(timeout=120)
     assert gen.returncode == 1
     assert stderr.splitlines()[1:] == [
-        f"error: {out} is in use by pid {proc.pid} (flock {out} sh -c echo locked; read _): "
+        f"error: {out} is in use by pid {proc.pid} (flock . sh -c echo locked; read _): "
         "gave up after waiting 0.3 s",
         "  hint: slicectl writes a directory one run at a time, so that its manifest matches "
         "its files: let that run finish, then run again"]
