@@ -5,7 +5,8 @@ parser from the bytes the kernel shows to those values. The sampler (`slicectl.s
 reads and re-reads them in this order; this module turns what it read into a sample. Parsing
 is bytes-level, without regexes, to keep allocations per sample low, and garbage (not a number,
 out of range, not UTF-8, truncated) reads as unknown, None: a parser raises ValueError at worst,
-caught once per file, never per sample.
+caught once per file, never per sample. Which fields held garbage (rather than being absent or
+"max") is kept in `CgroupSample.unreadable`: the exporter drops those series and counts them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,16 @@ _INT_MAX = (1 << 63) - 1
 # One file's values, one per field it fills.
 Values = tuple[Any, ...]
 
+# A parser's mark for a value that is in the file but cannot be read: `CgroupFile.read` turns
+# it into None and names the field in the sample's `unreadable`.
+_GARBAGE: Any = object()
+
+
+class _Garbled(tuple[Any, ...]):
+    """A file's values where some could not be read: None there, and named in `bad`."""
+
+    bad: tuple[str, ...]
+
 
 def _int(text: bytes) -> int | None:
     """A counter or size: a non-negative 64-bit integer, else None (garbage is unknown)."""
@@ -36,7 +47,12 @@ def _int(text: bytes) -> int | None:
 
 def _number(data: bytes) -> Values:
     """A single-value file: "123\\n" -> 123, "max\\n" -> None."""
-    return (None if data[:3] == b"max" else _int(data),)
+    if data[:3] == b"max":
+        return (None,)
+    n = _int(data)
+    if n is None:
+        raise ValueError("not a number")
+    return (n,)
 
 
 def _key(name: str) -> tuple[bytes, bytes]:
@@ -58,10 +74,14 @@ def _after(data: bytes, key: tuple[bytes, bytes]) -> bytes | None:
     return data[i:j] if j >= 0 else data[i:]
 
 
-def _keyed(data: bytes, key: tuple[bytes, bytes]) -> int | None:
-    """The value of one key in a flat-keyed file such as cpu.stat; None if absent or bad."""
+def _keyed(data: bytes, key: tuple[bytes, bytes]) -> Any:
+    """The value of one key in a flat-keyed file such as cpu.stat; None if absent, _GARBAGE
+    if it cannot be read."""
     value = _after(data, key)
-    return None if value is None else _int(value)
+    if value is None:
+        return None
+    n = _int(value)
+    return _GARBAGE if n is None else n
 
 
 def _flat_keyed(*keys: str) -> Callable[[bytes], Values]:
@@ -77,7 +97,10 @@ def _flat_keyed(*keys: str) -> Callable[[bytes], Values]:
 def _cpu_max(data: bytes) -> Values:
     """cpu.max: "QUOTA PERIOD" -> (quota µs or None for "max", period µs)."""
     q, _, p = data.partition(b" ")
-    return (None if q == b"max" else _int(q), _int(p) if p else None)
+    quota = None if q == b"max" else _int(q)
+    period = _int(p) if p else None
+    return (_GARBAGE if quota is None and q != b"max" else quota,
+            _GARBAGE if period is None else period)
 
 
 _STAT_KEYS = ("anon", "file", "active_file", "inactive_file")
@@ -92,8 +115,9 @@ def _memory_stat(data: bytes) -> Values:
     refault = _keyed(data, _REFAULT_ANON)
     if refault is None:  # kernels before 5.9 only have the combined counter
         refault = _keyed(data, _REFAULT)
-    else:
-        refault += _keyed(data, _REFAULT_FILE) or 0
+    elif refault is not _GARBAGE:
+        more = _keyed(data, _REFAULT_FILE)
+        refault = _GARBAGE if more is _GARBAGE else refault + (more or 0)
     return (*_STAT_SIZES(data), refault)
 
 
@@ -112,7 +136,7 @@ def _pressure(data: bytes) -> Values:
     # "some avg10 1.50 avg60 ..." after the replace: values sit at fixed token positions.
     p = data.replace(b"=", b" ").split()
     if len(p) < 9 or p[0] != b"some":
-        return (None,)
+        raise ValueError("not a PSI file")
     full = _psi_line(p, 9) if len(p) >= 18 and p[9] == b"full" else None
     return (tuple.__new__(Pressure, (_psi_line(p, 0), full)),)
 
@@ -138,7 +162,7 @@ def _numa_stat(data: bytes) -> Values:
     """memory.numa_stat: "anon N0=123 N1=0\\nfile N0=.." -> anon and file per node."""
     anon, file = _per_node(data, _NUMA_ANON), _per_node(data, _NUMA_FILE)
     if anon is None or file is None or anon.keys() != file.keys():
-        return (None,)
+        raise ValueError("not memory.numa_stat")
     return (tuple(NodeMemory(n, anon[n], file[n]) for n in sorted(anon)),)
 
 
@@ -160,7 +184,7 @@ def _per_node(data: bytes, key: tuple[bytes, bytes]) -> dict[int, int] | None:
 class CgroupFile:
     """One interface file: its name, the sample fields it fills and its parser."""
 
-    __slots__ = ("name", "fields", "parse", "fallback", "numa", "unknown")
+    __slots__ = ("name", "fields", "parse", "fallback", "numa", "unknown", "garbage")
 
     def __init__(self, name: str, fields: tuple[str, ...], parse: Callable[[bytes], Values],
                  *, fallback: str = "", numa: bool = False) -> None:
@@ -170,15 +194,27 @@ class CgroupFile:
         self.fallback = fallback  # opened when `name` does not exist (older kernels)
         self.numa = numa  # only on hosts with more than one memory node
         self.unknown: Values = (None,) * len(fields)
+        self.garbage = _garbled(self.unknown, fields)
 
     def read(self, data: bytes | None) -> Values:
-        """The file's values; all None when it is absent or could not be parsed."""
+        """The file's values; all None when it is absent or could not be parsed (then, and
+        for single values it could not read, a `_Garbled` naming those fields)."""
         if data is None:
             return self.unknown
         try:
-            return self.parse(data)
+            values = self.parse(data)
         except ValueError:  # garbage (also non-UTF-8): unknown, and the sample goes on
-            return self.unknown
+            return self.garbage
+        if _GARBAGE in values:  # identity: no parsed value compares equal to the mark
+            bad = tuple(f for f, v in zip(self.fields, values, strict=True) if v is _GARBAGE)
+            return _garbled(tuple(None if v is _GARBAGE else v for v in values), bad)
+        return values
+
+
+def _garbled(values: Values, bad: tuple[str, ...]) -> _Garbled:
+    out = _Garbled(values)
+    out.bad = bad
+    return out
 
 
 def _keyed_file(name: str, **fields: str) -> CgroupFile:
@@ -231,6 +267,13 @@ def parse_changed(
 def build_sample(unit: str, path: str, inode: int, parsed: list[Values]) -> CgroupSample:
     """The sample of one cgroup from the parsed values of its files, in `FILES` order."""
     fields: dict[str, Any] = {}
+    bad: list[str] = []
     for spec, values in zip(FILES, parsed, strict=True):
         fields.update(zip(spec.fields, values, strict=True))
-    return CgroupSample(unit=unit, path=path, inode=inode, **fields)
+        if type(values) is _Garbled:
+            bad += values.bad
+    return CgroupSample(unit=unit, path=path, inode=inode,
+                        unreadable=frozenset(bad) if bad else _READABLE, **fields)
+
+
+_READABLE: frozenset[str] = frozenset()

@@ -113,6 +113,30 @@ def test_a_garbage_value_is_unknown_and_the_rest_is_read(
     assert s.unit == "tenants-db1.slice" and s.memory_max == 1 << 30 or name == "memory.max"
 
 
+@pytest.mark.parametrize(
+    "name, data, bad",
+    [
+        ("cpu.stat", b"usage_usec abc\nnr_periods 7\n", {"usage_usec"}),
+        ("cpu.stat", b"nr_periods 7\n", set()),  # a key the kernel does not show: absent
+        ("memory.current", b"\x00\x00\x00", {"memory_current"}),
+        ("memory.max", b"max\n", set()),  # no limit, not garbage
+        ("memory.max", b"1.5G\n", {"memory_max"}),
+        ("cpu.max", b"abc 100000\n", {"cpu_quota_usec"}),
+        ("cpu.max", b"max 100000\n", set()),
+        ("memory.stat", b"anon 1\nfile x\nworkingset_refault_anon 5\n", {"file"}),
+        ("cpu.pressure", b"some avg10=nan avg60=0.00 avg300=0.00 total=5\n", {"cpu_pressure"}),
+        ("memory.numa_stat", b"anon N0=1 N1=\nfile N0=2 N1=3\n", {"numa"}),
+        ("pids.current", b"", {"tasks"}),
+    ],
+)
+def test_garbage_is_named_in_unreadable(tree: MovingTree, name: str, data: bytes,
+                                        bad: set[str]) -> None:
+    """What the exporter drops and counts: garbage, never an absent key or "max"."""
+    s = sample_after(tree, name, data)
+    assert s.unreadable == bad
+    assert all(getattr(s, field) is None for field in bad)
+
+
 def test_status_json_with_garbage_is_valid_and_lists_every_slice(tree: MovingTree) -> None:
     def sleep(seconds: float) -> None:
         time.sleep(seconds)

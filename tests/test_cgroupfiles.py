@@ -24,7 +24,8 @@ NUMA_STAT = (
 def test_every_sample_field_comes_from_exactly_one_file() -> None:
     filled = [name for spec in FILES for name in spec.fields]
     assert len(filled) == len(set(filled))
-    assert set(filled) | {"unit", "path", "inode"} == {f.name for f in fields(CgroupSample)}
+    assert set(filled) | {"unit", "path", "inode", "unreadable"} == {
+        f.name for f in fields(CgroupSample)}
     assert len(BY_NAME) == len(FILES)
 
 
