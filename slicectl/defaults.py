@@ -29,6 +29,9 @@ RECORD_INTERVAL_S = 60.0
 # restart or a deployment has been skipped as start-up.
 RECORD_RETENTION_DAYS = 14.0
 
+# exporter: 19116 is not in Prometheus' default port allocations (docs/metrics.md).
+EXPORTER_LISTEN = ":19116"
+
 # recommend (seed 001, rec. 2).
 RECOMMEND_STARTUP_S = 3600.0  # no measurements during the application's start-up
 RECOMMEND_HOLD_S = 600.0  # consider only values that last ~10 minutes

@@ -16,12 +16,12 @@ CORE = {"", "config", "settings", "values", "cpulist", "topology", "placement", 
         "live", "metrics", "lint", "recommend", "errors", "yamldoc", "yamledit", "defaults",
         "kinds", "protection", "parsers", "tenants", "versions",
         "jsoninput", "packing", "cores", "samples", "cgroupfiles", "shares",
-        "contention"}
+        "contention", "exportmetrics"}
 EDGES = {"sysfs", "sampler", "unitdir", "atomic", "systemd", "apply", "record", "readers",
          "cgroupfs", "livestate", "transaction", "calendar", "hostinfo", "tenantsfile",
-         "dirlock"}
-FRONT_ENDS = {"cli", "views", "monitor", "tui", "__main__"}
-FORBIDDEN_IN_CORE = ("textual", "dbus_fast", "rich")
+         "dirlock", "drift"}
+FRONT_ENDS = {"cli", "views", "monitor", "tui", "__main__", "exporter"}
+FORBIDDEN_IN_CORE = ("textual", "dbus_fast", "rich", "prometheus_client")
 # Cycles allowed for now, each named: the TUI's screens reach into the app (tui/app.py imports
 # its screens, tui/screens/base.py imports the app back); screens posting messages instead is
 # issue 12's next step for the TUI. No other cycle is allowed.

@@ -228,6 +228,29 @@ def top(p: Parser) -> None:
     p.add_argument("-n", "--iterations", metavar="N", type=int, default=None)
 
 
+def exporter(p: Parser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--listen", metavar="ADDR:PORT", default=defaults.EXPORTER_LISTEN,
+                   help=f"serve /metrics there (default: {defaults.EXPORTER_LISTEN}, every "
+                        "address)")
+    g.add_argument("--textfile", metavar="PATH",
+                   help="write the metrics into PATH instead (node_exporter's textfile "
+                        "collector), atomically: once, or every --interval seconds")
+    p.add_argument("--interval", metavar="S", type=positive("seconds"), default=None,
+                   help="with --textfile: write every S seconds (default: once)")
+    p.add_argument("-n", "--iterations", metavar="N", type=int, default=None,
+                   help="with --textfile --interval: stop after N writes")
+    p.add_argument("--tenants", metavar="FILE",
+                   help="tenants.yaml: adds slicectl_drift (as `plan --exit-code` compares) "
+                        "and the tenant label from it")
+    _profile(p, "with --tenants: compare against profile P")
+    p.add_argument("--sysfs", metavar="ROOT", default=None,
+                   help=f"sysfs root for the NUMA nodes (default: {defaults.SYSFS})")
+    p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
+    _proc_root(p)
+    _host(p)
+
+
 def completion(p: Parser) -> None:
     p.add_argument("shell", choices=("bash", "zsh", "fish"),
                    help="the shell to print the completion script for")
@@ -252,6 +275,7 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
     "tui": ("interactive view of every slice; edit and apply live", tui),
     "status": ("per-slice CPU, memory and pressure, two samples ~1 s apart", status),
     "top": ("live per-slice load with limits, pressure and throttling", top),
+    "exporter": ("serve every slice's metrics to Prometheus (or write a textfile)", exporter),
     "completion": ("print a shell completion script (bash, zsh, fish)", completion),
 }
 
