@@ -51,12 +51,13 @@ def _spec(name: str, type: MetricType, help: str, source: str,
     return MetricSpec(f"slicectl_{name}", type, help, source, SLICE_LABELS + extra)
 
 
-# (metric, CgroupSample field, scale): values read as they are, times scale.
+# (metric, CgroupSample field, divisor): values read as they are, over the divisor (µs -> s;
+# a division, not a product with 1e-6, to keep decimal values exact: 3456789 µs = 3.456789 s).
 _PLAIN = (
     (_spec("cpu_usage_seconds_total", C, "CPU time used by the slice's tasks", "cpu.stat"),
-     "usage_usec", 1e-6),
+     "usage_usec", 1e6),
     (_spec("cpu_throttled_seconds_total", C, "Time the slice's tasks were throttled by "
-           "its CPU quota", "cpu.stat"), "throttled_usec", 1e-6),
+           "its CPU quota", "cpu.stat"), "throttled_usec", 1e6),
     (_spec("cpu_periods_total", C, "CPU quota enforcement periods that elapsed", "cpu.stat"),
      "nr_periods", 1.0),
     (_spec("cpu_throttled_periods_total", C, "CPU quota periods in which the slice was "
@@ -140,10 +141,10 @@ def _slice_rows(s: CgroupSample, labels: tuple[str, str], host_cpus: int,
     """(metric, label values, value) of one cgroup."""
     bad = s.unreadable
     out: list[tuple[str, tuple[str, ...], float]] = []
-    for spec, field, scale in _PLAIN:
+    for spec, field, divisor in _PLAIN:
         v = getattr(s, field)
         if v is not None:
-            out.append((spec.name, labels, v * scale))
+            out.append((spec.name, labels, v / divisor))
     for spec, field, on in _LIMITS:
         v = getattr(s, field)
         if v is not None:
@@ -165,9 +166,9 @@ def _slice_rows(s: CgroupSample, labels: tuple[str, str], host_cpus: int,
         p: Pressure | None = getattr(s, f"{r}_pressure")
         if p is not None:
             waiting, stalled = _PSI[r]
-            out.append((waiting.name, labels, p.some.total * 1e-6))
+            out.append((waiting.name, labels, p.some.total / 1e6))
             if p.full is not None:
-                out.append((stalled.name, labels, p.full.total * 1e-6))
+                out.append((stalled.name, labels, p.full.total / 1e6))
     if s.numa is not None:
         for n in s.numa:
             node = str(n.node)

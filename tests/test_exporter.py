@@ -1,0 +1,416 @@
+"""`slicectl exporter`: what Prometheus reads, checked by Prometheus' own tools.
+
+Fake cgroup trees (tests/cgtree.py) on the host; the real `promtool` validates the output and a
+real Prometheus server scrapes the exporter; drift is compared against the fake systemd on a
+private dbus-daemon. The exporter over real cgroups and systemd is tests/e2e/test_exporter.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from cgtree import Motion, MovingTree
+from fakesystemd import FakeSystemd
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from slicectl.apply import ApplyOptions, apply_plan
+from slicectl.config import load_config
+from slicectl.drift import DriftWatch
+from slicectl.exporter import SliceCollector, manifest_tenants, registry_of
+from slicectl.exportmetrics import METRICS
+from slicectl.sampler import Sampler
+from slicectl.unitdir import MANIFEST_NAME, Manifest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "cgroup"
+DB1 = "tenants.slice/tenants-db1.slice"
+G = 1 << 30
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def slicectl() -> list[str]:
+    beside = Path(sys.executable).with_name("slicectl")
+    return [str(beside)] if beside.exists() else [sys.executable, "-m", "slicectl"]
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed (tests/run installs Debian's prometheus package)")
+    return path
+
+
+def parse(text: str) -> Samples:
+    """Every sample of an exposition: (name, sorted labels) -> value."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples[(name, tuple(sorted(labels.items())))]
+
+
+def scrape(collector: SliceCollector) -> Samples:
+    return parse(generate_latest(registry_of(collector)).decode())
+
+
+def manifest(unit_dir: Path, *slices: str) -> None:
+    unit_dir.mkdir(parents=True, exist_ok=True)
+    (unit_dir / MANIFEST_NAME).write_text(json.dumps(
+        Manifest(files=dict.fromkeys(slices, "0" * 64)).to_json()))
+
+
+# --- what one scrape says ----------------------------------------------------------------
+
+
+def test_fixture_tree_values_units_and_limits(tmp_path: Path) -> None:
+    manifest(tmp_path / "units", "tenants.slice", "tenants-db1.slice", "tenants-web.slice")
+    with Sampler(FIXTURE) as sampler:
+        got = scrape(SliceCollector(
+            sampler, tenants=lambda: manifest_tenants(tmp_path / "units")))
+    db1 = {"slice": "tenants-db1.slice", "tenant": "db1"}
+    web = {"slice": "tenants-web.slice", "tenant": "web"}
+    system = {"slice": "system.slice", "tenant": ""}
+    assert value(got, "slicectl_cpu_usage_seconds_total", **db1) == 5555.555555
+    assert value(got, "slicectl_cpu_throttled_seconds_total", **db1) == 3.456789
+    assert value(got, "slicectl_cpu_throttled_periods_total", **db1) == 1200
+    assert value(got, "slicectl_cpu_quota_cpus", **db1) == 6.0
+    assert value(got, "slicectl_cpu_quota_cpus", **web) == float("inf")
+    assert value(got, "slicectl_cpu_allowed_cpus", **db1) == 8  # 0-3,8-11
+    assert value(got, "slicectl_cpu_allowed_cpus", **system) == 16  # the host's
+    assert value(got, "slicectl_memory_max_bytes", **db1) == 24 * G
+    assert value(got, "slicectl_memory_high_bytes", **db1) == 22 * G
+    assert value(got, "slicectl_memory_low_bytes", **db1) == 16 * G
+    assert value(got, "slicectl_memory_swap_max_bytes", **db1) == 0
+    assert value(got, "slicectl_memory_high_bytes", **web) == float("inf")
+    assert value(got, "slicectl_memory_anon_bytes", **db1) == 16 * G
+    assert value(got, "slicectl_memory_file_bytes", **db1) == 4 * G
+    assert value(got, "slicectl_pressure_cpu_waiting_seconds_total", **db1) == 0.9
+    assert value(got, "slicectl_pressure_cpu_stalled_seconds_total", **db1) == 0.3
+    assert value(got, "slicectl_pressure_io_stalled_seconds_total", **db1) == 2.5
+    assert value(got, "slicectl_memory_events_total", event="high", **db1) == 0
+    assert value(got, "slicectl_tasks", **db1) == 212
+    assert value(got, "slicectl_exporter_cgroups") == len(Sampler(FIXTURE).paths)
+    # web has no cpuset controller: every CPU of the host
+    assert value(got, "slicectl_cpu_allowed_cpus", **web) == 16
+    assert ("slicectl_exporter_errors_total", (("source", "cpu.stat"),)) not in got
+
+
+def test_numa_bytes_and_locality(tmp_path: Path) -> None:
+    tree = MovingTree(tmp_path / "cg", cpus="0-7", mems="0-1")
+    tree.add("tenants.slice")
+    tree.add(DB1, cpus="0-3", mems="0", numa={0: (30 << 20, 10 << 20), 1: (10 << 20, 0)})
+    with Sampler(tree.root) as sampler:
+        got = scrape(SliceCollector(sampler, node_cpus={0: frozenset(range(4)),
+                                                         1: frozenset(range(4, 8))}))
+    db1 = {"slice": "tenants-db1.slice", "tenant": ""}
+    assert value(got, "slicectl_memory_numa_bytes", node="0", type="anon", **db1) == 30 << 20
+    assert value(got, "slicectl_memory_numa_bytes", node="1", type="anon", **db1) == 10 << 20
+    assert value(got, "slicectl_memory_local_ratio", **db1) == 0.8
+
+
+def test_garbage_drops_the_series_and_counts_an_error(tmp_path: Path) -> None:
+    tree = MovingTree(tmp_path / "cg")
+    tree.add("tenants.slice")
+    tree.add(DB1, memory_max=str(G))
+    with Sampler(tree.root) as sampler:
+        collector = SliceCollector(sampler)
+        (tree.root / DB1 / "memory.max").write_bytes(b"1.5G\n")
+        (tree.root / DB1 / "cpu.stat").write_bytes(b"usage_usec abc\nnr_periods 7\n")
+        got = scrape(collector)
+        again = scrape(collector)
+    db1 = (("slice", "tenants-db1.slice"), ("tenant", ""))
+    assert ("slicectl_memory_max_bytes", db1) not in got  # dropped, not +Inf
+    assert ("slicectl_cpu_usage_seconds_total", db1) not in got
+    assert value(got, "slicectl_cpu_periods_total", slice="tenants-db1.slice", tenant="") == 7
+    assert value(got, "slicectl_exporter_errors_total", source="memory.max") == 1
+    assert value(got, "slicectl_exporter_errors_total", source="cpu.stat") == 1
+    assert value(again, "slicectl_exporter_errors_total", source="cpu.stat") == 2  # a counter
+
+
+def test_docs_list_exactly_the_metrics_exported(tmp_path: Path) -> None:
+    """docs/metrics.md's table names every metric the exporter can emit, and no other."""
+    text = (ROOT / "docs" / "metrics.md").read_text()
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", text, re.M))
+    assert documented == {m.name for m in METRICS} | PROCESS_METRICS
+    for m in METRICS:  # type and labels as the table says
+        labels = ", ".join(f"`{x}`" for x in m.labels) or "—"
+        assert f"| `{m.name}` | {m.type} | {labels} |" in text, m.name
+    # and a scrape emits them all (drift needs --tenants: test_drift_*)
+    manifest(tmp_path / "units", "tenants.slice", "tenants-db1.slice")
+    tree = MovingTree(tmp_path / "cg", cpus="0-7", mems="0-1")
+    tree.add("tenants.slice")
+    tree.add(DB1, numa={0: (1, 1), 1: (1, 1)})
+    with Sampler(tree.root) as sampler:
+        (tree.root / DB1 / "pids.current").write_bytes(b"x\n")  # an error to count
+        families = {f.name for f in text_string_to_metric_families(
+            generate_latest(registry_of(SliceCollector(
+                sampler, node_cpus={0: frozenset({0})}))).decode())}
+    assert families == {m.name.removesuffix("_total") for m in METRICS
+                        if m.name != "slicectl_drift"} | {
+        p.removesuffix("_total") for p in PROCESS_METRICS}
+
+
+PROCESS_METRICS = {"process_cpu_seconds_total", "process_virtual_memory_bytes",
+                   "process_resident_memory_bytes", "process_start_time_seconds",
+                   "process_open_fds", "process_max_fds"}
+
+
+# --- the command: HTTP, OpenMetrics, textfile, promtool, bad input -------------------------
+
+
+class Exporter:
+    """`slicectl exporter` as a process, on 127.0.0.1 and a port the kernel picks."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([*slicectl(), "exporter", "--listen", "127.0.0.1:0",
+                                      *args], stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        line = ""
+        while "serving" not in line:
+            line = self.proc.stderr.readline()
+            if not line:
+                pytest.fail(f"the exporter did not start (exit {self.proc.wait(10)})")
+        match = re.search(r"http://\S+?:(\d+)/metrics", line)
+        assert match, line
+        self.url = f"http://127.0.0.1:{match.group(1)}/metrics"
+        self.port = int(match.group(1))
+
+    def get(self, accept: str | None = None) -> tuple[int, str, str]:
+        request = urllib.request.Request(self.url, headers={"Accept": accept} if accept else {})
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return r.status, r.headers["Content-Type"], r.read().decode()
+
+    def stop(self) -> int:
+        self.proc.terminate()
+        return self.proc.wait(30)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> MovingTree:
+    tree = MovingTree(tmp_path / "cg")
+    tree.add("system.slice", Motion(cpu_cores=0.2))
+    tree.add("tenants.slice")
+    tree.add(DB1, Motion(cpu_cores=1.5, throttled_fraction=0.1, psi_some={"memory": 4.0}),
+             cpus="0-3", mems="0", cpu_max="200000 100000", memory_max=str(G))
+    return tree
+
+
+@pytest.fixture
+def exporter(tree: MovingTree) -> Iterator[Exporter]:
+    exp = Exporter("--cgroup-root", str(tree.root), "--sysfs", "/nonexistent")
+    try:
+        yield exp
+    finally:
+        assert exp.stop() == 0  # SIGTERM: a clean stop
+
+
+def test_http_text_and_openmetrics_and_garbage_is_still_200(
+        exporter: Exporter, tree: MovingTree) -> None:
+    status, ctype, text = exporter.get()
+    assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
+    assert 'slicectl_cpu_quota_cpus{slice="tenants-db1.slice",tenant=""} 2.0' in text
+    status, ctype, text = exporter.get("application/openmetrics-text; version=1.0.0")
+    assert status == 200 and ctype.startswith("application/openmetrics-text")
+    assert text.endswith("# EOF\n")
+    for name in ("cpu.stat", "memory.current", "io.pressure"):
+        (tree.root / DB1 / name).write_bytes(b"\xff\xfe garbage")
+    status, _, text = exporter.get()
+    assert status == 200
+    got = parse(text)
+    assert value(got, "slicectl_exporter_errors_total", source="memory.current") >= 1
+    assert ("slicectl_memory_current_bytes",
+            (("slice", "tenants-db1.slice"), ("tenant", ""))) not in got
+    assert value(got, "slicectl_memory_current_bytes", slice="system.slice", tenant="") > 0
+
+
+def test_promtool_check_metrics_accepts_the_output(tmp_path: Path, tree: MovingTree) -> None:
+    tree.add("tenants.slice/tenants-web.slice", numa={0: (5, 5), 1: (5, 5)})
+    out = tmp_path / "slicectl.prom"
+    proc = subprocess.run([*slicectl(), "exporter", "--cgroup-root", str(tree.root),
+                           "--textfile", str(out), "--sysfs", str(ROOT / "tests/fixtures/sysfs"
+                                                                   / "xeon-2s-smt")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "slicectl_memory_numa_bytes" in text and "+Inf" in text
+    check = subprocess.run([tool("promtool"), "check", "metrics"], input=text,
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0 and not check.stdout + check.stderr, check.stdout + check.stderr
+
+
+def test_textfile_every_interval_is_atomic(tmp_path: Path, tree: MovingTree) -> None:
+    out = tmp_path / "textfile" / "slicectl.prom"
+    out.parent.mkdir()
+    proc = subprocess.run([*slicectl(), "exporter", "--cgroup-root", str(tree.root),
+                           "--textfile", str(out), "--interval", "0.05", "-n", "3"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in out.parent.iterdir()] == ["slicectl.prom"]  # no temp files left
+    assert "slicectl_exporter_cgroups 3.0" in out.read_text()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("args, message, hint", [
+    (["--listen", "127.0.0.1:PORT"], "cannot listen on 127.0.0.1:", "pick a free port"),
+    (["--listen", "nosuchhost.invalid:9"], "no such address", "IP address of this host"),
+    (["--listen", "127.0.0.1:99999"], "not ADDR:PORT", "e.g. 127.0.0.1:19116"),
+    (["--listen", "localhost"], "not ADDR:PORT", "e.g. 127.0.0.1:19116"),
+    (["--listen", "192.0.2.1:19116"], "cannot listen on 192.0.2.1:19116", "address of this host"),
+    (["--cgroup-root", "/nonexistent/cgroup"], "/nonexistent/cgroup does not exist",
+     "--cgroup-root"),
+    (["--textfile", "/nonexistent/dir/x.prom"], "cannot write /nonexistent/dir/x.prom",
+     "textfile directory"),
+    (["--tenants", "/nonexistent/tenants.yaml"], "tenants.yaml", ""),
+])
+def test_bad_input_is_an_error_with_a_hint_never_a_traceback(
+        tree: MovingTree, args: list[str], message: str, hint: str) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        args = [a.replace("PORT", port) for a in args]
+        if "--cgroup-root" not in args:
+            args += ["--cgroup-root", str(tree.root)]
+        proc = subprocess.run([*slicectl(), "exporter", *args], capture_output=True, text=True,
+                              timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "error: " in proc.stderr and message in proc.stderr, proc.stderr
+    assert "hint: " in proc.stderr and hint in proc.stderr, proc.stderr
+
+
+# --- a real Prometheus scraping the exporter -----------------------------------------------
+
+
+def wait_for(what: str, check: Callable[[], object], timeout: float = 120) -> object:
+    """Poll `check` until it returns something true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            got = check()
+        except OSError:
+            got = None
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def test_real_prometheus_rate_and_limit_match_the_tree(tmp_path: Path, tree: MovingTree) -> None:
+    """Prometheus scrapes every second; PromQL's rate() of the CPU counter is the tree's 1.5
+    cores within 5 %, and memory.max reads as the file says."""
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def move() -> None:  # the counters follow the wall clock, however late this thread runs
+        done = 0.0
+        while not stop.wait(0.05):
+            now = time.monotonic() - started
+            tree.advance(now - done)
+            done = now
+
+    mover = threading.Thread(target=move, daemon=True)
+    mover.start()
+    exp = Exporter("--cgroup-root", str(tree.root), "--sysfs", "/nonexistent")
+    web = free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        f"  - job_name: slicectl\n    static_configs: [{{targets: ['127.0.0.1:{exp.port}']}}]\n")
+    prom = subprocess.Popen(
+        [tool("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tmp_path}/data",
+         f"--web.listen-address=127.0.0.1:{web}"],
+        stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "w"))
+    api = f"http://127.0.0.1:{web}/api/v1/query?query="
+
+    def query(promql: str) -> list[dict[str, object]]:
+        with urllib.request.urlopen(api + urllib.parse.quote(promql), timeout=10) as r:
+            data = json.load(r)
+        assert data["status"] == "success", data
+        return list(data["data"]["result"])
+
+    try:
+        db1 = '{slice="tenants-db1.slice"}'
+        wait_for("15 scrapes of the exporter", lambda: any(
+            float(r["value"][1]) >= 15  # type: ignore[index]
+            for r in query(f"count_over_time(slicectl_cpu_usage_seconds_total{db1}[30s])")))
+        [rate] = query(f"rate(slicectl_cpu_usage_seconds_total{db1}[15s])")
+        assert float(rate["value"][1]) == pytest.approx(1.5, rel=0.05)  # type: ignore[index]
+        [limit] = query(f"slicectl_memory_max_bytes{db1}")
+        assert float(limit["value"][1]) == int(  # type: ignore[index]
+            (tree.root / DB1 / "memory.max").read_text())
+        [up] = query('up{job="slicectl"}')
+        assert up["value"][1] == "1"  # type: ignore[index]
+    finally:
+        prom.terminate()
+        prom.wait(30)
+        exp.stop()
+        stop.set()
+        mover.join(10)
+
+
+# --- drift against tenants.yaml (fake systemd) ---------------------------------------------
+
+async def test_drift_goes_to_one_after_set_property_and_back_after_apply(
+        tmp_path: Path, dbus_daemon: str, fake_systemd: FakeSystemd) -> None:
+    from test_apply import TENANTS_ONLY as TENANTS
+    from test_apply import make_topology
+
+    (tmp_path / "units").mkdir()
+    options = ApplyOptions(unit_dir=tmp_path / "units", cgroup_root=tmp_path / "cgroup",
+                           bus_address=dbus_daemon, control_dir=tmp_path / "control",
+                           lock_path=tmp_path / "lock")
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text(TENANTS)
+    topo = make_topology()
+    await apply_plan(load_config(str(tenants)), topo, options)
+    watch = await asyncio.to_thread(DriftWatch, tenants, topo, options)
+    try:
+        rows = dict(await asyncio.to_thread(watch.rows))
+        assert rows[("tenants-db1.slice", "CPUWeight")] == 0
+        assert rows[("tenants-db1.slice", "ActiveState")] == 0
+        assert set(rows.values()) == {0.0}
+        assert watch.tenants() == {"tenants-db1.slice": "db1", "tenants-db2.slice": "db2"}
+        # `systemctl set-property tenants-db1.slice CPUWeight=50`
+        from dbus_fast import Variant
+
+        fake_systemd.set_properties(fake_systemd.units["tenants-db1.slice"],
+                                    [["CPUWeight", Variant("t", 50)]])
+        rows = dict(await asyncio.to_thread(watch.rows))
+        assert rows[("tenants-db1.slice", "CPUWeight")] == 1
+        assert sum(rows.values()) == 1
+        # tenants.yaml changes: placed again (its mtime), drift against the new file
+        tenants.write_text(TENANTS.replace("cpu_weight: 300", "cpu_weight: 50"))
+        os.utime(tenants, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+        await asyncio.to_thread(watch.refresh)
+        rows = dict(await asyncio.to_thread(watch.rows))
+        assert rows[("tenants-db1.slice", "CPUWeight")] == 0
+        assert rows[("tenants-db1.slice", "UnitFile")] == 1  # not applied yet
+        await apply_plan(load_config(str(tenants)), topo, options)
+        rows = dict(await asyncio.to_thread(watch.rows))
+        assert set(rows.values()) == {0.0}
+    finally:
+        await asyncio.to_thread(watch.close)
