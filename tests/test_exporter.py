@@ -414,3 +414,27 @@ async def test_drift_goes_to_one_after_set_property_and_back_after_apply(
         assert set(rows.values()) == {0.0}
     finally:
         await asyncio.to_thread(watch.close)
+
+
+# --- the shipped unit ----------------------------------------------------------------------
+
+UNIT = ROOT / "units" / "slicectl-exporter.service"
+
+
+def test_unit_is_read_only_and_rated_3_or_better_by_systemd_analyze_security(
+        tmp_path: Path) -> None:
+    from unitcheck import parse_unit
+
+    service = parse_unit(UNIT.read_text())["Service"]
+    assert service["ExecStart"] == "/usr/local/bin/slicectl exporter --listen :19116"
+    assert service["ProtectSystem"] == "strict" and service["ProtectControlGroups"] == "yes"
+    assert service["DynamicUser"] == "yes" and service["CapabilityBoundingSet"] == ""
+    assert not {"ReadWritePaths", "StateDirectory", "LogsDirectory"} & set(service)
+    (tmp_path / UNIT.name).write_text(UNIT.read_text())
+    proc = subprocess.run([tool("systemd-analyze"), "security", "--offline=yes",
+                           "--no-pager", str(tmp_path / UNIT.name)],
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "SYSTEMD_COLORS": "0"})
+    match = re.search(r"Overall exposure level for \S+: ([0-9.]+)", proc.stdout)
+    assert match, proc.stdout + proc.stderr
+    assert float(match.group(1)) <= 3.0, proc.stdout
