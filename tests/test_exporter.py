@@ -438,3 +438,42 @@ def test_unit_is_read_only_and_rated_3_or_better_by_systemd_analyze_security(
     match = re.search(r"Overall exposure level for \S+: ([0-9.]+)", proc.stdout)
     assert match, proc.stdout + proc.stderr
     assert float(match.group(1)) <= 3.0, proc.stdout
+
+
+# --- examples/prometheus: scrape config, alert rules, Grafana dashboard -----------------------
+
+EXAMPLES = ROOT / "examples" / "prometheus"
+
+
+def test_alert_rules_pass_promtool_check_and_test() -> None:
+    for args in (["check", "rules", "slicectl-alerts.yml"],
+                 ["test", "rules", "slicectl-alerts.test.yml"],
+                 ["check", "config", "prometheus.yml"]):
+        proc = subprocess.run([tool("promtool"), *args], cwd=EXAMPLES, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0 and "SUCCESS" in proc.stdout + proc.stderr, (
+            args, proc.stdout + proc.stderr)
+
+
+def test_every_alert_cites_a_seed_and_uses_exported_metrics() -> None:
+    text = (EXAMPLES / "slicectl-alerts.yml").read_text()
+    alerts = re.findall(r"- alert: (\w+)", text)
+    cited = re.findall(r"seed: (\S+)", text)
+    assert len(alerts) == 6 and len(cited) == len(alerts)
+    # the five seed documents (/work/shared/seeds/README.md): 000_… to 004_…
+    assert all(re.fullmatch(r"00[0-4]_[0-9a-f]{16}\.txt", c) for c in cited), cited
+    for c in cited:  # and the comment above the rule cites the same one
+        assert text.count(c) >= 2, c
+    exported = {m.name for m in METRICS}
+    assert set(re.findall(r"slicectl_[a-z_]+", text)) <= exported
+
+
+def test_grafana_dashboard_is_json_over_exported_metrics_only() -> None:
+    dashboard = json.loads((EXAMPLES / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    exprs += [v["query"] for v in dashboard["templating"]["list"]]
+    used = set(re.findall(r"slicectl_[a-z_]+", " ".join(exprs)))
+    assert used <= {m.name for m in METRICS}, used - {m.name for m in METRICS}
+    assert {"slicectl_cpu_usage_seconds_total", "slicectl_memory_max_bytes",
+            "slicectl_pressure_memory_stalled_seconds_total",
+            "slicectl_memory_local_ratio"} <= used
