@@ -135,16 +135,38 @@ Row = tuple[tuple[str, ...], float]  # label values, value
 Series = dict[str, list[Row]]  # metric name -> rows
 
 
+Out = list[tuple[str, tuple[str, ...], float]]  # (metric, label values, value)
+
+
 def _slice_rows(s: CgroupSample, labels: tuple[str, str], host_cpus: int,
-                node_cpus: NodeCpus | None, host_mems: frozenset[int] | None
-                ) -> list[tuple[str, tuple[str, ...], float]]:
+                node_cpus: NodeCpus | None, host_mems: frozenset[int] | None) -> Out:
     """(metric, label values, value) of one cgroup."""
-    bad = s.unreadable
-    out: list[tuple[str, tuple[str, ...], float]] = []
+    out: Out = []
     for spec, field, divisor in _PLAIN:
         v = getattr(s, field)
         if v is not None:
             out.append((spec.name, labels, v / divisor))
+    _limits(s, labels, host_cpus, out)
+    for event, field in _EVENTS:
+        v = getattr(s, field)
+        if v is not None:
+            out.append((_EVENTS_SPEC.name, (*labels, event), float(v)))
+    for r in _RESOURCES:
+        p: Pressure | None = getattr(s, f"{r}_pressure")
+        if p is not None:
+            waiting, stalled = _PSI[r]
+            out.append((waiting.name, labels, p.some.total / 1e6))
+            if p.full is not None:
+                out.append((stalled.name, labels, p.full.total / 1e6))
+    if s.numa is not None:
+        _numa(s, labels, node_cpus, host_mems, out)
+    return out
+
+
+def _limits(s: CgroupSample, labels: tuple[str, str], host_cpus: int, out: Out) -> None:
+    """Memory limits, CPU quota and allowed CPUs: +Inf (or the host's CPUs) where unset,
+    left out where the file is absent or held garbage."""
+    bad = s.unreadable
     for spec, field, on in _LIMITS:
         v = getattr(s, field)
         if v is not None:
@@ -158,26 +180,17 @@ def _slice_rows(s: CgroupSample, labels: tuple[str, str], host_cpus: int,
             out.append((_QUOTA.name, labels, INF))
     if s.cpus is not None or "cpus" not in bad:
         out.append((_ALLOWED.name, labels, float(len(s.cpus) if s.cpus else host_cpus)))
-    for event, field in _EVENTS:
-        v = getattr(s, field)
-        if v is not None:
-            out.append((_EVENTS_SPEC.name, (*labels, event), float(v)))
-    for r in _RESOURCES:
-        p: Pressure | None = getattr(s, f"{r}_pressure")
-        if p is not None:
-            waiting, stalled = _PSI[r]
-            out.append((waiting.name, labels, p.some.total / 1e6))
-            if p.full is not None:
-                out.append((stalled.name, labels, p.full.total / 1e6))
-    if s.numa is not None:
-        for n in s.numa:
-            node = str(n.node)
-            out.append((_NUMA.name, (*labels, node, "anon"), float(n.anon)))
-            out.append((_NUMA.name, (*labels, node, "file"), float(n.file)))
-        numa = NumaMetrics.from_sample(s, node_cpus, host_mems)
-        if numa is not None and numa.local_percent is not None:
-            out.append((_LOCAL.name, labels, numa.local_percent / 100))
-    return out
+
+
+def _numa(s: CgroupSample, labels: tuple[str, str], node_cpus: NodeCpus | None,
+          host_mems: frozenset[int] | None, out: Out) -> None:
+    for n in s.numa or ():
+        node = str(n.node)
+        out.append((_NUMA.name, (*labels, node, "anon"), float(n.anon)))
+        out.append((_NUMA.name, (*labels, node, "file"), float(n.file)))
+    numa = NumaMetrics.from_sample(s, node_cpus, host_mems)
+    if numa is not None and numa.local_percent is not None:
+        out.append((_LOCAL.name, labels, numa.local_percent / 100))
 
 
 class SeriesMemo:
@@ -190,16 +203,14 @@ class SeriesMemo:
 
     def __init__(self, node_cpus: NodeCpus | None = None) -> None:
         self.node_cpus = node_cpus
-        self._rows: dict[str, tuple[CgroupSample, str,
-                                    list[tuple[str, tuple[str, ...], float]]]] = {}
+        self._rows: dict[str, tuple[CgroupSample, str, Out]] = {}
 
     def series(self, snap: Snapshot, tenants: Mapping[str, str]) -> tuple[Series, Counter[str]]:
         """Rows of every per-slice metric, and the unreadable values by source file;
         `tenants` maps the unit names of slicectl's slices to their tenants."""
         out: Series = {m.name: [] for m in SLICE_METRICS}
         errors: Counter[str] = Counter()
-        memo: dict[str, tuple[CgroupSample, str,
-                              list[tuple[str, tuple[str, ...], float]]]] = {}
+        memo: dict[str, tuple[CgroupSample, str, Out]] = {}
         for path, s in sorted(snap.cgroups.items()):
             tenant = tenants.get(s.unit, "")
             hit = self._rows.get(path)
