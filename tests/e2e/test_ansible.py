@@ -63,7 +63,7 @@ MODULE = """\
 GROUP_VARS = """\
 slicectl_venv: {venv}
 slicectl_wheel: {wheel}
-slicectl_pip_args: [--no-index, --find-links, {wheels}]
+slicectl_pip_args: [--no-index, --find-links, {wheels}, --no-compile]  # no .pyc: minutes under TCG
 slicectl_link: {link}
 slicectl_tenants_path: {tenants}
 slicectl_housekeeping: {{cpus: 2}}
