@@ -151,6 +151,28 @@ def parse_cpulist_file(data: bytes) -> frozenset[int] | None:
     return parse_cpulist(data.decode()) or None
 
 
+def _io_stat(data: bytes) -> Values:
+    """io.stat: "8:0 rbytes=1 wbytes=2 rios=.. wios=.. dbytes=.. dios=..\n" per device ->
+    bytes read and written on all devices (0 and 0 for an empty file: no IO yet)."""
+    read = written = 0
+    for line in data.splitlines():
+        device, *items = line.split()
+        if b":" not in device:
+            raise ValueError("not io.stat")
+        for item in items:
+            key, eq, value = item.partition(b"=")
+            n = _int(value)
+            if not eq or n is None:
+                raise ValueError("not io.stat")
+            if key == b"rbytes":
+                read += n
+            elif key == b"wbytes":
+                written += n
+    if read > _INT_MAX or written > _INT_MAX:
+        raise ValueError("not io.stat")
+    return (read, written)
+
+
 def _cpus(data: bytes) -> Values:
     return (parse_cpulist_file(data),)
 
@@ -248,6 +270,7 @@ FILES = (
     CgroupFile("cpu.pressure", ("cpu_pressure",), _pressure),
     CgroupFile("memory.pressure", ("memory_pressure",), _pressure),
     CgroupFile("io.pressure", ("io_pressure",), _pressure),
+    CgroupFile("io.stat", ("io_read_bytes", "io_write_bytes"), _io_stat),
     _value_file("pids.current", "tasks"),
 )  # fmt: skip
 

@@ -137,6 +137,9 @@ class SliceMetrics:
     tasks: int | None
     # NUMA locality; None when memory.numa_stat is not read (a host with one memory node)
     numa: NumaMetrics | None = None
+    # io.stat rates over the interval, all devices (bytes/s)
+    io_read_bps: float | None = None
+    io_write_bps: float | None = None
 
     @classmethod
     def from_samples(
@@ -202,6 +205,8 @@ class SliceMetrics:
             events_oom_kill=_delta(p.events_oom_kill if p else None, cur.events_oom_kill),
             tasks=cur.tasks,
             numa=NumaMetrics.from_sample(cur, node_cpus, host_mems),
+            io_read_bps=_counter_rate(p.io_read_bytes if p else None, cur.io_read_bytes, dt),
+            io_write_bps=_counter_rate(p.io_write_bytes if p else None, cur.io_write_bytes, dt),
         )
 
     @property
@@ -330,6 +335,13 @@ def _rate(a: int | None, b: int | None, per: float) -> float | None:
     """(b - a) / per, or None."""
     d = _delta(a, b)
     return None if d is None or per <= 0 else d / per
+
+
+def _counter_rate(a: int | None, b: int | None, per: float) -> float | None:
+    """A rate of a counter that can shrink (io.stat loses a device's line when the device
+    goes): None then, as for an unknown side."""
+    r = _rate(a, b, per)
+    return None if r is None or r < 0 else r
 
 
 def _psi_rate(a: int | None, b: int, dt: float) -> float | None:

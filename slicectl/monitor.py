@@ -26,6 +26,8 @@ COLUMNS = (
 # status and top add it after the memory column when memory.numa_stat was read (more than one
 # memory node); the TUI's overview does not have it yet.
 NUMA_COLUMN = "numa local"
+# status and top end with it when any slice read or wrote during the interval (io.stat).
+IO_COLUMN = "io r/w"  # bytes per second
 
 # Row styles by trouble, most serious first; the TUI maps the same flags to its classes.
 TROUBLE_STYLE = {
@@ -113,6 +115,8 @@ def status_json(metrics: Sequence[SliceMetrics], interval: float | None) -> dict
                     "oom_kill": m.events_oom_kill,
                 },
                 "tasks": m.tasks,
+                "io": {"read_bytes_per_s": _r(m.io_read_bps, 1),
+                       "write_bytes_per_s": _r(m.io_write_bps, 1)},
                 "trouble": sorted(m.trouble),
                 "numa": _numa_json(m.numa),
             }
@@ -187,6 +191,13 @@ def numa_cell(m: SliceMetrics) -> str:
     return f"{local} ({n.outside_percent:.0f}% out)"
 
 
+def io_cell(m: SliceMetrics) -> str:
+    """Bytes read and written per second: "1.5M/0" ("-" = unknown)."""
+    if m.io_read_bps is None or m.io_write_bps is None:
+        return "-"
+    return f"{_size(round(m.io_read_bps))}/{_size(round(m.io_write_bps))}"
+
+
 def row_style(m: SliceMetrics) -> str:
     """The rich style of the most serious trouble flag, or "" when all is well."""
     flags = m.trouble
@@ -199,13 +210,16 @@ _NUMA_AFTER = COLUMNS.index("mem current/high/max") + 1
 
 def render_table(metrics: Sequence[SliceMetrics], title: str | None = None) -> Table:
     """A rich Table of the metrics, in the given order; with NUMA_COLUMN when any slice has
-    NUMA figures."""
+    NUMA figures, IO_COLUMN when any read or wrote."""
     from rich.table import Table
 
     numa = any(m.numa is not None for m in metrics)
+    io = any(m.io_read_bps or m.io_write_bps for m in metrics)
     columns = list(COLUMNS)
     if numa:
         columns.insert(_NUMA_AFTER, NUMA_COLUMN)
+    if io:
+        columns.append(IO_COLUMN)
     table = Table(title=title, title_justify="left")
     for name in columns:
         table.add_column(name, justify="left" if name in _LEFT else "right",
@@ -214,5 +228,7 @@ def render_table(metrics: Sequence[SliceMetrics], title: str | None = None) -> T
         cells = row(m)
         if numa:
             cells.insert(_NUMA_AFTER, numa_cell(m))
+        if io:
+            cells.append(io_cell(m))
         table.add_row(*cells, style=row_style(m))
     return table

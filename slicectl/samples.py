@@ -95,6 +95,9 @@ class CgroupSample:
     tasks: int | None
     # memory.numa_stat, by node: read only on hosts with more than one memory node
     numa: tuple[NodeMemory, ...] | None = None
+    # io.stat: bytes read and written, summed over devices (None without the io controller)
+    io_read_bytes: int | None = None
+    io_write_bytes: int | None = None
     # The fields above that are None because their file held garbage (not because the file
     # is absent or says "max"); the exporter drops their series and counts an error.
     unreadable: frozenset[str] = frozenset()

@@ -51,6 +51,9 @@ class FakeCgroup:
         default_factory=lambda: {r: [0.0, 0.0, 0.0, 0.0] for r in ("cpu", "memory", "io")}
     )
     tasks: int = 3
+    # io.stat: bytes read and written on device 8:0 (no line until there was IO)
+    io_rbytes: int = 0
+    io_wbytes: int = 0
     # The host's memory nodes: memory.numa_stat has a column for each.
     host_mems: str = "0-1"
     # node -> (anon, file) bytes in memory.numa_stat; None: all of `anon` and `file` on the
@@ -82,6 +85,10 @@ class FakeCgroup:
             out["cpu.weight"] = f"{self.cpu_weight}\n"
             out["cpu.weight.nice"] = "0\n"
         out["cpu.stat"] = cpu_stat
+        if "io" in on:
+            out["io.stat"] = (f"8:0 rbytes={self.io_rbytes} wbytes={self.io_wbytes} rios=1 "
+                              "wios=1 dbytes=0 dios=0\n"
+                              if self.io_rbytes or self.io_wbytes else "")
         if "cpuset" in on:
             out["cpuset.cpus"] = self.cpus + "\n"
             out["cpuset.cpus.effective"] = self.cpus + "\n"
@@ -191,6 +198,8 @@ class Motion:
     psi_full: dict[str, float] = field(default_factory=dict)
     memory_bytes: int = 0
     events: dict[str, int] = field(default_factory=dict)  # per advance() call
+    io_read_bps: int = 0  # bytes read and written per second (io.stat)
+    io_write_bps: int = 0
 
 
 class MovingTree:
@@ -236,6 +245,8 @@ class MovingTree:
             cg.anon += m.memory_bytes
             for name, n in m.events.items():
                 cg.events[name] += n
+            cg.io_rbytes += int(m.io_read_bps * seconds)
+            cg.io_wbytes += int(m.io_write_bps * seconds)
             write_files(self.root / path, cg.files())
 
     def remove(self, path: str) -> None:

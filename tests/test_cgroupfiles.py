@@ -52,6 +52,9 @@ def test_every_sample_field_comes_from_exactly_one_file() -> None:
                                           NodeMemory(3, 0, 12288)),)),
         ("cpu.pressure", b"some avg10=1.50 avg60=0.75 avg300=0.10 total=123\n",
          (Pressure(PsiLine(1.5, 0.75, 0.1, 123), None),)),
+        ("io.stat", b"8:0 rbytes=100 wbytes=20 rios=1 wios=1 dbytes=0 dios=0\n"
+         b"253:1 rbytes=5 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n", (105, 20)),
+        ("io.stat", b"", (0, 0)),  # no IO yet: no device line
         ("io.pressure", b"some avg10=0.00 avg60=0.00 avg300=0.00 total=1\n"
          b"full avg10=100.00 avg60=0.00 avg300=0.00 total=2\n",
          (Pressure(PsiLine(0.0, 0.0, 0.0, 1), PsiLine(100.0, 0.0, 0.0, 2)),)),

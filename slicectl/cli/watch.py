@@ -54,7 +54,7 @@ def run_status(
         return EXIT_OK
     from rich.console import Console
 
-    console = Console(file=out, width=None if out.isatty() else 160)
+    console = Console(file=out, width=None if out.isatty() else 200)
     by_unit = sorted(metrics, key=lambda m: (m.unit, m.cgroup))
     console.print(render_table(by_unit, title=f"{cgroup_root} over {dt:.2f}s"))
     return EXIT_OK
@@ -100,7 +100,7 @@ def run_top(
     from slicectl.sampler import Sampler
 
     live_terminal = out.isatty()
-    console = Console(file=out, width=None if live_terminal else 160)
+    console = Console(file=out, width=None if live_terminal else 200)
     with Sampler(cgroup_root) as sampler:
         live = None
         try:
