@@ -135,7 +135,7 @@ class SliceText:
             texts.append(text)
         self._kept = kept
         parts: list[bytes] = []
-        columns = zip(*texts) if texts else ((),) * len(SLICE_METRICS)  # by metric
+        columns = zip(*texts, strict=True) if texts else ((),) * len(SLICE_METRICS)  # by metric
         for header, column in zip(self._headers[om], columns, strict=True):
             parts.append(header)
             parts.append(b"".join(column))
@@ -187,6 +187,12 @@ class SliceCollector(Collector):
         self.errors: Counter[str] = Counter()
         self.text = SliceText()
         self._lock = threading.Lock()
+
+    def describe(self) -> Iterator[Metric]:
+        """The families, without samples: what the registry's `name[]` filter selects by."""
+        own = (DRIFT,) if self.drift is not None else ()
+        for spec in (*SLICE_METRICS, *own, CGROUPS, ERRORS, SCRAPE_DURATION):
+            yield _family(spec, ())
 
     def collect(self) -> Iterator[Metric]:
         """Every family, for the library's encoders (name[] filters, tests)."""

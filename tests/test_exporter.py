@@ -168,6 +168,7 @@ def test_docs_list_exactly_the_metrics_exported(tmp_path: Path) -> None:
         p.removesuffix("_total") for p in PROCESS_METRICS}
 
 
+OPENMETRICS: Callable[[object], bytes] = generate_openmetrics  # not annotated there
 # Values that differ between two scrapes of a tree that did not move: the time taken, the
 # process' own figures, and the errors counted so far (the library's collector is a new one).
 VOLATILE = re.compile(rb"^((?:slicectl_exporter_scrape_duration_seconds|process_[a-z_]+|"
@@ -177,7 +178,7 @@ VOLATILE = re.compile(rb"^((?:slicectl_exporter_scrape_duration_seconds|process_
 def library(collector: SliceCollector, om: bool) -> bytes:
     """What prometheus_client itself writes for `registry_of(collector)`."""
     registry = registry_of(collector)
-    return bytes(generate_openmetrics(registry)) if om else generate_latest(registry)
+    return OPENMETRICS(registry) if om else generate_latest(registry)
 
 
 @pytest.mark.parametrize("om", [False, True], ids=["text", "openmetrics"])
@@ -289,6 +290,16 @@ def test_http_text_and_openmetrics_and_garbage_is_still_200(
     assert ("slicectl_memory_current_bytes",
             (("slice", "tenants-db1.slice"), ("tenant", ""))) not in got
     assert value(got, "slicectl_memory_current_bytes", slice="system.slice", tenant="") > 0
+    # gzip when asked, and the library's name[] filter
+    request = urllib.request.Request(exporter.url + "?name[]=slicectl_tasks",
+                                     headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        assert r.headers["Content-Encoding"] == "gzip"
+        only = parse(gzip.decompress(r.read()).decode())
+    assert {name for name, _ in only} == {"slicectl_tasks"}
+    with urllib.request.urlopen(urllib.request.Request(
+            exporter.url, headers={"Accept-Encoding": "gzip"}), timeout=30) as r:
+        assert "slicectl_tasks" in gzip.decompress(r.read()).decode()
 
 
 def test_promtool_check_metrics_accepts_the_output(tmp_path: Path, tree: MovingTree) -> None:
