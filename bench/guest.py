@@ -3,6 +3,9 @@
 
 sampler.1000: CPU time per refresh of slicectl's sampler (sample + metrics) over a tree of
   1,000 slices, vs systemd-cgtop's CPU time per refresh on the same tree, same boot.
+exporter.1000: CPU time per scrape of `slicectl exporter` (the installed command, scraped over
+  HTTP) over a tree of 1,000 slices, vs systemd-cgtop's CPU per refresh on the same tree, same
+  boot; and the exporter's RSS after 10, 100 and 1,000 scrapes (10 and 100 with --quick).
 tui.100: CPU use of the TUI refreshing at 1 Hz over 100 slices (headless Textual), vs
   systemd-cgtop at 1 Hz on the same tree, as percent of one CPU.
 apply.100: wall time of `slicectl apply` of 100 new tenants on a clean host, vs a shell loop
@@ -18,13 +21,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +38,8 @@ from typing import Any
 
 CGROOT = Path("/sys/fs/cgroup")
 ONLY = set(filter(None, os.environ.get(
-    "BENCH_ONLY", "sampler.1000,tui.100,apply.100,apply.100.confined,apply.100.change"
+    "BENCH_ONLY",
+    "sampler.1000,exporter.1000,tui.100,apply.100,apply.100.confined,apply.100.change",
 ).split(",")))
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 
@@ -50,12 +57,18 @@ def children_cpu() -> float:
 @contextmanager
 def slice_tree(name: str, n: int) -> Iterator[int]:
     """N empty slices under /sys/fs/cgroup/NAME.slice with cpu, io, memory and pids enabled
-    (plain cgroup directories: the sampler and systemd-cgtop read the same tree)."""
+    (plain cgroup directories: the sampler and systemd-cgtop read the same tree). Where the
+    cgroup v2 root lacks some of them (a host with v1 hierarchies besides the unified one),
+    the others only."""
     tree = CGROOT / f"{name}.slice"
-    for ctl in ("cpu", "io", "memory", "pids"):
+    available = (CGROOT / "cgroup.controllers").read_text().split()
+    controllers = [c for c in ("cpu", "io", "memory", "pids") if c in available]
+    for ctl in controllers:
         (CGROOT / "cgroup.subtree_control").write_text(f"+{ctl}\n")
     tree.mkdir(exist_ok=True)
-    (tree / "cgroup.subtree_control").write_text("+cpu +io +memory +pids\n")
+    if controllers:
+        (tree / "cgroup.subtree_control").write_text(
+            " ".join(f"+{c}" for c in controllers) + "\n")
     for i in range(n):
         (tree / f"{name}-s{i:04d}.slice").mkdir(exist_ok=True)
     try:
@@ -87,14 +100,75 @@ def bench_sampler() -> dict[str, Any]:
             prev = cur
         ours = (time.process_time() - start) / refreshes
         sampler.close()
-        # systemd-cgtop on the same tree: batch mode, CPU time of the whole process / refreshes
-        before = children_cpu()
-        subprocess.run(["systemd-cgtop", "--batch", f"--iterations={refreshes}",
-                        "--delay=0.05", "--depth=3"], check=True, stdout=subprocess.DEVNULL)
-        cgtop = (children_cpu() - before) / refreshes
+        cgtop = cgtop_cpu(refreshes)
     r = result(ours, "s CPU/refresh", "systemd-cgtop", cgtop)
     r["cgroups"] = n
     r["numa_stat"] = sampler.numa  # read memory.numa_stat (the host has several nodes)
+    return r
+
+
+def cgtop_cpu(refreshes: int) -> float:
+    """systemd-cgtop over the tree as it is: batch mode, the CPU time of the whole process
+    divided by its refreshes."""
+    before = children_cpu()
+    subprocess.run(["systemd-cgtop", "--batch", f"--iterations={refreshes}",
+                    "--delay=0.05", "--depth=3"], check=True, stdout=subprocess.DEVNULL)
+    return (children_cpu() - before) / refreshes
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a running process (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_rss(pid: int) -> int:
+    """Resident set size of a running process in bytes (/proc/PID/status VmRSS)."""
+    match = re.search(r"^VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+    assert match, f"no VmRSS for {pid}"
+    return int(match.group(1)) * 1024
+
+
+def bench_exporter() -> dict[str, Any]:
+    """`slicectl exporter` as installed, on 127.0.0.1, scraped back to back over HTTP in the
+    text format (what `curl` or a Prometheus asking for it gets; no gzip): its CPU time per
+    scrape, from /proc, after one scrape that opens the files; its RSS along the way."""
+    scrapes = 100 if QUICK else 1000
+    marks = [m for m in (10, 100, 1000) if m <= scrapes]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with slice_tree("benchexp", 1000):
+        cmd = [shutil.which("slicectl") or "slicectl", "exporter", "--listen",
+               f"127.0.0.1:{port}"]
+        proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stderr is not None
+            while "serving" not in (line := proc.stderr.readline()):
+                if not line:
+                    raise SystemExit(f"{' '.join(cmd)} did not start (exit {proc.wait(10)})")
+            url = f"http://127.0.0.1:{port}/metrics"
+
+            def scrape() -> bytes:
+                with urllib.request.urlopen(url, timeout=600) as r:
+                    return bytes(r.read())
+
+            first = scrape()
+            start = process_cpu(proc.pid)
+            rss = {}
+            for i in range(1, scrapes + 1):
+                body = scrape()
+                if i in marks:
+                    rss[i] = process_rss(proc.pid)
+            ours = (process_cpu(proc.pid) - start) / scrapes
+        finally:
+            proc.terminate()
+            proc.wait(60)
+        cgroups = re.search(rb"^slicectl_exporter_cgroups (\S+)$", body, re.M)
+        cgtop = cgtop_cpu(10 if QUICK else 30)
+    r = result(ours, "s CPU/scrape", "systemd-cgtop", cgtop)
+    r.update(cgroups=int(float(cgroups[1])) if cgroups else None, scrapes=scrapes,
+             bytes=len(first), rss_mib={str(k): round(v / 2**20, 1) for k, v in rss.items()})
     return r
 
 
@@ -229,6 +303,8 @@ def main() -> int:
     out: dict[str, Any] = {}
     if "sampler.1000" in ONLY:
         out["sampler.1000"] = bench_sampler()
+    if "exporter.1000" in ONLY:
+        out["exporter.1000"] = bench_exporter()
     if "tui.100" in ONLY:
         out["tui.100"] = bench_tui()
     if "apply.100" in ONLY:

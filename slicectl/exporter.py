@@ -2,9 +2,17 @@
 
 A prometheus_client collector reads the cgroups at scrape time with the sampler's kept file
 descriptors (Prometheus' guideline for exporters: no background cache that makes rates jump)
-and hands the rows of `exportmetrics` to the library, which writes the text format, or
-OpenMetrics when the scraper asks for it (its HTTP handler reads the Accept header). Nothing
-here parses a cgroup file: `cgroupfiles` does, once, for every reader.
+and turns the rows of `exportmetrics` into the text format, or OpenMetrics when the scraper
+asks for it (the library's `choose_encoder` reads the Accept header). Nothing here parses a
+cgroup file: `cgroupfiles` does, once, for every reader.
+
+The per-slice families, tens of thousands of samples at 1,000 slices, are not handed to the
+library one sample object at a time: `SliceText` writes each cgroup's sample lines once and
+keeps them while the cgroup does not change (the sampler hands back the same sample, the memo
+the same rows), so a scrape of idle slices joins kept bytes. The lines are the library's, byte
+for byte (tests/test_exporter.py compares them); the library still writes the headers, the
+exporter's own families and the process metrics, and serves what the fast path leaves out
+(`name[]` filters, other methods).
 
 A value that cannot be read drops its series and counts in `slicectl_exporter_errors_total`;
 a scrape never fails because of the host (the health metrics are always there).
@@ -13,17 +21,31 @@ a scrape never fails because of the host (the health metrics are always there).
 from __future__ import annotations
 
 import errno
+import functools
+import gzip
 import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import generate_latest, start_http_server
+from prometheus_client.exposition import (
+    ThreadingWSGIServer,
+    choose_encoder,
+    generate_latest,
+    gzip_accepted,
+    make_wsgi_app,
+)
+from prometheus_client.openmetrics.exposition import ALLOWUTF8, UNDERSCORES
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
 
 from slicectl import defaults
 from slicectl.atomic import write_atomically
@@ -37,6 +59,7 @@ from slicectl.exportmetrics import (
     SLICE_METRICS,
     MetricSpec,
     MetricType,
+    Out,
     Row,
     SeriesMemo,
 )
@@ -44,6 +67,9 @@ from slicectl.metrics import NodeCpus
 from slicectl.sampler import Sampler
 
 DEFAULT_PORT = int(defaults.EXPORTER_LISTEN.rpartition(":")[2])
+# The library's value format and OpenMetrics encoder (not annotated there).
+go_float: Callable[[float], str] = floatToGoString
+openmetrics_of: Callable[[Any], bytes] = generate_openmetrics
 
 
 class ExporterError(SlicectlError):
@@ -59,6 +85,74 @@ def _family(spec: MetricSpec, rows: Iterable[Row]) -> Metric:
     for labels, value in rows:
         family.add_metric(labels, value)
     return family
+
+
+class _Families:
+    """Families already made, as something the library's encoders can collect."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> list[Metric]:
+        return self.families
+
+
+def encode(families: list[Metric], om: bool) -> bytes:
+    """The text format (or OpenMetrics, ending in `# EOF`) of `families`, by the library."""
+    return openmetrics_of(_Families(families)) if om else generate_latest(_Families(families))
+
+
+def _escape(value: str) -> str:
+    """A label value as both formats quote it (backslash, newline, double quote)."""
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
+
+
+class SliceText:
+    """The per-slice families as exposition text, each cgroup's lines kept while its rows
+    are the same object (an unchanged cgroup: `SeriesMemo.rows`).
+
+    A sample line is the same in the text format and in OpenMetrics (`name{labels} value`,
+    labels sorted by name, the value as Go prints floats); only the families' headers differ,
+    and those the library writes, once.
+    """
+
+    def __init__(self) -> None:
+        # metric -> (its position, (label name, its place in the row), sorted by name)
+        self._index = {spec.name: (i, tuple(sorted((k, j) for j, k in enumerate(spec.labels))))
+                       for i, spec in enumerate(SLICE_METRICS)}
+        self._headers = {om: tuple(encode([_family(spec, ())], om).removesuffix(b"# EOF\n")
+                                   for spec in SLICE_METRICS) for om in (False, True)}
+        self._kept: dict[str, tuple[Out, tuple[bytes, ...]]] = {}
+
+    def render(self, cgroups: list[tuple[str, Out]], om: bool) -> bytes:
+        """Every per-slice family, header then samples, in SLICE_METRICS order."""
+        kept: dict[str, tuple[Out, tuple[bytes, ...]]] = {}
+        texts = []
+        for path, rows in cgroups:
+            hit = self._kept.get(path)
+            text = hit[1] if hit is not None and hit[0] is rows else self._lines(rows)
+            kept[path] = (rows, text)
+            texts.append(text)
+        self._kept = kept
+        parts: list[bytes] = []
+        columns = zip(*texts, strict=True) if texts else ((),) * len(SLICE_METRICS)  # by metric
+        for header, column in zip(self._headers[om], columns, strict=True):
+            parts.append(header)
+            parts.append(b"".join(column))
+        return b"".join(parts)
+
+    def _lines(self, rows: Out) -> tuple[bytes, ...]:
+        """One cgroup's sample lines, by metric position."""
+        lines: list[list[str]] = [[] for _ in SLICE_METRICS]
+        labelstrs: dict[tuple[object, tuple[str, ...]], str] = {}
+        for name, labels, value in rows:
+            i, order = self._index[name]
+            labelstr = labelstrs.get((order, labels))
+            if labelstr is None:
+                labelstr = labelstrs[(order, labels)] = ",".join(
+                    f'{k}="{_escape(labels[j])}"' for k, j in order)
+            lines[i].append(f"{name}{{{labelstr}}} {go_float(value)}\n")
+        return tuple("".join(x).encode() for x in lines)
 
 
 def manifest_tenants(unit_dir: Path) -> dict[str, str]:
@@ -91,25 +185,51 @@ class SliceCollector(Collector):
         self.tenants = tenants
         self.drift = drift
         self.errors: Counter[str] = Counter()
+        self.text = SliceText()
         self._lock = threading.Lock()
 
-    def collect(self) -> Iterator[Metric]:
-        with self._lock:
-            yield from self._collect()
+    def describe(self) -> Iterator[Metric]:
+        """The families, without samples: what the registry's `name[]` filter selects by."""
+        own = (DRIFT,) if self.drift is not None else ()
+        for spec in (*SLICE_METRICS, *own, CGROUPS, ERRORS, SCRAPE_DURATION):
+            yield _family(spec, ())
 
-    def _collect(self) -> Iterator[Metric]:
-        start = time.perf_counter()
-        series: dict[str, list[Row]] = {}
-        cgroups = 0
+    def collect(self) -> Iterator[Metric]:
+        """Every family, for the library's encoders (name[] filters, tests)."""
+        with self._lock:
+            start = time.perf_counter()
+            cgroups = self._read()
+            series: dict[str, list[Row]] = {spec.name: [] for spec in SLICE_METRICS}
+            for _, rows in cgroups:
+                for name, labels, value in rows:
+                    series[name].append((labels, value))
+            for spec in SLICE_METRICS:
+                yield _family(spec, series[spec.name])
+            yield from self._own(start, len(cgroups))
+
+    def exposition(self, om: bool) -> tuple[bytes, list[Metric]]:
+        """The per-slice families as text (OpenMetrics if `om`), and the exporter's own: what
+        `collect` yields, written as the library would write it."""
+        with self._lock:
+            start = time.perf_counter()
+            cgroups = self._read()
+            text = self.text.render(cgroups, om)
+            return text, list(self._own(start, len(cgroups)))
+
+    def _read(self) -> list[tuple[str, Out]]:
+        """Every cgroup's rows, now; none when the cgroup tree cannot be read at all."""
         try:
             snap = self.sampler.sample()
-            series, errors = self.memo.series(snap, self._tenants())
-            cgroups = len(snap.cgroups)
-            self.errors.update(errors)
+            cgroups, errors = self.memo.rows(snap, self._tenants())
         except SlicectlError:
             self.errors["cgroupfs"] += 1
-        for spec in SLICE_METRICS:
-            yield _family(spec, series.get(spec.name, ()))
+            return []
+        self.errors.update(errors)
+        return cgroups
+
+    def _own(self, start: float, cgroups: int) -> Iterator[Metric]:
+        """Drift and the exporter's health; the scrape's duration last, so it counts the
+        conversion of the slices' families."""
         if self.drift is not None:
             yield _family(DRIFT, self._drift())
         yield _family(CGROUPS, [((), float(cgroups))])
@@ -142,6 +262,62 @@ def registry_of(collector: SliceCollector) -> CollectorRegistry:
     return registry
 
 
+class Exposition:
+    """What /metrics and --textfile give: the families of `registry_of(collector)`, in its
+    order, with the slices' samples written by `SliceText`."""
+
+    def __init__(self, collector: SliceCollector) -> None:
+        self.collector = collector
+        self.registry = registry_of(collector)
+        self.process = ProcessCollector(registry=None)
+
+    def render(self, om: bool = False) -> bytes:
+        slices, own = self.collector.exposition(om)
+        return slices + encode([*own, *self.process.collect()], om)
+
+
+def _fast_format(encoder: Callable[..., bytes]) -> bool | None:
+    """Whether `choose_encoder`'s pick is OpenMetrics 1.x (True) or the text format (False)
+    with an escaping that leaves slicectl's names as they are; None for anything else."""
+    func, keywords = encoder, {}
+    if isinstance(encoder, functools.partial):
+        func, keywords = encoder.func, encoder.keywords
+    if keywords.get("escaping", UNDERSCORES) not in (UNDERSCORES, ALLOWUTF8):
+        return None
+    if func is generate_latest:
+        return False
+    if func is generate_openmetrics and str(keywords.get("version", "1.0.0")).startswith("1."):
+        return True
+    return None
+
+
+def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
+    """The library's /metrics app (content negotiation, gzip), with a GET of every metric in
+    the text format or OpenMetrics 1.x written by `Exposition.render`."""
+    library = make_wsgi_app(exposition.registry)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        om = _fast_format(encoder)
+        if (environ["REQUEST_METHOD"] != "GET" or environ.get("PATH_INFO") == "/favicon.ico"
+                or "name[]" in parse_qs(environ.get("QUERY_STRING", "")) or om is None):
+            return library(environ, start_response)  # type: ignore[no-any-return]
+        output = exposition.render(om)
+        headers = [("Content-Type", content_type)]
+        if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
+            output = gzip.compress(output)
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [output]
+
+    return app
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        """No line per request."""
+
+
 def parse_listen(text: str) -> tuple[str, int]:
     """ADDR:PORT, :PORT or [IPv6]:PORT -> (address, port); raises ExporterError."""
     host, colon, port = text.rpartition(":")
@@ -153,11 +329,15 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
-def serve(registry: CollectorRegistry, listen: str) -> tuple[Callable[[], None], int]:
+def serve(exposition: Exposition, listen: str) -> tuple[Callable[[], None], int]:
     """Serve /metrics on `listen` in a thread; returns its stop function and its port."""
     host, port = parse_listen(listen)
     try:
-        server, thread = start_http_server(port, host, registry)
+        family, _, _, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        server_class = type("Server", (ThreadingWSGIServer,), {"address_family": family})
+        server: ThreadingWSGIServer = make_server(
+            str(address[0]), port, wsgi_app(exposition), server_class, handler_class=_Quiet)
     except socket.gaierror as e:
         raise ExporterError(f"--listen {listen!r}: no such address ({e.strerror})",
                             "give an IP address of this host, or :PORT for all") from e
@@ -167,6 +347,9 @@ def serve(registry: CollectorRegistry, listen: str) -> tuple[Callable[[], None],
                 "give an address of this host (ip -brief address), or :PORT for all")
         raise ExporterError(f"cannot listen on {listen}: {e.strerror}", hint) from e
 
+    thread = threading.Thread(target=server.serve_forever, name="slicectl-http", daemon=True)
+    thread.start()
+
     def stop() -> None:
         server.shutdown()
         server.server_close()
@@ -175,9 +358,9 @@ def serve(registry: CollectorRegistry, listen: str) -> tuple[Callable[[], None],
     return stop, server.server_address[1]
 
 
-def write_textfile(registry: CollectorRegistry, path: Path) -> None:
+def write_textfile(exposition: Exposition, path: Path) -> None:
     """The text format into `path` at once (node_exporter's textfile collector reads it)."""
-    data = generate_latest(registry)
+    data = exposition.render()
     try:
         write_atomically(path, data, 0o644)
     except OSError as e:

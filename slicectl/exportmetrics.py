@@ -197,20 +197,23 @@ class SeriesMemo:
     """The series of snapshot after snapshot, for one exporter over one sampler.
 
     The sampler hands back the very same sample object for a cgroup that did not change; its
-    rows are then reused instead of rebuilt (a scrape of 1,000 mostly idle slices, BENCHMARKS.md
-    exporter.1000). The host's node -> CPUs map, if known, is fixed for the memo's lifetime.
+    rows are then reused instead of rebuilt, the very same list, so what is made of them can
+    be reused too (the exporter's text, BENCHMARKS.md exporter.1000). The host's node -> CPUs
+    map, if known, is fixed for the memo's lifetime.
     """
 
     def __init__(self, node_cpus: NodeCpus | None = None) -> None:
         self.node_cpus = node_cpus
         self._rows: dict[str, tuple[CgroupSample, str, Out]] = {}
 
-    def series(self, snap: Snapshot, tenants: Mapping[str, str]) -> tuple[Series, Counter[str]]:
-        """Rows of every per-slice metric, and the unreadable values by source file;
-        `tenants` maps the unit names of slicectl's slices to their tenants."""
-        out: Series = {m.name: [] for m in SLICE_METRICS}
+    def rows(self, snap: Snapshot, tenants: Mapping[str, str]
+             ) -> tuple[list[tuple[str, Out]], Counter[str]]:
+        """(cgroup path, its rows) in path order, and the unreadable values by source file;
+        `tenants` maps the unit names of slicectl's slices to their tenants. A cgroup that
+        did not change (same sample, same tenant) gets the same rows object as last time."""
         errors: Counter[str] = Counter()
         memo: dict[str, tuple[CgroupSample, str, Out]] = {}
+        out: list[tuple[str, Out]] = []
         for path, s in sorted(snap.cgroups.items()):
             tenant = tenants.get(s.unit, "")
             hit = self._rows.get(path)
@@ -220,9 +223,17 @@ class SeriesMemo:
                 rows = _slice_rows(s, (s.unit, tenant), snap.host_cpus, self.node_cpus,
                                    snap.host_mems)
             memo[path] = (s, tenant, rows)
-            for name, labels, value in rows:
-                out[name].append((labels, value))
+            out.append((path, rows))
             for field in s.unreadable:
                 errors[FILE_OF[field]] += 1
         self._rows = memo
+        return out, errors
+
+    def series(self, snap: Snapshot, tenants: Mapping[str, str]) -> tuple[Series, Counter[str]]:
+        """Rows of every per-slice metric (see `rows`), by metric."""
+        rows, errors = self.rows(snap, tenants)
+        out: Series = {m.name: [] for m in SLICE_METRICS}
+        for _, cgroup in rows:
+            for name, labels, value in cgroup:
+                out[name].append((labels, value))
         return out, errors

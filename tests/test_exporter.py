@@ -8,6 +8,7 @@ private dbus-daemon. The exporter over real cgroups and systemd is tests/e2e/tes
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import re
@@ -26,13 +27,14 @@ import pytest
 from cgtree import Motion, MovingTree
 from fakesystemd import FakeSystemd
 from prometheus_client.exposition import generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
 from slicectl.apply import ApplyOptions, apply_plan
 from slicectl.config import load_config
 from slicectl.drift import DriftWatch
-from slicectl.exporter import SliceCollector, manifest_tenants, registry_of
-from slicectl.exportmetrics import METRICS
+from slicectl.exporter import Exposition, SliceCollector, manifest_tenants, registry_of
+from slicectl.exportmetrics import METRICS, SLICE_METRICS
 from slicectl.sampler import Sampler
 from slicectl.unitdir import MANIFEST_NAME, Manifest
 
@@ -166,6 +168,57 @@ def test_docs_list_exactly_the_metrics_exported(tmp_path: Path) -> None:
         p.removesuffix("_total") for p in PROCESS_METRICS}
 
 
+OPENMETRICS: Callable[[object], bytes] = generate_openmetrics  # not annotated there
+# Values that differ between two scrapes of a tree that did not move: the time taken, the
+# process' own figures, and the errors counted so far (the library's collector is a new one).
+VOLATILE = re.compile(rb"^((?:slicectl_exporter_scrape_duration_seconds|process_[a-z_]+|"
+                      rb"slicectl_exporter_errors_total)(?:\{[^}]*\})?) .*$", re.M)
+
+
+def library(collector: SliceCollector, om: bool) -> bytes:
+    """What prometheus_client itself writes for `registry_of(collector)`."""
+    registry = registry_of(collector)
+    return OPENMETRICS(registry) if om else generate_latest(registry)
+
+
+@pytest.mark.parametrize("om", [False, True], ids=["text", "openmetrics"])
+def test_served_bytes_are_the_librarys_scrape_after_scrape(tmp_path: Path, om: bool) -> None:
+    """/metrics and --textfile write the slices' samples themselves, keeping the lines of
+    cgroups that did not change: the bytes are what prometheus_client writes from the same
+    families, in both formats, while some slices move, one is recreated and one appears, with
+    limits, +Inf, garbage, NUMA rows, tenants, and names that need escaping."""
+    tree = MovingTree(tmp_path / "cg", cpus="0-7", mems="0-1")
+    tree.add("system.slice", Motion(cpu_cores=0.2, psi_some={"memory": 3.0}))
+    tree.add("tenants.slice")
+    tree.add(DB1, Motion(cpu_cores=1.5, throttled_fraction=0.1, events={"high": 2}),
+             cpus="0-3", mems="0", cpu_max="200000 100000", memory_max=str(G),
+             numa={0: (30 << 20, 10 << 20), 1: (10 << 20, 0)})
+    tree.add("tenants.slice/tenants-idle.slice")
+    tree.add("tenants.slice/tenants-a\\x2db.slice", memory_high="123456789")  # a\x2db: "a-b"
+    names = {"tenants-db1.slice": "db1", "tenants-a\\x2db.slice": 'a"b\\c\nd'}
+    with Sampler(tree.root) as sampler:
+        ours = SliceCollector(sampler, node_cpus={0: frozenset(range(4)),
+                                                  1: frozenset(range(4, 8))}, tenants=lambda: names)
+        exposition = Exposition(ours)
+        for step in range(4):
+            served = exposition.render(om)
+            # the library over the same state: the tree only moves between steps
+            with Sampler(tree.root) as fresh:
+                theirs = library(SliceCollector(fresh, node_cpus=ours.memo.node_cpus,
+                                                tenants=lambda: names), om)
+            assert VOLATILE.sub(rb"\1", served) == VOLATILE.sub(rb"\1", theirs), step
+            assert served.count(b"# HELP slicectl_") >= len(SLICE_METRICS) + 3
+            if step < 2:
+                tree.advance(1.0)  # (rewrites every file of the tree)
+            if step == 1:
+                tree.recreate("tenants.slice/tenants-idle.slice")
+                tree.add("tenants.slice/tenants-new.slice")
+            if step == 2:
+                (tree.root / DB1 / "memory.max").write_bytes(b"garbage\n")
+    assert b'tenant="a\\"b\\\\c\\nd"' in served  # escaped as the formats say
+    assert b"+Inf" in served and b"slicectl_memory_numa_bytes{node=" in served
+
+
 PROCESS_METRICS = {"process_cpu_seconds_total", "process_virtual_memory_bytes",
                    "process_resident_memory_bytes", "process_start_time_seconds",
                    "process_open_fds", "process_max_fds"}
@@ -237,6 +290,16 @@ def test_http_text_and_openmetrics_and_garbage_is_still_200(
     assert ("slicectl_memory_current_bytes",
             (("slice", "tenants-db1.slice"), ("tenant", ""))) not in got
     assert value(got, "slicectl_memory_current_bytes", slice="system.slice", tenant="") > 0
+    # gzip when asked, and the library's name[] filter
+    request = urllib.request.Request(exporter.url + "?name[]=slicectl_tasks",
+                                     headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=30) as r:
+        assert r.headers["Content-Encoding"] == "gzip"
+        only = parse(gzip.decompress(r.read()).decode())
+    assert {name for name, _ in only} == {"slicectl_tasks"}
+    with urllib.request.urlopen(urllib.request.Request(
+            exporter.url, headers={"Accept-Encoding": "gzip"}), timeout=30) as r:
+        assert "slicectl_tasks" in gzip.decompress(r.read()).decode()
 
 
 def test_promtool_check_metrics_accepts_the_output(tmp_path: Path, tree: MovingTree) -> None:

@@ -23,10 +23,10 @@ def cmd_exporter(args: Namespace) -> int:
     from pathlib import Path
 
     from slicectl.exporter import (
+        Exposition,
         SliceCollector,
         manifest_tenants,
         parse_listen,
-        registry_of,
         serve,
         write_textfile,
     )
@@ -48,10 +48,11 @@ def cmd_exporter(args: Namespace) -> int:
         with Sampler(Path(args.cgroup_root)) as sampler:
             collector = SliceCollector(sampler, node_cpus=node_cpus, drift=drift,
                                        tenants=partial(manifest_tenants, options.unit_dir))
-            registry = registry_of(collector)
+            exposition = Exposition(collector)
             if args.textfile:
-                return _textfiles(args, partial(write_textfile, registry, Path(args.textfile)))
-            return _serve(args, partial(serve, registry, args.listen))
+                return _textfiles(args, partial(write_textfile, exposition,
+                                                Path(args.textfile)))
+            return _serve(args, partial(serve, exposition, args.listen))
     finally:
         if drift is not None:
             drift.close()
