@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -75,35 +75,60 @@ def sort_metrics(metrics: Iterable[SliceMetrics], key: SortKey,
     return sorted(by_name, key=value, reverse=not reverse)
 
 
+def _level(v: float | None, scale: float) -> str:
+    """One sparkline cell: blank when unknown, else the block of v's share of `scale`."""
+    if v is None:
+        return " "
+    if scale <= 0:
+        return SPARK[0]
+    return SPARK[max(0, min(len(SPARK) - 1, int(v / scale * (len(SPARK) - 1) + 0.5)))]
+
+
 def spark(values: Sequence[float | None], width: int, top: float | None = None) -> str:
     """The last `width` values as block characters scaled to `top` (default: their max)."""
     tail = list(values)[-width:]
-    known = [v for v in tail if v is not None]
-    scale = top if top else max(known, default=0.0)
-    out = []
-    for v in tail:
-        if v is None:
-            out.append(" ")
-        elif scale <= 0:
-            out.append(SPARK[0])
-        else:
-            out.append(SPARK[min(len(SPARK) - 1, int(v / scale * (len(SPARK) - 1) + 0.5))])
-    return "".join(out).rjust(width)
+    scale = top if top else max((v for v in tail if v is not None), default=0.0)
+    return "".join([_level(v, scale) for v in tail]).rjust(width)
 
 
 @dataclass
 class SliceHistory:
-    """Recent values of one slice, oldest first."""
+    """Recent values of one slice, oldest first; `count` samples appended so far."""
 
     cpu: deque[float | None]
     memory: deque[float | None]
     psi_cpu: deque[float | None]
     psi_memory: deque[float | None]
     psi_io: deque[float | None]
+    count: int = 0
+    # (series, width) -> (top, count, text) of the sparkline drawn last
+    sparks: dict[tuple[str, int], tuple[float, int, str]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> SliceHistory:
-        return cls(*(deque(maxlen=HISTORY) for _ in range(5)))
+        def series() -> deque[float | None]:
+            return deque(maxlen=HISTORY)
+
+        return cls(series(), series(), series(), series(), series())
+
+    def spark(self, series: str, width: int, top: float) -> str:
+        """The sparkline of one series (`cpu`, `memory`, `psi_cpu`, ...) scaled to `top`.
+
+        Drawn incrementally: one sample later, the previous line shifted by one cell plus the
+        new value's (a refresh of 100 slices used to redraw 200 lines of 12 cells)."""
+        values: deque[float | None] = getattr(self, series)
+        key = (series, width)
+        last = self.sparks.get(key)
+        if last is not None and last[0] == top and top > 0:
+            if last[1] == self.count:
+                return last[2]
+            if last[1] == self.count - 1 and values:
+                text = (last[2] + _level(values[-1], top))[-width:]
+                self.sparks[key] = (top, self.count, text)
+                return text
+        text = spark(values, width, top)
+        self.sparks[key] = (top, self.count, text)
+        return text
 
 
 def _some(m: SliceMetrics, which: str) -> float | None:
@@ -132,6 +157,7 @@ class History:
             h.psi_cpu.append(_some(m, "cpu"))
             h.psi_memory.append(_some(m, "memory"))
             h.psi_io.append(_some(m, "io"))
+            h.count += 1
         for gone in set(self.slices) - seen:
             del self.slices[gone]
 

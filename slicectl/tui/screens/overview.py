@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header
+from textual.widgets import Footer, Header
 
 from slicectl.tui.components.banner import ReadOnlyBanner, StatusLine
-from slicectl.tui.components.slice_table import SliceTable
+from slicectl.tui.components.slice_table import HEADERS, RIGHT, OverviewRows, SliceTable
 from slicectl.tui.model import SortKey, sort_metrics
 from slicectl.tui.screens.base import DataScreen
 
@@ -24,11 +24,15 @@ class OverviewScreen(DataScreen):
         Binding("p", "profile", "Profile"),
     ]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows = OverviewRows()
+
     def compose(self) -> ComposeResult:
         yield Header()
         yield ReadOnlyBanner(id="banner")
         yield StatusLine(id="status")
-        yield SliceTable(id="slices")
+        yield SliceTable(HEADERS, RIGHT, id="slices")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -39,10 +43,10 @@ class OverviewScreen(DataScreen):
     def refresh_data(self) -> None:
         app = self.tui
         rows = sort_metrics(app.metrics, app.sort_key, app.sort_reverse)
-        self.query_one(SliceTable).show(rows, app.history)
+        self.query_one(SliceTable).show(self._rows.rows(rows, app.history))
         arrow = "↑" if app.sort_reverse else "↓"
         profile = f"  profile: {app.profile}" if app.profile else ""
-        self.query_one(StatusLine).update(
+        self.query_one(StatusLine).show_text(
             f"{len(rows)} slices  sort: {app.sort_key} {arrow}  every {app.interval:g}s"
             f"{profile}")
         self.query_one(ReadOnlyBanner).set_reasons(app.readonly)
@@ -52,7 +56,7 @@ class OverviewScreen(DataScreen):
         """The cgroup path of the highlighted slice."""
         return self.query_one(SliceTable).selected
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_slice_table_selected(self, event: SliceTable.Selected) -> None:
         event.stop()
         self.action_detail()
 
