@@ -27,7 +27,7 @@ from slicectl.errors import SamplerError
 from slicectl.metrics import MIN_RATE_WINDOW
 from slicectl.tui import run_tui
 from slicectl.tui.app import SlicectlApp, TuiSettings
-from slicectl.tui.components.slice_table import SliceTable
+from slicectl.tui.components.slice_table import HEADERS, SliceTable
 from slicectl.tui.model import (
     SortKey,
 )
@@ -49,6 +49,11 @@ async def test_overview_lists_slices_and_updates(tree: MovingTree) -> None:
         db1 = next(r for r in table_rows(app) if r[0] == "tenants-db1.slice")
         assert db1[1].endswith("/ 4") and db1[1] != "- / 4"  # cores / allowed CPUs
         assert "900.0M / 950.0M / 1.0G" in db1
+        # sparklines against the limits: db1 holds 900M of its 1G memory.max, system.slice a
+        # constant 64M of the host's 4G (no limit)
+        mem = HEADERS.index("mem history")
+        system = next(r for r in table_rows(app) if r[0] == "system.slice")
+        assert db1[mem].strip()[-1] == "▇" and set(system[mem].strip()) == {"▁"}
         # trouble colours: db1 is at 95 % of memory.high, system.slice is fine
         table = app.screen.query_one(SliceTable)
         styles = {table.get_row_at(i)[0]: table.row_style_at(i) for i in range(table.row_count)}
@@ -146,7 +151,7 @@ def snapshot_settings() -> TuiSettings:
     config = edit_tenant(YAML, "tenants.yaml", "db1", {})[1]
     return TuiSettings(cgroup_root=FIXTURE, interval=3600, tenants="tenants.yaml",
                        config=config, topology=make_topology(),
-                       readonly=["not root"])
+                       host_memory=make_topology().total_memory, readonly=["not root"])
 
 
 @pytest.mark.parametrize("keys", [(), ("s", "s", "s", "s", "down", "down", "enter"), ("m",),

@@ -18,6 +18,8 @@ from slicectl.tui.model import (
     History,
     SortKey,
     clamp_interval,
+    cpu_scale,
+    memory_scale,
     next_interval,
     read_processes,
     readonly_reasons,
@@ -51,8 +53,25 @@ def test_sort_metrics_by_each_key(tmp_path: Path) -> None:
 
 def test_spark_and_history() -> None:
     assert spark([0.0, 1.0, 2.0, None], 4, top=2.0) == "▁▅█ "
-    assert spark([1.0], 3) == "  █"
-    assert spark([], 2) == "  "
+    assert spark([2.0], 3, top=4.0) == "  ▅"
+    assert spark([5.0, -1.0], 2, top=4.0) == "█▁"  # clamped to the scale
+    assert spark([], 2, top=1.0) == "  "
+    assert spark([1.0], 1, top=0.0) == "▁"  # no scale known: the lowest block
+
+
+def test_sparkline_scales_are_the_limits(tmp_path: Path) -> None:
+    """Memory against memory.max, else memory.high, else the host's RAM; CPU against the
+    quota, else the allowed CPUs: a constant 9 MiB never draws as a full bar."""
+    ms = {m.unit: m for m in metrics_of(moving_tree(tmp_path))}
+    host = 24 << 30
+    db1, web, system = (ms[f"{u}.slice"] for u in ("tenants-db1", "tenants-web", "system"))
+    assert memory_scale(db1, host) == 1 << 30  # memory.max
+    assert memory_scale(replace(db1, memory_max=None), host) == 950 << 20  # memory.high
+    assert memory_scale(system, host) == host  # no limit
+    assert cpu_scale(db1) == 4.0  # cpuset 0-3, no quota
+    assert cpu_scale(web) == 1.0  # quota of one CPU out of 8
+    assert spark([9.0 * (1 << 20)] * 5, 5, memory_scale(system, host)) == "▁" * 5
+    assert spark([float(1 << 30)] * 2, 2, memory_scale(db1, host)) == "██"  # at its limit
     h = History()
     assert list(h.of("/x").cpu) == []
 

@@ -88,7 +88,7 @@ async def running(settings: TuiSettings, size: tuple[int, int] = (80, 24)
 
 def monitor_settings(root: Path, **kw: object) -> TuiSettings:
     settings = TuiSettings(cgroup_root=root, interval=0.05, readonly=["no TENANTS file given"],
-                           topology=make_topology())
+                           topology=make_topology(), host_memory=make_topology().total_memory)
     for key, value in kw.items():
         setattr(settings, key, value)
     return settings

@@ -48,6 +48,7 @@ class TuiSettings:
     topology_error: str = ""
     options: ApplyOptions | None = None
     proc_root: Path = Path(defaults.PROC)
+    host_memory: int = 0  # bytes of RAM: the scale of a memory sparkline without a limit
     readonly: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 

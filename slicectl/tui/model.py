@@ -76,7 +76,8 @@ def sort_metrics(metrics: Iterable[SliceMetrics], key: SortKey,
 
 
 def _level(v: float | None, scale: float) -> str:
-    """One sparkline cell: blank when unknown, else the block of v's share of `scale`."""
+    """One sparkline cell: blank when unknown, else the block of v's share of `scale` (the
+    lowest when the scale is unknown, 0)."""
     if v is None:
         return " "
     if scale <= 0:
@@ -84,11 +85,24 @@ def _level(v: float | None, scale: float) -> str:
     return SPARK[max(0, min(len(SPARK) - 1, int(v / scale * (len(SPARK) - 1) + 0.5)))]
 
 
-def spark(values: Sequence[float | None], width: int, top: float | None = None) -> str:
-    """The last `width` values as block characters scaled to `top` (default: their max)."""
-    tail = list(values)[-width:]
-    scale = top if top else max((v for v in tail if v is not None), default=0.0)
-    return "".join([_level(v, scale) for v in tail]).rjust(width)
+def spark(values: Sequence[float | None], width: int, top: float) -> str:
+    """The last `width` values as block characters, a full block at `top` (the slice's limit:
+    see `cpu_scale`, `memory_scale`), so a constant value draws as full only at its limit."""
+    return "".join([_level(v, top) for v in list(values)[-width:]]).rjust(width)
+
+
+def cpu_scale(m: SliceMetrics) -> float:
+    """The top of a CPU sparkline: the slice's CPU quota in cores, else its allowed CPUs."""
+    allowed = float(m.allowed_cpus)
+    return min(allowed, m.quota_cores) if m.quota_cores else allowed
+
+
+def memory_scale(m: SliceMetrics, host_memory: int) -> float:
+    """The top of a memory sparkline: memory.max, else memory.high, else the host's RAM."""
+    return float(m.memory_max or m.memory_high or host_memory)
+
+
+PSI_SCALE = 100.0  # pressure is a share of time: its sparkline tops at 100 %
 
 
 @dataclass
@@ -119,7 +133,7 @@ class SliceHistory:
         values: deque[float | None] = getattr(self, series)
         key = (series, width)
         last = self.sparks.get(key)
-        if last is not None and last[0] == top and top > 0:
+        if last is not None and last[0] == top:
             if last[1] == self.count:
                 return last[2]
             if last[1] == self.count - 1 and values:

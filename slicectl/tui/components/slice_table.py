@@ -25,7 +25,7 @@ from textual.strip import Strip
 
 from slicectl.metrics import SliceMetrics
 from slicectl.monitor import COLUMNS, row, row_style
-from slicectl.tui.model import History
+from slicectl.tui.model import History, cpu_scale, memory_scale
 
 GAP = 1  # blank cells between columns
 
@@ -267,15 +267,16 @@ class OverviewRows:
     def __init__(self) -> None:
         self._last: dict[str, tuple[SliceMetrics, str, str, Row]] = {}
 
-    def rows(self, metrics: Sequence[SliceMetrics], history: History) -> list[Row]:
-        """One row per slice, in the order given."""
+    def rows(self, metrics: Sequence[SliceMetrics], history: History, host_memory: int
+             ) -> list[Row]:
+        """One row per slice, in the order given; memory without a limit is drawn against
+        `host_memory`."""
         last, out = self._last, []
         now: dict[str, tuple[SliceMetrics, str, str, Row]] = {}
         for m in metrics:
             h = history.of(m.cgroup)
-            cpu = h.spark("cpu", SPARK_WIDTH, float(m.allowed_cpus))
-            mem_top = float(m.memory_max or m.memory_high or 0)
-            mem = h.spark("memory", SPARK_WIDTH, mem_top)
+            cpu = h.spark("cpu", SPARK_WIDTH, cpu_scale(m))
+            mem = h.spark("memory", SPARK_WIDTH, memory_scale(m, host_memory))
             was = last.get(m.cgroup)
             if was is not None and was[0] is m and was[1] == cpu and was[2] == mem:
                 r = was[3]

@@ -11,7 +11,7 @@ from slicectl.cpulist import format_cpulist
 from slicectl.metrics import PressureMetrics, SliceMetrics
 from slicectl.monitor import COLUMNS, _size, row, row_style
 from slicectl.tui.messages import ProcessesRead
-from slicectl.tui.model import read_processes, spark
+from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, read_processes
 from slicectl.tui.screens.base import DataScreen
 from slicectl.views import guaranteed_text
 
@@ -94,15 +94,18 @@ class DetailScreen(DataScreen):
         limits.update(limits_text(m) + share)
         limits.set_class(bool(row_style(m)), "trouble")
         h = self.tui.history.of(self.cgroup)
-        last = [v for v in h.memory if v is not None]
+        cpu_top = cpu_scale(m)
+        mem_top = memory_scale(m, self.tui.settings.host_memory)
         lines = [
-            f"cpu cores  {spark(h.cpu, SPARK_WIDTH, float(m.allowed_cpus))} "
-            f"{(m.cpu_cores or 0.0):.2f}",
-            f"memory     {spark(h.memory, SPARK_WIDTH, float(m.memory_max or 0) or None)} "
-            f"{_size(int(last[-1])) if last else '-'}",
-            f"psi cpu    {spark(h.psi_cpu, SPARK_WIDTH, 100.0)} {_psi(m.cpu_pressure)}",
-            f"psi memory {spark(h.psi_memory, SPARK_WIDTH, 100.0)} {_psi(m.memory_pressure)}",
-            f"psi io     {spark(h.psi_io, SPARK_WIDTH, 100.0)} {_psi(m.io_pressure)}",
+            f"cpu cores  {h.spark('cpu', SPARK_WIDTH, cpu_top)} {(m.cpu_cores or 0.0):.2f}"
+            f" of {cpu_top:g}",
+            f"memory     {h.spark('memory', SPARK_WIDTH, mem_top)} "
+            f"{_size(m.memory_current) if m.memory_current is not None else '-'}"
+            f" of {_size(int(mem_top)) if mem_top else '?'}",
+            f"psi cpu    {h.spark('psi_cpu', SPARK_WIDTH, PSI_SCALE)} {_psi(m.cpu_pressure)}",
+            f"psi memory {h.spark('psi_memory', SPARK_WIDTH, PSI_SCALE)} "
+            f"{_psi(m.memory_pressure)}",
+            f"psi io     {h.spark('psi_io', SPARK_WIDTH, PSI_SCALE)} {_psi(m.io_pressure)}",
         ]
         self.query_one("#history", Static).update("\n".join(lines))
         self._read_processes()

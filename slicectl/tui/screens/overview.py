@@ -43,7 +43,8 @@ class OverviewScreen(DataScreen):
     def refresh_data(self) -> None:
         app = self.tui
         rows = sort_metrics(app.metrics, app.sort_key, app.sort_reverse)
-        self.query_one(SliceTable).show(self._rows.rows(rows, app.history))
+        self.query_one(SliceTable).show(self._rows.rows(rows, app.history,
+                                                             app.settings.host_memory))
         arrow = "↑" if app.sort_reverse else "↓"
         profile = f"  profile: {app.profile}" if app.profile else ""
         self.query_one(StatusLine).show_text(
