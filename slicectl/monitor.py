@@ -23,8 +23,8 @@ COLUMNS = (
     "slice", "cpu cores/allowed", "quota", "throttled", "mem current/high/max",
     "psi cpu", "psi mem", "psi io", "events", "tasks",
 )  # fmt: skip
-# status and top add it after the memory column when memory.numa_stat was read (more than one
-# memory node); the TUI's overview does not have it yet.
+# status, top and the TUI's overview add it after the memory column(s) when memory.numa_stat
+# was read (more than one memory node).
 NUMA_COLUMN = "numa local"
 
 # Row styles by trouble, most serious first; the TUI maps the same flags to its classes.
@@ -120,7 +120,7 @@ def status_json(metrics: Sequence[SliceMetrics], interval: float | None) -> dict
     return {"version": JSON_VERSION, "interval_s": _r(interval, 3), "slices": slices}
 
 
-def _size(n: int | None) -> str:
+def size_text(n: int | None) -> str:
     """Bytes for people: 1536 -> "1.5K", None (no limit) -> "max"."""
     if n is None:
         return "max"
@@ -160,7 +160,8 @@ def row(m: SliceMetrics) -> list[str]:
     if m.memory_current is None:
         mem = "-"
     else:
-        mem = f"{_size(m.memory_current)} / {_size(m.memory_high)} / {_size(m.memory_max)}"
+        mem = (f"{size_text(m.memory_current)} / {size_text(m.memory_high)} / "
+               f"{size_text(m.memory_max)}")
     return [
         m.unit,
         f"{cores} / {m.allowed_cpus}",

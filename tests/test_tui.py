@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cgtree import MovingTree
+from cgtree import NUMA_HOSTS, MovingTree, build_numa_fixture
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from tuikit import (
@@ -24,7 +24,9 @@ from tuikit import (
 )
 
 from slicectl.errors import SamplerError
-from slicectl.metrics import MIN_RATE_WINDOW
+from slicectl.metrics import MIN_RATE_WINDOW, Trouble
+from slicectl.monitor import NUMA_COLUMN, TROUBLE_STYLE
+from slicectl.sysfs import read_topology
 from slicectl.tui import run_tui
 from slicectl.tui.app import SlicectlApp, TuiSettings
 from slicectl.tui.components.slice_table import HEADERS, SliceTable
@@ -171,3 +173,46 @@ def test_entry_point_reports_a_missing_cgroup_root_without_traceback(tmp_path: P
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: ") and "hint: " in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# -- NUMA locality ------------------------------------------------------------------------
+
+
+def numa_settings(tmp_path: Path, nodes: int) -> TuiSettings:
+    """A tree of tests/cgtree.py's NUMA fixture on the sysfs fixture host of `nodes` nodes."""
+    topo = read_topology(Path(__file__).parent / "fixtures" / "sysfs" / NUMA_HOSTS[nodes])
+    tree = build_numa_fixture(tmp_path / "cg", {n.id: n.cpus for n in topo.nodes})
+    return monitor_settings(tree.root, topology=topo, host_memory=topo.total_memory)
+
+
+@pytest.mark.parametrize("nodes", [2, 4])
+async def test_overview_shows_locality_and_colours_remote_memory(tmp_path: Path,
+                                                                 nodes: int) -> None:
+    async with running(numa_settings(tmp_path, nodes), size=(200, 30)) as (app, pilot):
+        table = app.screen.query_one(SliceTable)
+        at = table.headers.index(NUMA_COLUMN)
+        rows = {r[0]: r for r in table_rows(app)}
+        assert rows["tenants-moved.slice"][at] == "25% (75% out)"
+        assert rows["tenants-local.slice"][at] == "100%"
+        assert rows["tenants-empty.slice"][at] == "-"
+        styles = {table.get_row_at(i)[0]: table.row_style_at(i) for i in range(table.row_count)}
+        # bound to node 1 with 75 % of its memory elsewhere: under 90 % local
+        assert styles["tenants-moved.slice"] == TROUBLE_STYLE[Trouble.REMOTE_MEMORY]
+        assert styles["tenants-local.slice"] == ""
+        if nodes == 4:  # spread over nodes 0-1, 90 % there (10 % on node 2): not trouble
+            assert rows["tenants-spread.slice"][at] == "90% (10% out)"
+            assert styles["tenants-spread.slice"] == ""
+        table.move_to("/tenants.slice/tenants-moved.slice")
+        await pilot.press("enter")
+        assert isinstance(app.screen, DetailScreen)
+        limits = static_text(app, "#limits").splitlines()
+        assert "NUMA    local 25% on node(s) 1  outside 75%  (bound)" in limits
+        node0 = next(line for line in limits if line.startswith("node 0 "))
+        node1 = next(line for line in limits if line.startswith("node 1 "))
+        assert node0.count("█") == 18 and node0.endswith("192.0M  outside")
+        assert node1.count("█") == 6 and node1.endswith("64.0M  local")
+
+
+async def test_one_node_host_has_no_locality_column(tmp_path: Path) -> None:
+    async with running(numa_settings(tmp_path, 1)) as (app, _):
+        assert NUMA_COLUMN not in app.screen.query_one(SliceTable).headers

@@ -92,7 +92,8 @@ class SlicectlApp(App[int]):
         self.readonly = list(settings.readonly)
         self.samples = 0
         self._prev: Snapshot | None = None
-        self._memo = MetricsMemo()  # the host's node map joins when the TUI shows locality
+        topo = settings.topology
+        self._memo = MetricsMemo(None if topo is None else {n.id: n.cpus for n in topo.nodes})
         self._timer: Timer | None = None
         self._polling = False
         self._pending: PendingChange | None = None
@@ -102,7 +103,7 @@ class SlicectlApp(App[int]):
 
     def on_mount(self) -> None:
         self.sub_title = f"every {self.interval:g}s"
-        self.push_screen(OverviewScreen())
+        self.push_screen(OverviewScreen(numa=self.sampler.numa))
         for note in self.notes:
             self.notify(note, severity="warning", timeout=10)
         self.poll_now()

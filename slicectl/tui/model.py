@@ -14,7 +14,9 @@ from enum import StrEnum
 from pathlib import Path
 
 from slicectl import defaults
+from slicectl.cpulist import format_cpulist
 from slicectl.metrics import MIN_RATE_WINDOW, SliceMetrics
+from slicectl.monitor import size_text
 
 HISTORY = 120  # samples kept per slice: two minutes at the default interval
 SPARK = "▁▂▃▄▅▆▇█"
@@ -103,6 +105,31 @@ def memory_scale(m: SliceMetrics, host_memory: int) -> float:
 
 
 PSI_SCALE = 100.0  # pressure is a share of time: its sparkline tops at 100 %
+
+
+def node_bars(m: SliceMetrics, width: int = 24) -> list[str]:
+    """The detail screen's per-node memory of a slice (memory.numa_stat): a bar per node,
+    scaled to the slice's memory on all nodes, marked `local` (a node of its CPUs) or
+    `outside` (a node it may no longer allocate on); empty without NUMA figures."""
+    numa = m.numa
+    if numa is None:
+        return []
+    total = sum(n.total for n in numa.nodes)
+    local = "-" if numa.local_percent is None else f"{numa.local_percent:.0f}%"
+    outside = "-" if numa.outside_percent is None else f"{numa.outside_percent:.0f}%"
+    where = "" if numa.local_nodes is None else f" on node(s) {format_cpulist(numa.local_nodes)}"
+    lines = [f"NUMA    local {local}{where}  outside {outside}"
+             + ("  (bound)" if numa.bound else "")]
+    for n in numa.nodes:
+        filled = round(n.total / total * width) if total else 0
+        marks = []
+        if numa.local_nodes is not None and n.node in numa.local_nodes:
+            marks.append("local")
+        if m.mems is not None and n.node not in m.mems and n.total:
+            marks.append("outside")
+        lines.append(f"node {n.node:<2} {'█' * filled}{'░' * (width - filled)} "
+                     f"{size_text(n.total):>7}  {' '.join(marks)}".rstrip())
+    return lines
 
 
 @dataclass

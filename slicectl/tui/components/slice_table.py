@@ -24,7 +24,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from slicectl.metrics import SliceMetrics
-from slicectl.monitor import COLUMNS, row, row_style
+from slicectl.monitor import COLUMNS, NUMA_COLUMN, numa_cell, row, row_style
 from slicectl.tui.model import History, cpu_scale, memory_scale
 
 GAP = 1  # blank cells between columns
@@ -251,20 +251,28 @@ class SliceTable(ScrollView, can_focus=True):
 # -- the overview's rows -----------------------------------------------------------------------
 
 SPARK_WIDTH = 12
-# The shared render layer's columns, with history sparklines after cpu and memory.
+# The shared render layer's columns, with history sparklines after cpu and memory (and the
+# NUMA locality after those when memory.numa_stat is read: `overview_headers`).
 CPU_AT = COLUMNS.index("cpu cores/allowed") + 1
 MEM_AT = COLUMNS.index("mem current/high/max") + 1
 HEADERS = (*COLUMNS[:CPU_AT], "cpu history", *COLUMNS[CPU_AT:MEM_AT], "mem history",
            *COLUMNS[MEM_AT:])
 RIGHT = frozenset({"cpu cores/allowed", "quota", "throttled", "psi cpu", "psi mem", "psi io",
-                   "tasks"})
+                   "tasks", NUMA_COLUMN})
+_NUMA_AT = HEADERS.index("mem history") + 1
+
+
+def overview_headers(numa: bool) -> tuple[str, ...]:
+    """The overview's columns; with `numa`, the local share of memory after its history."""
+    return (*HEADERS[:_NUMA_AT], NUMA_COLUMN, *HEADERS[_NUMA_AT:]) if numa else HEADERS
 
 
 class OverviewRows:
     """The overview's row of each slice, rebuilt only when its metrics or sparklines changed
     (the metrics memo hands back the same object for a slice that did not move)."""
 
-    def __init__(self) -> None:
+    def __init__(self, numa: bool = False) -> None:
+        self.numa = numa
         self._last: dict[str, tuple[SliceMetrics, str, str, Row]] = {}
 
     def rows(self, metrics: Sequence[SliceMetrics], history: History, host_memory: int
@@ -282,7 +290,8 @@ class OverviewRows:
                 r = was[3]
             else:
                 cells = row(m)
-                r = Row(m.cgroup, (*cells[:CPU_AT], cpu, *cells[CPU_AT:MEM_AT], mem,
+                numa = (numa_cell(m),) if self.numa else ()
+                r = Row(m.cgroup, (*cells[:CPU_AT], cpu, *cells[CPU_AT:MEM_AT], mem, *numa,
                                    *cells[MEM_AT:]), row_style(m))
             now[m.cgroup] = (m, cpu, mem, r)
             out.append(r)

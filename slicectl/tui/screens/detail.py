@@ -9,9 +9,9 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from slicectl.cpulist import format_cpulist
 from slicectl.metrics import PressureMetrics, SliceMetrics
-from slicectl.monitor import COLUMNS, _size, row, row_style
+from slicectl.monitor import COLUMNS, row, row_style, size_text
 from slicectl.tui.messages import ProcessesRead
-from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, read_processes
+from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, node_bars, read_processes
 from slicectl.tui.screens.base import DataScreen
 from slicectl.views import guaranteed_text
 
@@ -36,10 +36,12 @@ def limits_text(m: SliceMetrics) -> str:
     return "\n".join((
         f"CPU     {cells['cpu cores/allowed']} cores  CPUs {cpus}  weight {weight}  "
         f"quota {cells['quota']}  throttled {cells['throttled']}",
-        f"memory  {_size(m.memory_current)}  anon {_size(m.anon)}  file {_size(m.file)}  "
-        f"swap {_size(m.swap_current)}  nodes {format_cpulist(m.mems) if m.mems else 'all'}",
-        f"limits  min {_size(m.memory_min or 0)}  low {_size(m.memory_low or 0)}  "
-        f"high {_size(m.memory_high)}  max {_size(m.memory_max)}  swap max {_size(m.swap_max)}",
+        f"memory  {size_text(m.memory_current)}  anon {size_text(m.anon)}  "
+        f"file {size_text(m.file)}  swap {size_text(m.swap_current)}  "
+        f"nodes {format_cpulist(m.mems) if m.mems else 'all'}",
+        f"limits  min {size_text(m.memory_min or 0)}  low {size_text(m.memory_low or 0)}  "
+        f"high {size_text(m.memory_high)}  max {size_text(m.memory_max)}  "
+        f"swap max {size_text(m.swap_max)}",
         f"PSI some/full  cpu {_psi(m.cpu_pressure)}  memory {_psi(m.memory_pressure)}  "
         f"io {_psi(m.io_pressure)}",
         f"events  {cells['events']}  tasks {cells['tasks']}",
@@ -91,7 +93,8 @@ class DetailScreen(DataScreen):
             basis = "this host" if shares.live else "assumed"
             share = (f"\nshare   {guaranteed_text(shares, tenant, basis)} "
                      "guaranteed when all is busy")
-        limits.update(limits_text(m) + share)
+        bars = node_bars(m)
+        limits.update(limits_text(m) + share + ("\n" + "\n".join(bars) if bars else ""))
         limits.set_class(bool(row_style(m)), "trouble")
         h = self.tui.history.of(self.cgroup)
         cpu_top = cpu_scale(m)
@@ -100,8 +103,8 @@ class DetailScreen(DataScreen):
             f"cpu cores  {h.spark('cpu', SPARK_WIDTH, cpu_top)} {(m.cpu_cores or 0.0):.2f}"
             f" of {cpu_top:g}",
             f"memory     {h.spark('memory', SPARK_WIDTH, mem_top)} "
-            f"{_size(m.memory_current) if m.memory_current is not None else '-'}"
-            f" of {_size(int(mem_top)) if mem_top else '?'}",
+            f"{size_text(m.memory_current) if m.memory_current is not None else '-'}"
+            f" of {size_text(int(mem_top)) if mem_top else '?'}",
             f"psi cpu    {h.spark('psi_cpu', SPARK_WIDTH, PSI_SCALE)} {_psi(m.cpu_pressure)}",
             f"psi memory {h.spark('psi_memory', SPARK_WIDTH, PSI_SCALE)} "
             f"{_psi(m.memory_pressure)}",

@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.widgets import Footer, Header
 
 from slicectl.tui.components.banner import ReadOnlyBanner, StatusLine
-from slicectl.tui.components.slice_table import HEADERS, RIGHT, OverviewRows, SliceTable
+from slicectl.tui.components.slice_table import RIGHT, OverviewRows, SliceTable, overview_headers
 from slicectl.tui.model import SortKey, sort_metrics
 from slicectl.tui.screens.base import DataScreen
 
@@ -24,15 +24,17 @@ class OverviewScreen(DataScreen):
         Binding("p", "profile", "Profile"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, numa: bool = False) -> None:
+        """`numa`: show each slice's NUMA locality (the sampler reads memory.numa_stat)."""
         super().__init__()
-        self._rows = OverviewRows()
+        self.numa = numa
+        self._rows = OverviewRows(numa)
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield ReadOnlyBanner(id="banner")
         yield StatusLine(id="status")
-        yield SliceTable(HEADERS, RIGHT, id="slices")
+        yield SliceTable(overview_headers(self.numa), RIGHT, id="slices")
         yield Footer()
 
     def on_mount(self) -> None:
