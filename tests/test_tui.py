@@ -20,6 +20,7 @@ from tuikit import (
     running,
     static_text,
     table_rows,
+    tree_names,
     wait_for,
 )
 
@@ -58,7 +59,7 @@ async def test_overview_lists_slices_and_updates(tree: MovingTree) -> None:
         assert db1[mem].strip()[-1] == "▇" and set(system[mem].strip()) == {"▁"}
         # trouble colours: db1 is at 95 % of memory.high, system.slice is fine
         table = app.screen.query_one(SliceTable)
-        styles = {table.get_row_at(i)[0]: table.row_style_at(i) for i in range(table.row_count)}
+        styles = {r[0]: table.row_style_at(i) for i, r in enumerate(table_rows(app))}
         assert styles["tenants-db1.slice"] == "red"
         assert styles["system.slice"] == ""
         assert "READ-ONLY" in static_text(app, "#banner")
@@ -82,11 +83,35 @@ async def test_sorting_keys(tree: MovingTree) -> None:
         assert app.sort_key.value == "cpu"
         await pilot.press("s", "s", "s", "s")
         assert app.sort_key is SortKey.NAME
-        names = [r[0] for r in table_rows(app)]
-        assert names == sorted(names)
+        # among siblings: the top level, then each parent's children under it
+        assert tree_names(app) == ["  system.slice", "▾ tenants.slice",
+                                   "    tenants-db1.slice", "    tenants-web.slice"]
         await pilot.press("r")
-        assert [r[0] for r in table_rows(app)] == sorted(names, reverse=True)
+        assert tree_names(app) == ["▾ tenants.slice", "    tenants-web.slice",
+                                   "    tenants-db1.slice", "  system.slice"]
         assert "sort: name ↑" in static_text(app, "#status")
+
+
+async def test_fold_and_filter_the_tree(tree: MovingTree) -> None:
+    async with running(monitor_settings(tree.root)) as (app, pilot):
+        await pilot.press("s", "s", "s", "s")  # by name
+        table = app.screen.query_one(SliceTable)
+        table.move_to("/tenants.slice")
+        await pilot.press("space")
+        assert tree_names(app) == ["  system.slice", "▸ tenants.slice"]
+        assert "2 of 4 slices" in static_text(app, "#status")
+        await pilot.press("space")
+        assert len(tree_names(app)) == 4
+        await pilot.press("x")
+        assert tree_names(app) == ["  system.slice", "▸ tenants.slice"]
+        await pilot.press("x")
+        assert len(tree_names(app)) == 4
+        await pilot.press("slash", "w", "e", "b")
+        assert tree_names(app) == ["▾ tenants.slice", "    tenants-web.slice"]
+        await pilot.press("enter")  # keep the filter, back to the table
+        assert "filter: web" in static_text(app, "#status")
+        await pilot.press("escape")
+        assert len(tree_names(app)) == 4 and "filter" not in static_text(app, "#status")
 
 
 async def test_navigation_detail_numa_help_and_quit(tree: MovingTree, tmp_path: Path) -> None:
@@ -156,8 +181,18 @@ def snapshot_settings() -> TuiSettings:
                        host_memory=make_topology().total_memory, readonly=["not root"])
 
 
-@pytest.mark.parametrize("keys", [(), ("s", "s", "s", "s", "down", "down", "enter"), ("m",),
-                                  ("question_mark",)], ids=["overview", "detail", "numa", "help"])
+SNAPSHOTS = {
+    "overview": (),
+    # by name: init.scope, system.slice, ▾ tenants.slice, its first child tenants-db1.slice
+    "detail": ("s", "s", "s", "s", "down", "down", "down", "enter"),
+    "numa": ("m",),
+    "help": ("question_mark",),
+    "tree-folded": ("x",),  # every parent folded
+    "tree-filter": ("slash", "d", "b", "enter"),  # db1 and its parent
+}
+
+
+@pytest.mark.parametrize("keys", SNAPSHOTS.values(), ids=SNAPSHOTS.keys())
 async def test_snapshot(keys: tuple[str, ...], svg_snapshot: Any) -> None:
     async with running(snapshot_settings()) as (app, pilot):
         await pilot.press(*keys)
@@ -195,7 +230,7 @@ async def test_overview_shows_locality_and_colours_remote_memory(tmp_path: Path,
         assert rows["tenants-moved.slice"][at] == "25% (75% out)"
         assert rows["tenants-local.slice"][at] == "100%"
         assert rows["tenants-empty.slice"][at] == "-"
-        styles = {table.get_row_at(i)[0]: table.row_style_at(i) for i in range(table.row_count)}
+        styles = {r[0]: table.row_style_at(i) for i, r in enumerate(table_rows(app))}
         # bound to node 1 with 75 % of its memory elsewhere: under 90 % local
         assert styles["tenants-moved.slice"] == TROUBLE_STYLE[Trouble.REMOTE_MEMORY]
         assert styles["tenants-local.slice"] == ""

@@ -68,8 +68,17 @@ async def wait_for(pilot: Pilot[int], cond: Callable[[], bool], timeout: float =
 
 
 def table_rows(app: SlicectlApp) -> list[list[str]]:
+    """The overview's rows as shown, but for the slice cell: its unit name without the tree's
+    indentation and fold marker (`tree_names` has those)."""
     table = app.screen.query_one(SliceTable)
-    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+    rows = [table.get_row_at(i) for i in range(table.row_count)]
+    return [[r[0].lstrip(" ▾▸"), *r[1:]] for r in rows]
+
+
+def tree_names(app: SlicectlApp) -> list[str]:
+    """The slice cells of the overview as shown: indented, with ▾/▸ on parents."""
+    table = app.screen.query_one(SliceTable)
+    return [table.get_row_at(i)[0] for i in range(table.row_count)]
 
 
 def static_text(app: SlicectlApp, selector: str) -> str:

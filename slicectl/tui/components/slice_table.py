@@ -23,9 +23,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from slicectl.metrics import SliceMetrics
 from slicectl.monitor import COLUMNS, NUMA_COLUMN, numa_cell, row, row_style
 from slicectl.tui.model import History, cpu_scale, memory_scale
+from slicectl.tui.tree import TreeLine, limit_cells
 
 GAP = 1  # blank cells between columns
 
@@ -260,6 +260,7 @@ HEADERS = (*COLUMNS[:CPU_AT], "cpu history", *COLUMNS[CPU_AT:MEM_AT], "mem histo
 RIGHT = frozenset({"cpu cores/allowed", "quota", "throttled", "psi cpu", "psi mem", "psi io",
                    "tasks", NUMA_COLUMN})
 _NUMA_AT = HEADERS.index("mem history") + 1
+_MEM_CELL, _QUOTA_CELL = COLUMNS.index("mem current/high/max"), COLUMNS.index("quota")
 
 
 def overview_headers(numa: bool) -> tuple[str, ...]:
@@ -268,32 +269,40 @@ def overview_headers(numa: bool) -> tuple[str, ...]:
 
 
 class OverviewRows:
-    """The overview's row of each slice, rebuilt only when its metrics or sparklines changed
-    (the metrics memo hands back the same object for a slice that did not move)."""
+    """The overview's row of each line of the slice tree, rebuilt only when its metrics,
+    sparklines or place in the tree changed (the metrics memo hands back the same object for
+    a slice that did not move)."""
 
     def __init__(self, numa: bool = False) -> None:
         self.numa = numa
-        self._last: dict[str, tuple[SliceMetrics, str, str, Row]] = {}
+        self._last: dict[str, tuple[tuple[object, ...], Row]] = {}
 
-    def rows(self, metrics: Sequence[SliceMetrics], history: History, host_memory: int
+    def rows(self, lines: Sequence[TreeLine], history: History, host_memory: int
              ) -> list[Row]:
-        """One row per slice, in the order given; memory without a limit is drawn against
+        """One row per line, in the order given; memory without a limit is drawn against
         `host_memory`."""
         last, out = self._last, []
-        now: dict[str, tuple[SliceMetrics, str, str, Row]] = {}
-        for m in metrics:
+        now: dict[str, tuple[tuple[object, ...], Row]] = {}
+        for line in lines:
+            m = line.metrics
             h = history.of(m.cgroup)
             cpu = h.spark("cpu", SPARK_WIDTH, cpu_scale(m))
             mem = h.spark("memory", SPARK_WIDTH, memory_scale(m, host_memory))
+            name = line.name
             was = last.get(m.cgroup)
-            if was is not None and was[0] is m and was[1] == cpu and was[2] == mem:
-                r = was[3]
+            token = (m, cpu, mem, name, line.effective)
+            if was is not None and was[0][0] is m and was[0][1:] == token[1:]:
+                r = was[1]
             else:
                 cells = row(m)
+                cells[0] = name
+                limits = limit_cells(m, line.effective)
+                if limits is not None:
+                    cells[_MEM_CELL], cells[_QUOTA_CELL] = limits
                 numa = (numa_cell(m),) if self.numa else ()
                 r = Row(m.cgroup, (*cells[:CPU_AT], cpu, *cells[CPU_AT:MEM_AT], mem, *numa,
                                    *cells[MEM_AT:]), row_style(m))
-            now[m.cgroup] = (m, cpu, mem, r)
+            now[m.cgroup] = (token, r)
             out.append(r)
         self._last = now
         return out

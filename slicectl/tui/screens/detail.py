@@ -13,6 +13,7 @@ from slicectl.monitor import COLUMNS, row, row_style, size_text
 from slicectl.tui.messages import ProcessesRead
 from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, node_bars, read_processes
 from slicectl.tui.screens.base import DataScreen
+from slicectl.tui.tree import effective_limits, limits_from
 from slicectl.views import guaranteed_text
 
 SPARK_WIDTH = 40
@@ -93,8 +94,8 @@ class DetailScreen(DataScreen):
             basis = "this host" if shares.live else "assumed"
             share = (f"\nshare   {guaranteed_text(shares, tenant, basis)} "
                      "guaranteed when all is busy")
-        bars = node_bars(m)
-        limits.update(limits_text(m) + share + ("\n" + "\n".join(bars) if bars else ""))
+        extra = [*limits_from(effective_limits(self.tui.metrics)[m.cgroup]), *node_bars(m)]
+        limits.update(limits_text(m) + share + "".join("\n" + line for line in extra))
         limits.set_class(bool(row_style(m)), "trouble")
         h = self.tui.history.of(self.cgroup)
         cpu_top = cpu_scale(m)
