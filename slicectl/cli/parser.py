@@ -118,6 +118,14 @@ def topology(p: Parser) -> None:
     _proc_root(p)
     p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the topology as JSON")
+    p.add_argument("--live", action="store_true",
+                   help="the live NUMA map: each CPU coloured by the slice whose "
+                   "cpuset.cpus.effective holds it, each tenant's memory per node")
+    _cgroup_root(p, "cgroup v2 root for --live (default: %(default)s)")
+    p.add_argument("--tenants", metavar="FILE",
+                   help="with --live: show the plan of this tenants.yaml beside the live map "
+                   "and mark the CPUs where they differ")
+    _profile(p, "with --tenants: the plan of profile P")
 
 
 def validate(p: Parser) -> None:

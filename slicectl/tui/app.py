@@ -237,6 +237,18 @@ class SlicectlApp(App[int]):
         self._shares = (key, now, shares)
         return shares
 
+    def cpu_overrides(self) -> dict[str, str]:
+        """Tenants whose CPUs `systemctl set-property` overrides: tenant -> its file."""
+        from slicectl.readers import cpu_overrides
+
+        if self.config is None:
+            return {}
+        options = self.settings.options
+        dirs = [str(options.control_dir)] if options is not None else []
+        dirs.append(defaults.ETC_CONTROL_DIR)
+        return cpu_overrides({t.name: self.config.slice_unit(t.name)
+                              for t in self.config.tenants}, dirs)
+
     def _can_edit(self) -> bool:
         if self.readonly:
             self.notify("read-only: " + "; ".join(self.readonly), severity="warning")
