@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import resource
+import threading
 import time
 from pathlib import Path
 
@@ -105,6 +106,11 @@ class Sampler:
         self._refresh = 0
         self._added = 0
         self._force_full = False
+        # The TUI samples in a worker thread and closes the sampler from the main thread on
+        # exit: close() waits for a sample in flight, and a closed sampler reads nothing
+        # (it would otherwise read, or reopen, descriptors closed under it).
+        self._lock = threading.Lock()
+        self._closed = False
         cpus = online_cpus or self._root_list("cpuset.cpus.effective")
         self.host_cpus = len(cpus) if cpus else os.cpu_count() or 1
         self.host_mems = self._root_list("cpuset.mems.effective")
@@ -123,15 +129,24 @@ class Sampler:
         return sorted(self._cgroups)
 
     def close(self) -> None:
-        """Close every file the sampler holds open."""
-        for cg in self._cgroups.values():
-            self._close(cg)
-        self._cgroups.clear()
-        self._children.clear()
-        self._watched.clear()
+        """Close every file the sampler holds open (after the sample in flight, if any)."""
+        with self._lock:
+            self._closed = True
+            for cg in self._cgroups.values():
+                self._close(cg)
+            self._cgroups.clear()
+            self._children.clear()
+            self._watched.clear()
 
     def sample(self) -> Snapshot:
-        """Re-read every discovered cgroup; vanished cgroups are left out, never raised."""
+        """Re-read every discovered cgroup; vanished cgroups are left out, never raised.
+        Raises SamplerError once the sampler is closed."""
+        with self._lock:
+            if self._closed:
+                raise SamplerError("the cgroup sampler is closed", "")
+            return self._sample()
+
+    def _sample(self) -> Snapshot:
         now = time.monotonic()
         if now >= self._next_discovery:
             self._discover()
