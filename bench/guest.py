@@ -110,7 +110,7 @@ from slicectl.tui.app import SlicectlApp
 
 async def main() -> None:
     settings = tui_settings(None, Path(sys.argv[2]), 1.0)
-    with Sampler(settings.cgroup_root) as sampler:
+    with Sampler(settings.cgroup_root, units=True) as sampler:  # as `slicectl tui` samples
         app = SlicectlApp(settings, sampler)
         async with app.run_test(size=(120, 40)) as pilot:
             while app.samples < 2:

@@ -85,11 +85,15 @@ class Sampler:
         *,
         online_cpus: frozenset[int] | None = None,
         numa: bool | None = None,
+        units: bool = False,
     ) -> None:
         """`numa`: read memory.numa_stat; by default when the root cgroup's
-        cpuset.mems.effective lists more than one memory node (elsewhere it cannot matter)."""
+        cpuset.mems.effective lists more than one memory node (elsewhere it cannot matter).
+        `units`: also sample the services and scopes inside slices (the TUI's tree), not
+        only the slices."""
         self.root = Path(root)
         self.rediscover_every = rediscover_every
+        self.units = units
         if not (self.root / "cgroup.controllers").is_file():
             what = "does not exist" if not self.root.exists() else "is not a cgroup v2 root"
             raise SamplerError(
@@ -326,14 +330,17 @@ class Sampler:
             return None
 
     def _scan(self, path: str) -> dict[str, int]:
-        """Child cgroups of `path` worth sampling -> inode; slices, and init.scope at the top."""
+        """Child cgroups of `path` worth sampling -> inode; slices, and init.scope at the top
+        (with `units`, the services and scopes in slices too)."""
         found: dict[str, int] = {}
         prefix = path + "/" if path else ""
+        units = self.units and bool(path)
         try:
             with os.scandir(os.path.join(self._root, path)) as it:
                 for entry in it:
                     name = entry.name
-                    if (name.endswith(".slice") or (not path and name == "init.scope")) and (
+                    if (name.endswith(".slice") or (not path and name == "init.scope")
+                            or (units and name.endswith((".service", ".scope")))) and (
                         entry.is_dir(follow_symlinks=False)
                     ):
                         found[prefix + name] = entry.stat(follow_symlinks=False).st_ino

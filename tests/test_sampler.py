@@ -345,3 +345,18 @@ def test_close_while_another_thread_samples(tmp_path: Path) -> None:
         thread.join(10)
         assert not thread.is_alive() and errors == []
         assert sampler.paths == []
+
+
+def test_units_adds_the_services_and_scopes_inside_slices(tmp_path: Path) -> None:
+    tree = MovingTree(tmp_path / "cg")
+    tree.add("system.slice")
+    tree.add("system.slice/cron.service")
+    tree.add("user.slice/user-1000.slice/session-1.scope")
+    tree.add("stray.service")  # at the top: not a unit of any slice
+    with Sampler(tree.root) as plain, Sampler(tree.root, units=True) as with_units:
+        assert plain.paths == ["system.slice", "user.slice", "user.slice/user-1000.slice"]
+        assert with_units.paths == [
+            "system.slice", "system.slice/cron.service", "user.slice",
+            "user.slice/user-1000.slice", "user.slice/user-1000.slice/session-1.scope"]
+        tree.add("system.slice/ssh.service")  # started later: found on the next sample
+        assert "system.slice/ssh.service" in with_units.sample().cgroups

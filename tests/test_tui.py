@@ -114,6 +114,18 @@ async def test_fold_and_filter_the_tree(tree: MovingTree) -> None:
         assert len(tree_names(app)) == 4 and "filter" not in static_text(app, "#status")
 
 
+async def test_a_slice_unfolds_to_its_services() -> None:
+    async with running(snapshot_settings()) as (app, pilot):
+        await pilot.press("s", "s", "s", "s")  # by name
+        assert "▸ system.slice" in tree_names(app)  # holds only services: folded at first
+        app.screen.query_one(SliceTable).move_to("/system.slice")
+        await pilot.press("space")
+        names = tree_names(app)
+        assert names[names.index("▾ system.slice") + 1] == "    cron.service"
+        cron = next(r for r in table_rows(app) if r[0] == "cron.service")
+        assert "64.0M / 2.0G↑ / 512.0M" in cron  # memory.high comes from system.slice
+
+
 async def test_navigation_detail_numa_help_and_quit(tree: MovingTree, tmp_path: Path) -> None:
     db1 = tree.root / "tenants.slice" / "tenants-db1.slice"
     (db1 / "cgroup.procs").write_text("4242\n")

@@ -16,6 +16,7 @@ from slicectl.tui.tree import (
     limits_from,
     parent_of,
     tree_lines,
+    unit_holders,
     with_children,
 )
 
@@ -90,3 +91,18 @@ def test_a_quota_inherited_from_two_levels_up() -> None:
     assert (db1.quota_cores.value, db1.quota_cores.source) == (2.0, "/tenants.slice")
     assert parent_of("/a.slice/b.slice/c.slice", {"/a.slice"}) == "/a.slice"
     assert parent_of("/a.slice", {"/a.slice"}) is None
+
+
+def test_services_and_scopes_are_leaves_of_their_slice() -> None:
+    with Sampler(FIXTURE, units=True) as sampler:
+        ms = compute(None, sampler.sample())
+    assert "/system.slice/cron.service" in {m.cgroup for m in ms}
+    assert unit_holders(ms) == {"/system.slice"}  # folded at first sight
+    assert names(ms, collapsed=set(), key=SortKey.NAME)[:3] == [
+        "  init.scope", "▾ system.slice", "    cron.service"]
+    assert names(ms, collapsed=unit_holders(ms), key=SortKey.NAME)[:3] == [
+        "  init.scope", "▸ system.slice", "▾ tenants.slice"]
+    # cron.service's own memory.max (512M) is below system.slice's 3G: its own
+    cron = effective_limits(ms)["/system.slice/cron.service"]
+    assert (cron.memory_max.value, cron.memory_max.source) == (512 << 20, None)
+    assert (cron.memory_high.value, cron.memory_high.source) == (2 * G, "/system.slice")

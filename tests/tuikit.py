@@ -88,7 +88,7 @@ def static_text(app: SlicectlApp, selector: str) -> str:
 @asynccontextmanager
 async def running(settings: TuiSettings, size: tuple[int, int] = (80, 24)
                   ) -> AsyncIterator[tuple[SlicectlApp, Pilot[int]]]:
-    with Sampler(settings.cgroup_root) as sampler:
+    with Sampler(settings.cgroup_root, units=True) as sampler:  # as run_tui samples
         app = SlicectlApp(settings, sampler)
         async with app.run_test(size=size) as pilot:
             await wait_for(pilot, lambda: app.samples >= 1)

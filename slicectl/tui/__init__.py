@@ -69,7 +69,8 @@ def run_tui(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
     before the screen is taken over; returns the exit status."""
     from slicectl.sampler import Sampler
 
-    with Sampler(Path(cgroup_root)) as sampler:  # the cgroup root first: the likeliest mistake
+    # The cgroup root first: the likeliest mistake. `units`: the tree shows services too.
+    with Sampler(Path(cgroup_root), units=True) as sampler:
         settings = tui_settings(tenants, cgroup_root, interval, sysfs, topology_file,
                                 options=options, proc_root=proc_root)
         from slicectl.tui.app import SlicectlApp

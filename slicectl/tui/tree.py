@@ -134,6 +134,24 @@ def tree_lines(metrics: Sequence[SliceMetrics], *, collapsed: set[str] | frozens
     return lines
 
 
+def is_unit(cgroup: str) -> bool:
+    """A service or scope inside a slice (what the tree shows as a leaf)."""
+    return not cgroup.endswith(".slice") and cgroup.count("/") > 1
+
+
+def unit_holders(metrics: Sequence[SliceMetrics]) -> set[str]:
+    """The slices that hold services or scopes and no slices: folded when first seen, so the
+    tree opens on slices and a slice unfolds to its services."""
+    by_path = {m.cgroup for m in metrics}
+    units: set[str] = set()
+    slices: set[str] = set()
+    for m in metrics:
+        parent = parent_of(m.cgroup, by_path)
+        if parent is not None:
+            (units if is_unit(m.cgroup) else slices).add(parent)
+    return units - slices
+
+
 def with_children(metrics: Sequence[SliceMetrics]) -> set[str]:
     """The slices that have slices below them (what "collapse all" folds)."""
     by_path = {m.cgroup for m in metrics}
