@@ -172,6 +172,9 @@ def bench_exporter() -> dict[str, Any]:
     return r
 
 
+# The TUI measured by tui.100 (here) and tui.100.host (bench/run): headless Textual, argv:
+# SECONDS CGROUP_ROOT [PROFILE_OUT]. It prints its CPU time / wall time (% of one CPU) over
+# SECONDS once two samples are on screen; with PROFILE_OUT, cProfile's stats of that window.
 TUI_SCRIPT = """
 import asyncio, sys, time
 from pathlib import Path
@@ -180,15 +183,23 @@ from slicectl.tui import tui_settings
 from slicectl.tui.app import SlicectlApp
 
 async def main() -> None:
-    settings = tui_settings(None, Path("/sys/fs/cgroup"), 1.0)
-    with Sampler(settings.cgroup_root) as sampler:
+    settings = tui_settings(None, Path(sys.argv[2]), 1.0)
+    with Sampler(settings.cgroup_root, units=True) as sampler:  # as `slicectl tui` samples
         app = SlicectlApp(settings, sampler)
         async with app.run_test(size=(120, 40)) as pilot:
             while app.samples < 2:
                 await pilot.pause(0.1)
+            profile = None
+            if len(sys.argv) > 3:
+                import cProfile
+                profile = cProfile.Profile()
+                profile.enable()
             t0, c0 = time.monotonic(), time.process_time()
             await pilot.pause(float(sys.argv[1]))
             print((time.process_time() - c0) / (time.monotonic() - t0) * 100)
+            if profile is not None:
+                profile.disable()
+                profile.dump_stats(sys.argv[3])
 
 asyncio.run(main())
 """
@@ -197,8 +208,8 @@ asyncio.run(main())
 def bench_tui() -> dict[str, Any]:
     seconds = 10 if QUICK else 30
     with slice_tree("benchtui", 100):
-        proc = subprocess.run([sys.executable, "-c", TUI_SCRIPT, str(seconds)], check=True,
-                              capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-c", TUI_SCRIPT, str(seconds), str(CGROOT)],
+                              check=True, capture_output=True, text=True)
         ours = float(proc.stdout.strip().splitlines()[-1])
         before = children_cpu()
         start = time.monotonic()

@@ -23,8 +23,8 @@ COLUMNS = (
     "slice", "cpu cores/allowed", "quota", "throttled", "mem current/high/max",
     "psi cpu", "psi mem", "psi io", "events", "tasks",
 )  # fmt: skip
-# status and top add it after the memory column when memory.numa_stat was read (more than one
-# memory node); the TUI's overview does not have it yet.
+# status, top and the TUI's overview add it after the memory column(s) when memory.numa_stat
+# was read (more than one memory node).
 NUMA_COLUMN = "numa local"
 # status and top end with it when any slice read or wrote during the interval (io.stat).
 IO_COLUMN = "io r/w"  # bytes per second
@@ -124,7 +124,7 @@ def status_json(metrics: Sequence[SliceMetrics], interval: float | None) -> dict
     return {"version": JSON_VERSION, "interval_s": _r(interval, 3), "slices": slices}
 
 
-def _size(n: int | None) -> str:
+def size_text(n: int | None) -> str:
     """Bytes for people: 1536 -> "1.5K", None (no limit) -> "max"."""
     if n is None:
         return "max"
@@ -164,7 +164,8 @@ def row(m: SliceMetrics) -> list[str]:
     if m.memory_current is None:
         mem = "-"
     else:
-        mem = f"{_size(m.memory_current)} / {_size(m.memory_high)} / {_size(m.memory_max)}"
+        mem = (f"{size_text(m.memory_current)} / {size_text(m.memory_high)} / "
+               f"{size_text(m.memory_max)}")
     return [
         m.unit,
         f"{cores} / {m.allowed_cpus}",
@@ -195,7 +196,7 @@ def io_cell(m: SliceMetrics) -> str:
     """Bytes read and written per second: "1.5M/0" ("-" = unknown)."""
     if m.io_read_bps is None or m.io_write_bps is None:
         return "-"
-    return f"{_size(round(m.io_read_bps))}/{_size(round(m.io_write_bps))}"
+    return f"{size_text(round(m.io_read_bps))}/{size_text(round(m.io_write_bps))}"
 
 
 def row_style(m: SliceMetrics) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -291,3 +292,17 @@ def oomd_running(proc_root: str | Path) -> bool:
         if entry.name.isdigit() and _read_text(entry / "comm") == "systemd-oomd\n":
             return True
     return False
+
+
+def cpu_overrides(units: Mapping[str, str], control_dirs: Sequence[str | Path]
+                  ) -> dict[str, str]:
+    """Which of `units` (key -> unit name) have their CPUs set by `systemctl set-property`:
+    key -> the `50-AllowedCPUs.conf` it left in a `system.control` directory."""
+    found: dict[str, str] = {}
+    for key, unit in units.items():
+        for folder in control_dirs:
+            path = Path(folder) / f"{unit}.d" / "50-AllowedCPUs.conf"
+            if path.is_file():
+                found[key] = str(path)
+                break
+    return found

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 from slicectl.errors import SlicectlError
+from slicectl.metrics import NodeCpus, NumaMetrics
 from slicectl.recommend import Sample
 from slicectl.sampler import Sampler
 from slicectl.samples import Snapshot
 
-SCHEMA_VERSION = 1
+# 2: numa_local_percent and numa_outside_percent (issue 13). A version-1 database gets the
+# two columns added when it is opened, NULL in its old rows.
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS samples (
@@ -31,11 +34,15 @@ CREATE TABLE IF NOT EXISTS samples (
     memory_current INTEGER,        -- memory.current (bytes)
     memory_some_avg10 REAL,        -- memory.pressure some avg10 (%)
     memory_some_total INTEGER,     -- memory.pressure some total (µs)
-    cpu_usage_usec INTEGER         -- cpu.stat usage_usec (µs)
+    cpu_usage_usec INTEGER,        -- cpu.stat usage_usec (µs)
+    numa_local_percent REAL,       -- share of memory on the nodes of its CPUs (%)
+    numa_outside_percent REAL      -- share of memory on nodes it may not allocate on (%)
 );
 CREATE INDEX IF NOT EXISTS samples_time ON samples (time);
 CREATE INDEX IF NOT EXISTS samples_unit_time ON samples (unit, time);
 """
+# Columns added after version 1, with their types: ALTER TABLE adds them to older databases.
+_ADDED = (("numa_local_percent", "REAL"), ("numa_outside_percent", "REAL"))
 
 
 class RecordError(SlicectlError):
@@ -55,6 +62,8 @@ class Row:
     memory_some_avg10: float | None
     memory_some_total: int | None
     cpu_usage_usec: int | None
+    numa_local_percent: float | None = None  # None: one memory node, or no memory yet
+    numa_outside_percent: float | None = None
 
 
 def open_db(path: str | Path) -> sqlite3.Connection:
@@ -66,6 +75,10 @@ def open_db(path: str | Path) -> sqlite3.Connection:
         # WAL: `recommend` can read while the recorder writes.
         conn.execute("PRAGMA journal_mode=WAL")
         conn.executescript(_SCHEMA)
+        have = {row[1] for row in conn.execute("PRAGMA table_info(samples)")}
+        for column, kind in _ADDED:
+            if column not in have:
+                conn.execute(f"ALTER TABLE samples ADD COLUMN {column} {kind}")
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.commit()
     except (OSError, sqlite3.Error) as e:
@@ -74,17 +87,21 @@ def open_db(path: str | Path) -> sqlite3.Connection:
     return conn
 
 
-def rows_from_snapshot(snapshot: Snapshot) -> list[Row]:
-    """The recorded values of every cgroup in a sampler snapshot."""
+def rows_from_snapshot(snapshot: Snapshot, node_cpus: NodeCpus | None = None) -> list[Row]:
+    """The recorded values of every cgroup in a sampler snapshot; NUMA locality against the
+    host's `node_cpus` (metrics.NumaMetrics)."""
     rows = []
     for path, s in sorted(snapshot.cgroups.items()):
         psi = s.memory_pressure.some if s.memory_pressure is not None else None
+        numa = NumaMetrics.from_sample(s, node_cpus, snapshot.host_mems)
         rows.append(Row(
             unit=s.unit, path=path, anon=s.anon, file=s.file, active_file=s.active_file,
             memory_current=s.memory_current,
             memory_some_avg10=psi.avg10 if psi else None,
             memory_some_total=psi.total if psi else None,
             cpu_usage_usec=s.usage_usec,
+            numa_local_percent=None if numa is None else numa.local_percent,
+            numa_outside_percent=None if numa is None else numa.outside_percent,
         ))
     return rows
 
@@ -92,9 +109,11 @@ def rows_from_snapshot(snapshot: Snapshot) -> list[Row]:
 def write_rows(conn: sqlite3.Connection, when: float, rows: Iterable[Row]) -> int:
     """Insert one round of rows taken at `when` (epoch seconds) and commit; returns the count."""
     data = [(when, *astuple(r)) for r in rows]
+    columns = ", ".join(("time", *(f.name for f in fields(Row))))
+    marks = ", ".join("?" * (len(fields(Row)) + 1))
     try:
         with conn:
-            conn.executemany("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", data)
+            conn.executemany(f"INSERT INTO samples ({columns}) VALUES ({marks})", data)
     except sqlite3.Error as e:
         raise RecordError(f"cannot write samples: {e}", "is the disk full or read-only?") from e
     return len(data)
@@ -110,10 +129,11 @@ def prune(conn: sqlite3.Connection, before: float) -> int:
 
 
 def record_round(
-    conn: sqlite3.Connection, sampler: Sampler, now: float, retention_days: float
+    conn: sqlite3.Connection, sampler: Sampler, now: float, retention_days: float,
+    *, node_cpus: NodeCpus | None = None,
 ) -> int:
     """Sample once, store the rows at `now`, delete rows past the retention."""
-    count = write_rows(conn, now, rows_from_snapshot(sampler.sample()))
+    count = write_rows(conn, now, rows_from_snapshot(sampler.sample(), node_cpus))
     prune(conn, now - retention_days * 86400)
     return count
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import resource
+import threading
 import time
 from pathlib import Path
 
@@ -84,11 +85,15 @@ class Sampler:
         *,
         online_cpus: frozenset[int] | None = None,
         numa: bool | None = None,
+        units: bool = False,
     ) -> None:
         """`numa`: read memory.numa_stat; by default when the root cgroup's
-        cpuset.mems.effective lists more than one memory node (elsewhere it cannot matter)."""
+        cpuset.mems.effective lists more than one memory node (elsewhere it cannot matter).
+        `units`: also sample the services and scopes inside slices (the TUI's tree), not
+        only the slices."""
         self.root = Path(root)
         self.rediscover_every = rediscover_every
+        self.units = units
         if not (self.root / "cgroup.controllers").is_file():
             what = "does not exist" if not self.root.exists() else "is not a cgroup v2 root"
             raise SamplerError(
@@ -105,6 +110,11 @@ class Sampler:
         self._refresh = 0
         self._added = 0
         self._force_full = False
+        # The TUI samples in a worker thread and closes the sampler from the main thread on
+        # exit: close() waits for a sample in flight, and a closed sampler reads nothing
+        # (it would otherwise read, or reopen, descriptors closed under it).
+        self._lock = threading.Lock()
+        self._closed = False
         cpus = online_cpus or self._root_list("cpuset.cpus.effective")
         self.host_cpus = len(cpus) if cpus else os.cpu_count() or 1
         self.host_mems = self._root_list("cpuset.mems.effective")
@@ -123,15 +133,24 @@ class Sampler:
         return sorted(self._cgroups)
 
     def close(self) -> None:
-        """Close every file the sampler holds open."""
-        for cg in self._cgroups.values():
-            self._close(cg)
-        self._cgroups.clear()
-        self._children.clear()
-        self._watched.clear()
+        """Close every file the sampler holds open (after the sample in flight, if any)."""
+        with self._lock:
+            self._closed = True
+            for cg in self._cgroups.values():
+                self._close(cg)
+            self._cgroups.clear()
+            self._children.clear()
+            self._watched.clear()
 
     def sample(self) -> Snapshot:
-        """Re-read every discovered cgroup; vanished cgroups are left out, never raised."""
+        """Re-read every discovered cgroup; vanished cgroups are left out, never raised.
+        Raises SamplerError once the sampler is closed."""
+        with self._lock:
+            if self._closed:
+                raise SamplerError("the cgroup sampler is closed", "")
+            return self._sample()
+
+    def _sample(self) -> Snapshot:
         now = time.monotonic()
         if now >= self._next_discovery:
             self._discover()
@@ -311,14 +330,17 @@ class Sampler:
             return None
 
     def _scan(self, path: str) -> dict[str, int]:
-        """Child cgroups of `path` worth sampling -> inode; slices, and init.scope at the top."""
+        """Child cgroups of `path` worth sampling -> inode; slices, and init.scope at the top
+        (with `units`, the services and scopes in slices too)."""
         found: dict[str, int] = {}
         prefix = path + "/" if path else ""
+        units = self.units and bool(path)
         try:
             with os.scandir(os.path.join(self._root, path)) as it:
                 for entry in it:
                     name = entry.name
-                    if (name.endswith(".slice") or (not path and name == "init.scope")) and (
+                    if (name.endswith(".slice") or (not path and name == "init.scope")
+                            or (units and name.endswith((".service", ".scope")))) and (
                         entry.is_dir(follow_symlinks=False)
                     ):
                         found[prefix + name] = entry.stat(follow_symlinks=False).st_ino

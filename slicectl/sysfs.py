@@ -241,6 +241,14 @@ def _machine_memory(meminfo: Path, node_dir: Path) -> int:
     return _memtotal(meminfo, _MEMTOTAL, "a line like 'MemTotal:  32649 kB'")
 
 
+def host_memory(proc_root: Path) -> int:
+    """The machine's MemTotal from PROC/meminfo in bytes; 0 when it cannot be read."""
+    try:
+        return _memtotal(proc_root / "meminfo", _MEMTOTAL, "MemTotal")
+    except TopologyError:
+        return 0
+
+
 def _memtotal(path: Path, pattern: re.Pattern[str], expected: str) -> int:
     text = _read_text(path)
     m = pattern.search(text)

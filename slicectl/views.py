@@ -14,6 +14,7 @@ from rich.text import Text
 
 from slicectl.contention import CpuShares, percent
 from slicectl.cpulist import format_cpulist
+from slicectl.livemap import HOUSEKEEPING, SHARED, LiveMap
 from slicectl.placement import Layout
 from slicectl.plan import Plan
 from slicectl.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
@@ -119,6 +120,53 @@ def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterabl
         legend.append(" ")
     legend.append(" shared/free ", style=FREE_STYLE)
     return Group(t, legend)
+
+
+def live_map_view(live: LiveMap) -> RenderableType:
+    """The live NUMA map: per node the CPUs coloured by the slice holding them now, the plan's
+    beside them (CPUs where they differ in reverse video, listed below with the reason), and
+    each tenant's memory on the node."""
+    styles = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(live.tenants)}
+    styles[HOUSEKEEPING] = HOUSEKEEPING_STYLE
+    styles[SHARED] = FREE_STYLE
+    width = max((len(str(c.cpu)) for n in live.nodes for c in n.cpus), default=1)
+    t = Table(title="Live NUMA map (node × CPU, from cpuset.cpus.effective)",
+              title_justify="left")
+    t.add_column("node", justify="right")
+    t.add_column("live CPUs")
+    if live.planned:
+        t.add_column("planned CPUs")
+    t.add_column("memory by tenant")
+    for n in live.nodes:
+        now, planned = Text(), Text()
+        for c in n.cpus:
+            mark = " reverse" if c.disagrees else ""
+            now.append(str(c.cpu).rjust(width), style=styles.get(c.live, "") + mark)
+            now.append(" ")
+            if c.plan is not None:
+                planned.append(str(c.cpu).rjust(width), style=styles.get(c.plan, "") + mark)
+                planned.append(" ")
+        memory = Text(", ".join(f"{owner} {human_size(used)}" for owner, used in n.memory)
+                      or "-")
+        memory.append(f" of {_mem(n.memory_bytes)}", style="dim")
+        cells = [Text(f"node{n.node}"), now or Text("(no CPUs)", style="dim")]
+        if live.planned:
+            cells.append(planned or Text("(no CPUs)", style="dim"))
+        t.add_row(*cells, memory)
+    legend = Text("legend: ")
+    for name, style in styles.items():
+        legend.append(f" {name} ", style=style)
+        legend.append(" ")
+    parts: list[RenderableType] = [t, legend]
+    if live.planned:
+        wrong = live.disagreements
+        if wrong:
+            parts.append(Text(f"{len(wrong)} CPU(s) where live and plan differ:", style="bold"))
+            parts.extend(Text(f"  CPU {c.cpu}: live {c.live}, planned {c.plan}: {c.reason}")
+                         for c in wrong)
+        else:
+            parts.append(Text("live matches the plan", style="green"))
+    return Group(*parts)
 
 
 def plan_table(plan: Plan) -> Table:

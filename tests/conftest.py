@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
@@ -15,6 +15,7 @@ import pytest_asyncio
 if TYPE_CHECKING:
     # Imported lazily in the fixtures below, so that loading conftest does not import
     # dbus_fast into every test session (an import-hygiene test may check sys.modules).
+    from cgtree import MovingTree
     from fakesystemd import FakeSystemd
 
     from slicectl.systemd import Systemd
@@ -86,3 +87,31 @@ async def systemd_client(dbus_daemon: str, fake_systemd: FakeSystemd) -> AsyncIt
 
     async with await Systemd.connect(dbus_daemon) as client:
         yield client
+
+
+# --- TUI: a moving fake cgroup tree, SVG snapshots ------------------------------------------
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> MovingTree:
+    """The TUI tests' moving tree (tests/tuikit.py) under tmp_path/cgroup."""
+    from tuikit import moving_tree
+
+    return moving_tree(tmp_path / "cgroup")
+
+
+@pytest.fixture
+def svg_snapshot(request: pytest.FixtureRequest) -> Any:
+    """syrupy's `snapshot`, one SVG file per test in tests/snapshots/."""
+    import syrupy.extensions.single_file as single_file
+
+    class SvgFile(single_file.SingleFileSnapshotExtension):
+        file_extension = "svg"  # syrupy >= 5
+        _file_extension = "svg"  # syrupy 4
+        _write_mode = single_file.WriteMode.TEXT
+
+        @classmethod
+        def dirname(cls, *, test_location: Any) -> str:
+            return str(Path(test_location.filepath).parent / "snapshots")
+
+    return request.getfixturevalue("snapshot").use_extension(SvgFile)

@@ -209,7 +209,8 @@ async def test_tui_keeps_polling_over_garbage(tree: MovingTree) -> None:
                     assert time.monotonic() < deadline, "the TUI stopped sampling"
                     await pilot.pause(0.02)
             table = app.screen.query_one(SliceTable)
-            units = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            # the slice cell as shown in the tree: indented, ▾/▸ on parents
+            units = [table.get_row_at(i)[0].lstrip(" ▾▸") for i in range(table.row_count)]
             assert "tenants-db1.slice" in units
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
 
+from slicectl.cli import main
 from slicectl.cli.watch import run_status, run_top
 from slicectl.monitor import NUMA_COLUMN
 from slicectl.sysfs import read_topology
@@ -202,3 +203,22 @@ def test_status_and_top_tables_show_locality(tmp_path: Path) -> None:
     out = io.StringIO()
     assert run_status(one.root, False, 0.05, out, sleep=advancing(one), node_cpus=node_cpus) == 0
     assert NUMA_COLUMN not in out.getvalue()  # one node: nothing to show
+
+
+def test_status_and_top_take_sysfs_for_the_node_map(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--sysfs ROOT gives the node map (a fixture tree here, another host's copy in use), as
+    `topology --sysfs` does; a ROOT that is not a sysfs tree is an error with a hint."""
+    tree, _ = numa_tree(tmp_path, 4)
+    sysfs = str(Path(__file__).parent / "fixtures" / "sysfs" / NUMA_HOSTS[4])
+    assert main(["status", "--json", "--interval", "0.05", "--cgroup-root", str(tree.root),
+                 "--sysfs", sysfs]) == 0
+    by_unit = {s["unit"]: s for s in json.loads(capsys.readouterr().out)["slices"]}
+    assert by_unit["tenants-spread.slice"]["numa"]["local_percent"] == 90.0
+    assert by_unit["tenants-moved.slice"]["trouble"] == ["remote-memory"]
+    assert main(["top", "-n", "1", "--interval", "0.05", "--cgroup-root", str(tree.root),
+                 "--sysfs", sysfs]) == 0
+    assert "25% (75% out)" in capsys.readouterr().out
+    assert main(["status", "--cgroup-root", str(tree.root), "--sysfs", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "hint: " in err and "Traceback" not in err

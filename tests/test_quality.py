@@ -16,7 +16,7 @@ CORE = {"", "config", "settings", "values", "cpulist", "topology", "placement", 
         "live", "metrics", "lint", "recommend", "errors", "yamldoc", "yamledit", "defaults",
         "kinds", "protection", "parsers", "tenants", "versions",
         "jsoninput", "packing", "cores", "samples", "cgroupfiles", "shares",
-        "contention", "exportmetrics"}
+        "contention", "exportmetrics", "livemap"}
 EDGES = {"sysfs", "sampler", "unitdir", "atomic", "systemd", "apply", "record", "readers",
          "cgroupfs", "livestate", "transaction", "calendar", "hostinfo", "tenantsfile",
          "dirlock", "drift"}

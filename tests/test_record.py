@@ -10,15 +10,17 @@ import time
 from pathlib import Path
 
 import pytest
-from cgtree import MovingTree
+from cgtree import NUMA_HOSTS, MovingTree, build_numa_fixture
 from unitcheck import parse_unit
 
 from slicectl.cli import main
 from slicectl.cli.watch import run_record
 from slicectl.record import RecordError, Row, load_series, open_db, write_rows
+from slicectl.sysfs import read_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "units" / "slicectl-record.service"
+SYSFS = ROOT / "tests" / "fixtures" / "sysfs"
 G = 1 << 30
 
 
@@ -50,8 +52,50 @@ def test_record_once_writes_rows(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert set(rows) == {"system.slice", "tenants.slice", "tenants-web.slice"}
     web = rows["tenants-web.slice"]
     assert before <= float(str(web[0])) <= time.time()
-    assert web[2:] == ("tenants.slice/tenants-web.slice", 3 * G, 2 * G, G, 5 * G, 1.5, 4242, 777)
+    # two memory nodes, no node map: the share outside its memory nodes only
+    assert web[2:] == ("tenants.slice/tenants-web.slice", 3 * G, 2 * G, G, 5 * G, 1.5, 4242, 777,
+                       None, 0.0)
     assert load_series(db)["tenants-web.slice"][0][1:] == (3 * G, G)
+
+
+def test_record_stores_numa_locality_with_the_node_map_of_sysfs(tmp_path: Path) -> None:
+    node_cpus = {n.id: n.cpus for n in read_topology(SYSFS / NUMA_HOSTS[2]).nodes}
+    tree = build_numa_fixture(tmp_path / "cg", node_cpus)
+    db = tmp_path / "record.db"
+    assert main(["record", "--once", "--cgroup-root", str(tree.root), "--db", str(db),
+                 "--sysfs", str(SYSFS / NUMA_HOSTS[2])]) == 0
+    conn = sqlite3.connect(db)
+    try:
+        got = dict(((u, (lo, out)) for u, lo, out in conn.execute(
+            "SELECT unit, numa_local_percent, numa_outside_percent FROM samples")))
+    finally:
+        conn.close()
+    assert got["tenants-moved.slice"] == (25.0, 75.0)
+    assert got["tenants-local.slice"] == (100.0, 0.0)
+    assert got["tenants-empty.slice"] == (None, None)  # no memory charged yet
+
+
+def test_a_version_1_database_stays_readable_and_gains_the_numa_columns(tmp_path: Path) -> None:
+    db = tmp_path / "record.db"
+    conn = sqlite3.connect(db)
+    conn.executescript("""
+        CREATE TABLE samples (time REAL NOT NULL, unit TEXT NOT NULL, path TEXT NOT NULL,
+            anon INTEGER, file INTEGER, active_file INTEGER, memory_current INTEGER,
+            memory_some_avg10 REAL, memory_some_total INTEGER, cpu_usage_usec INTEGER);
+        INSERT INTO samples VALUES (1000.0, 'old.slice', 'old.slice', 5, 1, 2, 6, 0.0, 0, 9);
+        PRAGMA user_version=1;
+    """)
+    conn.commit()
+    conn.close()
+    tree = _tree(tmp_path)
+    assert run_record(str(tree.root), str(db), 60, 100000, True) == 0
+    rows = {r[1]: r for r in _rows(db)}
+    assert rows["old.slice"][2:] == ("old.slice", 5, 1, 2, 6, 0.0, 0, 9, None, None)
+    assert rows["tenants-web.slice"][-1] == 0.0
+    assert load_series(db)["old.slice"][0][1:] == (5, 2)
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+    conn.close()
 
 
 def test_record_iterations(tmp_path: Path) -> None:

@@ -309,3 +309,54 @@ def test_numa_can_be_asked_for_or_turned_off(tree: MovingTree) -> None:
     (tree.root / "cpuset.mems.effective").write_text("0\n")  # a one-node host ...
     with Sampler(tree.root, numa=True) as s:  # ... but the caller knows better
         assert s.sample().cgroups[DB1].numa is not None
+
+
+def test_close_while_another_thread_samples(tmp_path: Path) -> None:
+    """The TUI samples in a worker thread and closes the sampler on exit: close() waits for
+    the sample in flight, and sampling afterwards is a SamplerError, never a read of closed
+    (or reused) descriptors."""
+    import threading
+
+    tree = MovingTree(tmp_path / "cg")
+    for i in range(200):
+        tree.add(f"s{i:03d}.slice")
+    for _ in range(5):
+        sampler = Sampler(tree.root)
+        errors: list[BaseException] = []
+        started = threading.Event()
+
+        def loop(s: Sampler = sampler, errs: list[BaseException] = errors,
+                 go: threading.Event = started) -> None:
+            while True:
+                try:
+                    s.sample()
+                except SamplerError as e:
+                    assert "closed" in e.message
+                    return
+                except BaseException as e:  # noqa: BLE001 - what the test looks for
+                    errs.append(e)
+                    return
+                go.set()
+
+        thread = threading.Thread(target=loop)
+        thread.start()
+        started.wait(10)
+        sampler.close()
+        thread.join(10)
+        assert not thread.is_alive() and errors == []
+        assert sampler.paths == []
+
+
+def test_units_adds_the_services_and_scopes_inside_slices(tmp_path: Path) -> None:
+    tree = MovingTree(tmp_path / "cg")
+    tree.add("system.slice")
+    tree.add("system.slice/cron.service")
+    tree.add("user.slice/user-1000.slice/session-1.scope")
+    tree.add("stray.service")  # at the top: not a unit of any slice
+    with Sampler(tree.root) as plain, Sampler(tree.root, units=True) as with_units:
+        assert plain.paths == ["system.slice", "user.slice", "user.slice/user-1000.slice"]
+        assert with_units.paths == [
+            "system.slice", "system.slice/cron.service", "user.slice",
+            "user.slice/user-1000.slice", "user.slice/user-1000.slice/session-1.scope"]
+        tree.add("system.slice/ssh.service")  # started later: found on the next sample
+        assert "system.slice/ssh.service" in with_units.sample().cgroups

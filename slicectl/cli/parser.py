@@ -72,6 +72,13 @@ def _topology_source(p: Parser) -> None:
     _proc_root(p)
 
 
+def _node_map(p: Parser) -> None:
+    p.add_argument("--sysfs", metavar="ROOT", default=None,
+                   help="sysfs root whose NUMA nodes and CPUs give memory locality "
+                   f"(default: {defaults.SYSFS}; a fixture tree or another host's copy)")
+    _proc_root(p)
+
+
 def _proc_root(p: Parser) -> None:
     p.add_argument("--proc-root", metavar="DIR", default=None,
                    help="proc root whose meminfo gives the memory of a kernel without NUMA "
@@ -111,6 +118,14 @@ def topology(p: Parser) -> None:
     _proc_root(p)
     p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the topology as JSON")
+    p.add_argument("--live", action="store_true",
+                   help="the live NUMA map: each CPU coloured by the slice whose "
+                   "cpuset.cpus.effective holds it, each tenant's memory per node")
+    _cgroup_root(p, "cgroup v2 root for --live (default: %(default)s)")
+    p.add_argument("--tenants", metavar="FILE",
+                   help="with --live: show the plan of this tenants.yaml beside the live map "
+                   "and mark the CPUs where they differ")
+    _profile(p, "with --tenants: the plan of profile P")
 
 
 def validate(p: Parser) -> None:
@@ -190,6 +205,7 @@ def record(p: Parser) -> None:
                    default=defaults.RECORD_RETENTION_DAYS)
     p.add_argument("--once", action="store_true", help="take one sample and exit")
     p.add_argument("-n", "--iterations", metavar="N", type=int, default=None)
+    _node_map(p)
 
 
 def recommend(p: Parser) -> None:
@@ -220,12 +236,14 @@ def status(p: Parser) -> None:
     _cgroup_root(p)
     p.add_argument("--json", action="store_true")
     _interval(p)
+    _node_map(p)
 
 
 def top(p: Parser) -> None:
     _cgroup_root(p)
     _interval(p)
     p.add_argument("-n", "--iterations", metavar="N", type=int, default=None)
+    _node_map(p)
 
 
 def exporter(p: Parser) -> None:

@@ -9,7 +9,14 @@ from __future__ import annotations
 import sys
 
 from slicectl import defaults
-from slicectl.cli.common import EXIT_DIFF, EXIT_OK, apply_options, load_config, load_topology
+from slicectl.cli.common import (
+    EXIT_DIFF,
+    EXIT_OK,
+    EXIT_USAGE,
+    apply_options,
+    load_config,
+    load_topology,
+)
 from slicectl.cli.schedule import check_target_version, in_force, schedule_command
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -24,7 +31,14 @@ if TYPE_CHECKING:
 
 
 def cmd_topology(args: Namespace) -> int:
-    """`slicectl topology`: the host's NUMA topology, as tables or JSON."""
+    """`slicectl topology`: the host's NUMA topology, as tables or JSON (`--live`: the live
+    NUMA map)."""
+    if args.live:
+        return run_live_map(args)
+    if args.tenants or args.profile:
+        print("error: --tenants and --profile go with --live\n"
+              "  hint: slicectl topology --live --tenants FILE [--profile P]", file=sys.stderr)
+        return EXIT_USAGE
     topo = load_topology(args)
     if not (args.sysfs or args.topology):  # this host: record its systemd for other hosts
         from dataclasses import replace
@@ -44,6 +58,47 @@ def cmd_topology(args: Namespace) -> int:
     out.print(views.topology_summary(topo))
     out.print(views.topology_table(topo))
     out.print(views.numa_map(topo))
+    return EXIT_OK
+
+
+def run_live_map(args: Namespace) -> int:
+    """`slicectl topology --live`: the live map (rich or --json), beside the plan of
+    --tenants when given."""
+    from pathlib import Path
+
+    from slicectl.livemap import build_live_map, default_tenant_of, live_map_json
+    from slicectl.metrics import MetricsMemo
+    from slicectl.readers import cpu_overrides
+    from slicectl.sampler import Sampler
+
+    topo = load_topology(args)
+    plan_sets = None
+    housekeeping: frozenset[int] = frozenset()
+    overrides: dict[str, str] = {}
+    parent = "tenants"
+    if args.tenants:
+        from slicectl.config import load_config as read_config
+        from slicectl.unitdir import plan_from_manifest
+
+        config = read_config(args.tenants).with_profile(args.profile)
+        parent = config.slice
+        layout = plan_from_manifest(config, topo, Path(defaults.UNIT_DIR)).layout
+        plan_sets = {p.tenant: p.cpus for p in layout.tenants}
+        housekeeping = layout.housekeeping
+        overrides = cpu_overrides({t.name: config.slice_unit(t.name) for t in config.tenants},
+                                  (defaults.CONTROL_DIR, defaults.ETC_CONTROL_DIR))
+    with Sampler(Path(args.cgroup_root)) as sampler:
+        metrics = MetricsMemo().compute(None, sampler.sample())
+    live = build_live_map(topo, metrics, tenant_of=default_tenant_of(parent), plan=plan_sets,
+                          plan_housekeeping=housekeeping, overrides=overrides)
+    if args.json:
+        import json
+
+        print(json.dumps(live_map_json(live), indent=2))
+        return EXIT_OK
+    from slicectl import views
+
+    views.console().print(views.live_map_view(live))
     return EXIT_OK
 
 

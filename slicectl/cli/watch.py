@@ -29,7 +29,7 @@ def run_status(
     cgroup_root: Path,
     as_json: bool,
     interval: float = 1.0,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     *,
     sleep: Callable[[float], None] = time.sleep,
     node_cpus: NodeCpus | None = None,
@@ -38,6 +38,8 @@ def run_status(
     `node_cpus`: the host's NUMA nodes and their CPUs, for memory locality."""
     from slicectl.metrics import MetricsMemo
     from slicectl.monitor import render_table, status_json
+
+    out = out or sys.stdout  # looked up now: tests (and callers) may have replaced it
     from slicectl.sampler import Sampler
 
     with Sampler(cgroup_root) as sampler:
@@ -87,12 +89,13 @@ def run_top(
     cgroup_root: Path,
     interval: float = 1.0,
     iterations: int | None = None,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     *,
     sleep: Callable[[float], None] = time.sleep,
     node_cpus: NodeCpus | None = None,
 ) -> int:
     """`slicectl top`: a table per interval, busiest slices first; Ctrl-C ends it."""
+    out = out or sys.stdout
     from rich.console import Console
     from rich.live import Live
 
@@ -124,8 +127,11 @@ def run_record(
     retention_days: float,
     once: bool,
     iterations: int | None = None,
+    *,
+    node_cpus: NodeCpus | None = None,
 ) -> int:
-    """`slicectl record`: sample every `interval` s (or once) into `db`; returns 0."""
+    """`slicectl record`: sample every `interval` s (or once) into `db`; returns 0.
+    `node_cpus`: the host's NUMA nodes and their CPUs, for memory locality."""
     from pathlib import Path
 
     from slicectl.record import open_db, record_round
@@ -138,7 +144,8 @@ def run_record(
             done = 0
             next_at = time.monotonic()
             while rounds is None or done < rounds:
-                count = record_round(conn, sampler, time.time(), retention_days)
+                count = record_round(conn, sampler, time.time(), retention_days,
+                                     node_cpus=node_cpus)
                 done += 1
                 if once:
                     print(f"{db}: recorded {count} cgroup(s)")
@@ -152,16 +159,20 @@ def run_record(
     return EXIT_OK
 
 
-def host_node_cpus(sysfs: str | None = None) -> dict[int, frozenset[int]] | None:
-    """The host's NUMA nodes and their CPUs (default: /sys), for memory locality; None when
-    they cannot be read (status and top then show no local share)."""
+def host_node_cpus(sysfs: str | None = None, proc_root: str | None = None
+                   ) -> dict[int, frozenset[int]] | None:
+    """The host's NUMA nodes and their CPUs, for memory locality: from `sysfs` (--sysfs ROOT:
+    a TopologyError when it cannot be read, a mistake to report), else from /sys (None when
+    it cannot be read: status and top then show no local share)."""
     from slicectl.defaults import SYSFS
     from slicectl.errors import TopologyError
     from slicectl.sysfs import read_topology
 
     try:
-        return {node.id: node.cpus for node in read_topology(sysfs or SYSFS).nodes}
+        return {node.id: node.cpus for node in read_topology(sysfs or SYSFS, proc_root).nodes}
     except TopologyError:
+        if sysfs is not None:
+            raise
         return None
 
 
@@ -170,7 +181,7 @@ def cmd_status(args: Namespace) -> int:
     from pathlib import Path
 
     return run_status(Path(args.cgroup_root), args.json, args.interval,
-                      node_cpus=host_node_cpus())
+                      node_cpus=host_node_cpus(args.sysfs, args.proc_root))
 
 
 def cmd_top(args: Namespace) -> int:
@@ -178,7 +189,7 @@ def cmd_top(args: Namespace) -> int:
     from pathlib import Path
 
     return run_top(Path(args.cgroup_root), args.interval, args.iterations,
-                   node_cpus=host_node_cpus())
+                   node_cpus=host_node_cpus(args.sysfs, args.proc_root))
 
 
 def cmd_tui(args: Namespace) -> int:
@@ -195,4 +206,4 @@ def cmd_tui(args: Namespace) -> int:
 def cmd_record(args: Namespace) -> int:
     """`slicectl record`."""
     return run_record(args.cgroup_root, args.db, args.interval, args.retention, args.once,
-                      args.iterations)
+                      args.iterations, node_cpus=host_node_cpus(args.sysfs, args.proc_root))

@@ -49,9 +49,16 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
     readonly = readonly_reasons(tenants, options.cgroup_root, options.bus_address, euid)
     if topology is None and tenants is not None:
         readonly.append(f"no topology ({topology_error})")
+    proc = proc_root or Path(defaults.PROC)
+    if topology is not None and topology.total_memory:
+        memory = topology.total_memory
+    else:
+        from slicectl.sysfs import host_memory
+
+        memory = host_memory(proc)
     return TuiSettings(cgroup_root=cgroup_root, interval=interval, tenants=tenants,
                        config=config, topology=topology, topology_error=topology_error,
-                       options=options, proc_root=proc_root or Path(defaults.PROC),
+                       options=options, proc_root=proc, host_memory=memory,
                        readonly=readonly)
 
 
@@ -62,7 +69,8 @@ def run_tui(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
     before the screen is taken over; returns the exit status."""
     from slicectl.sampler import Sampler
 
-    with Sampler(Path(cgroup_root)) as sampler:  # the cgroup root first: the likeliest mistake
+    # The cgroup root first: the likeliest mistake. `units`: the tree shows services too.
+    with Sampler(Path(cgroup_root), units=True) as sampler:
         settings = tui_settings(tenants, cgroup_root, interval, sysfs, topology_file,
                                 options=options, proc_root=proc_root)
         from slicectl.tui.app import SlicectlApp

@@ -48,6 +48,7 @@ class TuiSettings:
     topology_error: str = ""
     options: ApplyOptions | None = None
     proc_root: Path = Path(defaults.PROC)
+    host_memory: int = 0  # bytes of RAM: the scale of a memory sparkline without a limit
     readonly: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -91,7 +92,8 @@ class SlicectlApp(App[int]):
         self.readonly = list(settings.readonly)
         self.samples = 0
         self._prev: Snapshot | None = None
-        self._memo = MetricsMemo()  # the host's node map joins when the TUI shows locality
+        topo = settings.topology
+        self._memo = MetricsMemo(None if topo is None else {n.id: n.cpus for n in topo.nodes})
         self._timer: Timer | None = None
         self._polling = False
         self._pending: PendingChange | None = None
@@ -101,7 +103,7 @@ class SlicectlApp(App[int]):
 
     def on_mount(self) -> None:
         self.sub_title = f"every {self.interval:g}s"
-        self.push_screen(OverviewScreen())
+        self.push_screen(OverviewScreen(numa=self.sampler.numa))
         for note in self.notes:
             self.notify(note, severity="warning", timeout=10)
         self.poll_now()
@@ -234,6 +236,18 @@ class SlicectlApp(App[int]):
                 pass  # no cgroup v2 here: the plan's shares, standard competitors assumed
         self._shares = (key, now, shares)
         return shares
+
+    def cpu_overrides(self) -> dict[str, str]:
+        """Tenants whose CPUs `systemctl set-property` overrides: tenant -> its file."""
+        from slicectl.readers import cpu_overrides
+
+        if self.config is None:
+            return {}
+        options = self.settings.options
+        dirs = [str(options.control_dir)] if options is not None else []
+        dirs.append(defaults.ETC_CONTROL_DIR)
+        return cpu_overrides({t.name: self.config.slice_unit(t.name)
+                              for t in self.config.tenants}, dirs)
 
     def _can_edit(self) -> bool:
         if self.readonly:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 from slicectl import defaults
+from slicectl.cpulist import format_cpulist
 from slicectl.metrics import MIN_RATE_WINDOW, SliceMetrics
+from slicectl.monitor import size_text
 
 HISTORY = 120  # samples kept per slice: two minutes at the default interval
 SPARK = "▁▂▃▄▅▆▇█"
@@ -75,35 +77,99 @@ def sort_metrics(metrics: Iterable[SliceMetrics], key: SortKey,
     return sorted(by_name, key=value, reverse=not reverse)
 
 
-def spark(values: Sequence[float | None], width: int, top: float | None = None) -> str:
-    """The last `width` values as block characters scaled to `top` (default: their max)."""
-    tail = list(values)[-width:]
-    known = [v for v in tail if v is not None]
-    scale = top if top else max(known, default=0.0)
-    out = []
-    for v in tail:
-        if v is None:
-            out.append(" ")
-        elif scale <= 0:
-            out.append(SPARK[0])
-        else:
-            out.append(SPARK[min(len(SPARK) - 1, int(v / scale * (len(SPARK) - 1) + 0.5))])
-    return "".join(out).rjust(width)
+def _level(v: float | None, scale: float) -> str:
+    """One sparkline cell: blank when unknown, else the block of v's share of `scale` (the
+    lowest when the scale is unknown, 0)."""
+    if v is None:
+        return " "
+    if scale <= 0:
+        return SPARK[0]
+    return SPARK[max(0, min(len(SPARK) - 1, int(v / scale * (len(SPARK) - 1) + 0.5)))]
+
+
+def spark(values: Sequence[float | None], width: int, top: float) -> str:
+    """The last `width` values as block characters, a full block at `top` (the slice's limit:
+    see `cpu_scale`, `memory_scale`), so a constant value draws as full only at its limit."""
+    return "".join([_level(v, top) for v in list(values)[-width:]]).rjust(width)
+
+
+def cpu_scale(m: SliceMetrics) -> float:
+    """The top of a CPU sparkline: the slice's CPU quota in cores, else its allowed CPUs."""
+    allowed = float(m.allowed_cpus)
+    return min(allowed, m.quota_cores) if m.quota_cores else allowed
+
+
+def memory_scale(m: SliceMetrics, host_memory: int) -> float:
+    """The top of a memory sparkline: memory.max, else memory.high, else the host's RAM."""
+    return float(m.memory_max or m.memory_high or host_memory)
+
+
+PSI_SCALE = 100.0  # pressure is a share of time: its sparkline tops at 100 %
+
+
+def node_bars(m: SliceMetrics, width: int = 24) -> list[str]:
+    """The detail screen's per-node memory of a slice (memory.numa_stat): a bar per node,
+    scaled to the slice's memory on all nodes, marked `local` (a node of its CPUs) or
+    `outside` (a node it may no longer allocate on); empty without NUMA figures."""
+    numa = m.numa
+    if numa is None:
+        return []
+    total = sum(n.total for n in numa.nodes)
+    local = "-" if numa.local_percent is None else f"{numa.local_percent:.0f}%"
+    outside = "-" if numa.outside_percent is None else f"{numa.outside_percent:.0f}%"
+    where = "" if numa.local_nodes is None else f" on node(s) {format_cpulist(numa.local_nodes)}"
+    lines = [f"NUMA    local {local}{where}  outside {outside}"
+             + ("  (bound)" if numa.bound else "")]
+    for n in numa.nodes:
+        filled = round(n.total / total * width) if total else 0
+        marks = []
+        if numa.local_nodes is not None and n.node in numa.local_nodes:
+            marks.append("local")
+        if m.mems is not None and n.node not in m.mems and n.total:
+            marks.append("outside")
+        lines.append(f"node {n.node:<2} {'█' * filled}{'░' * (width - filled)} "
+                     f"{size_text(n.total):>7}  {' '.join(marks)}".rstrip())
+    return lines
 
 
 @dataclass
 class SliceHistory:
-    """Recent values of one slice, oldest first."""
+    """Recent values of one slice, oldest first; `count` samples appended so far."""
 
     cpu: deque[float | None]
     memory: deque[float | None]
     psi_cpu: deque[float | None]
     psi_memory: deque[float | None]
     psi_io: deque[float | None]
+    count: int = 0
+    # (series, width) -> (top, count, text) of the sparkline drawn last
+    sparks: dict[tuple[str, int], tuple[float, int, str]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> SliceHistory:
-        return cls(*(deque(maxlen=HISTORY) for _ in range(5)))
+        def series() -> deque[float | None]:
+            return deque(maxlen=HISTORY)
+
+        return cls(series(), series(), series(), series(), series())
+
+    def spark(self, series: str, width: int, top: float) -> str:
+        """The sparkline of one series (`cpu`, `memory`, `psi_cpu`, ...) scaled to `top`.
+
+        Drawn incrementally: one sample later, the previous line shifted by one cell plus the
+        new value's (a refresh of 100 slices used to redraw 200 lines of 12 cells)."""
+        values: deque[float | None] = getattr(self, series)
+        key = (series, width)
+        last = self.sparks.get(key)
+        if last is not None and last[0] == top:
+            if last[1] == self.count:
+                return last[2]
+            if last[1] == self.count - 1 and values:
+                text = (last[2] + _level(values[-1], top))[-width:]
+                self.sparks[key] = (top, self.count, text)
+                return text
+        text = spark(values, width, top)
+        self.sparks[key] = (top, self.count, text)
+        return text
 
 
 def _some(m: SliceMetrics, which: str) -> float | None:
@@ -132,6 +198,7 @@ class History:
             h.psi_cpu.append(_some(m, "cpu"))
             h.psi_memory.append(_some(m, "memory"))
             h.psi_io.append(_some(m, "io"))
+            h.count += 1
         for gone in set(self.slices) - seen:
             del self.slices[gone]
 

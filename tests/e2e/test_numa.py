@@ -52,6 +52,16 @@ def wait_for(slicectl: Run, cond: Callable[[dict[str, Any]], bool], timeout: flo
         time.sleep(0.2)
 
 
+def live_map(slicectl: Run) -> tuple[dict[int, str], dict[int, int]]:
+    """`topology --live --json`: each CPU's live owner, and near's memory on each node."""
+    proc = slicectl("topology", "--live", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    owners = {c["cpu"]: c["live"] for n in data["nodes"] for c in n["cpus"]}
+    memory = {n["node"]: n["memory"].get("near", 0) for n in data["nodes"]}
+    return owners, memory
+
+
 def held(s: dict[str, Any]) -> int:
     return sum(n["anon"] + n["file"] for n in (s["numa"] or {}).get("nodes", []))
 
@@ -70,6 +80,8 @@ def test_a_bound_tenant_shows_its_memory_local_and_the_move_to_another_node(
     assert s["limits"]["mems"] == "1" and numa["bound"] is True and numa["local_nodes"] == "1"
     assert numa["local_percent"] >= 90, numa
     assert numa["outside_percent"] < 10 and "remote-memory" not in s["trouble"]
+    owners, memory = live_map(slicectl)  # the live NUMA map agrees
+    assert owners[1] == "near" and memory[1] >= 0.9 * held(s), (owners, memory)
 
     switched = time.monotonic()
     proc = slicectl("apply", str(tenants), "--profile", "moved", "--yes")
@@ -78,6 +90,8 @@ def test_a_bound_tenant_shows_its_memory_local_and_the_move_to_another_node(
     s = near(slicectl)
     assert s["limits"]["mems"] == "2" and s["numa"]["local_nodes"] == "2"  # at once
     first = s["numa"]
+    owners, _ = live_map(slicectl)  # the map follows at once too
+    assert owners[2] == "near" and owners[1] == "shared pool", owners
     # The pages follow: migrated by the kernel when cpuset.mems changed.
     s, waited = wait_for(slicectl, lambda s: s["numa"]["local_percent"] >= 90, timeout=300)
     assert s["numa"]["outside_percent"] < 10 and held(s) >= 190 * MIB

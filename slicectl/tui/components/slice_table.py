@@ -1,84 +1,308 @@
-"""The overview table: one row per slice, limits beside usage, sparklines, trouble colours."""
+"""The overview table: one line per row, a fixed header, a row cursor (Textual's Line API).
+
+Why not Textual's DataTable: it renders every visible cell through rich (a Text, a Padding and
+a line split per cell) whenever a row changes, and each `update_cell` costs a layout pass; with
+100 slices that all change every second that was most of the TUI's CPU (BENCHMARKS.md,
+tui.100.host). Here a row is one string in one style: `show` compares the new rows with the
+old ones and repaints only the lines whose text or style changed, and a line is drawn as a
+single segment, cropped to the horizontal scroll.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
-from rich.text import Text
-from textual.widgets import DataTable
-from textual.widgets.data_table import RowDoesNotExist
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.events import Click
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
-from slicectl.metrics import SliceMetrics
-from slicectl.monitor import COLUMNS, row, row_style
-from slicectl.tui.model import History, spark
+from slicectl.monitor import COLUMNS, NUMA_COLUMN, numa_cell, row, row_style
+from slicectl.tui.model import History, cpu_scale, memory_scale
+from slicectl.tui.tree import TreeLine, limit_cells
+
+GAP = 1  # blank cells between columns
+
+
+class Row(NamedTuple):
+    """One line of the table: its key (a cgroup path), its cells, its rich style."""
+
+    key: str
+    cells: tuple[str, ...]
+    style: str = ""
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    """`text` in `width` cells, cut when longer, aligned left or right."""
+    n = len(text) if text.isascii() else cell_len(text)
+    if n > width:
+        return text[:width]  # column widths only grow, so this is the header's edge case
+    return " " * (width - n) + text if right else text + " " * (width - n)
+
+
+class SliceTable(ScrollView, can_focus=True):
+    """Rows in the order given, under a header that stays put when the rows scroll."""
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "cursor_to(0)", "First", show=False),
+        Binding("end", "cursor_to(-1)", "Last", show=False),
+    ]
+    COMPONENT_CLASSES = {"slice-table--header", "slice-table--cursor"}
+    DEFAULT_CSS = """
+    SliceTable { background: $surface; }
+    SliceTable > .slice-table--header { text-style: bold; background: $panel; }
+    SliceTable > .slice-table--cursor { background: $block-cursor-background;
+                                        color: $block-cursor-foreground; }
+    """
+
+    class Selected(Message):
+        """A double click on a row (enter is the screen's to bind, so its footer shows it)."""
+
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+    def __init__(self, headers: Sequence[str], right: frozenset[str] = frozenset(),
+                 *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.headers = tuple(headers)
+        self.right = tuple(h in right for h in self.headers)
+        self.widths = [cell_len(h) for h in self.headers]
+        self.rows: list[Row] = []
+        self.cursor = 0
+        self._lines: list[str] = []  # each row's text, padded to the column widths
+        self._header = ""
+        self._styles: dict[tuple[str, bool], Style] = {}
+        self._layout()
+
+    # -- what callers use -------------------------------------------------------------------
+
+    @property
+    def row_count(self) -> int:
+        """Number of rows (the header not counted)."""
+        return len(self.rows)
+
+    @property
+    def selected(self) -> str | None:
+        """The key of the row under the cursor."""
+        return self.rows[self.cursor].key if self.rows else None
+
+    def show(self, rows: Sequence[Row]) -> None:
+        """Show these rows in this order; the cursor stays on its key when it still exists."""
+        keep = self.selected
+        old_lines, old_rows = self._lines, self.rows
+        self.rows = list(rows)
+        # An unchanged row is the same object (OverviewRows): its line is as well, and only
+        # new rows can widen a column.
+        known = dict(zip(map(id, old_rows), old_lines, strict=True))
+        new = [r for r in self.rows if id(r) not in known]
+        widths = [max(w, *(cell_len(r.cells[i]) for r in new)) if new else w
+                  for i, w in enumerate(self.widths)]
+        keys = [r.key for r in self.rows]
+        if keep is not None and keep in keys:
+            self.cursor = keys.index(keep)
+        self.cursor = max(0, min(self.cursor, len(self.rows) - 1))
+        if widths != self.widths:
+            self.widths = widths
+            self._layout()
+            self.refresh()
+        else:
+            self._lines = [known.get(id(r)) or self._line(r.cells) for r in self.rows]
+            self._refresh_changed(old_rows, old_lines)
+        self.virtual_size = Size(len(self._header), len(self.rows) + 1)
+        if keep != self.selected:
+            self._scroll_to_cursor()
+
+    def get_row_at(self, index: int) -> list[str]:
+        """The cells of one row, as shown."""
+        return list(self.rows[index].cells)
+
+    def row_style_at(self, index: int) -> str:
+        """The rich style of one row ("" when all is well)."""
+        return self.rows[index].style
+
+    def move_to(self, key: str) -> None:
+        """Put the cursor on the row of `key` (if there is one)."""
+        for i, r in enumerate(self.rows):
+            if r.key == key:
+                self._set_cursor(i)
+                return
+
+    # -- drawing ---------------------------------------------------------------------------
+
+    def _layout(self) -> None:
+        self._header = self._line(self.headers)
+        self._lines = [self._line(r.cells) for r in self.rows]
+
+    def _line(self, cells: Sequence[str]) -> str:
+        gap = " " * GAP
+        return gap.join([_pad(c, w, r) for c, w, r in zip(cells, self.widths, self.right,
+                                                          strict=True)])
+
+    def _refresh_changed(self, old_rows: list[Row], old_lines: list[str]) -> None:
+        """Repaint the lines whose text, style or cursor changed (all of them when the
+        number of rows did)."""
+        if len(old_rows) != len(self.rows):
+            self.refresh()
+            return
+        top = int(self.scroll_y)
+        height = self.size.height
+        for i in range(top, min(len(self.rows), top + max(height - 1, 0))):
+            if self._lines[i] != old_lines[i] or self.rows[i].style != old_rows[i].style:
+                self._repaint(i)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+
+    def _style(self, row_style: str, cursor: bool) -> Style:
+        key = (row_style, cursor)
+        style = self._styles.get(key)
+        if style is None:
+            base = self.rich_style
+            if row_style:
+                base += Style.parse(row_style)
+            if cursor:
+                base += self.get_component_rich_style("slice-table--cursor")
+            style = self._styles[key] = base
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        x = int(self.scroll_x)
+        if y == 0:
+            style = self._styles.get(("#header", False))
+            if style is None:
+                style = self._styles[("#header", False)] = (
+                    self.rich_style + self.get_component_rich_style("slice-table--header"))
+            text = self._header
+        else:
+            index = int(self.scroll_y) + y - 1
+            if index >= len(self.rows):
+                return Strip.blank(width, self.rich_style)
+            style = self._style(self.rows[index].style, index == self.cursor and self.has_focus)
+            text = self._lines[index]
+        return Strip([Segment(text, style)]).crop_extend(x, x + width, style)
+
+    # -- the cursor ------------------------------------------------------------------------
+
+    def _set_cursor(self, index: int) -> None:
+        if not self.rows:
+            return
+        index = max(0, min(index, len(self.rows) - 1))
+        if index == self.cursor:
+            return
+        old, self.cursor = self.cursor, index
+        self._repaint(old)
+        self._repaint(index)
+        self._scroll_to_cursor()
+
+    def _scroll_to_cursor(self) -> None:
+        rows_visible = max(1, self.size.height - 1)
+        top = int(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False)
+        elif self.cursor >= top + rows_visible:
+            self.scroll_to(y=self.cursor - rows_visible + 1, animate=False)
+
+    def _repaint(self, index: int) -> None:
+        """Repaint the line of row `index` (ScrollView's lines are virtual: row i is line
+        i + 1, under the header)."""
+        self.refresh_lines(index + 1)
+
+    def action_cursor(self, step: int) -> None:
+        self._set_cursor(self.cursor + step)
+
+    def action_page(self, direction: int) -> None:
+        self._set_cursor(self.cursor + direction * max(1, self.size.height - 2))
+
+    def action_cursor_to(self, index: int) -> None:
+        self._set_cursor(index if index >= 0 else len(self.rows) - 1)
+
+    def action_select(self) -> None:
+        if self.selected is not None:
+            self.post_message(self.Selected(self.selected))
+
+    def on_click(self, event: Click) -> None:
+        if event.y >= 1:
+            index = int(self.scroll_y) + event.y - 1
+            if index < len(self.rows):
+                if index == self.cursor and event.chain > 1:
+                    self.action_select()
+                self._set_cursor(index)
+
+    def on_focus(self) -> None:
+        self._repaint(self.cursor)
+
+    def on_blur(self) -> None:
+        self._repaint(self.cursor)
+
+
+# -- the overview's rows -----------------------------------------------------------------------
 
 SPARK_WIDTH = 12
-# The shared render layer's columns, with history sparklines after cpu and memory.
+# The shared render layer's columns, with history sparklines after cpu and memory (and the
+# NUMA locality after those when memory.numa_stat is read: `overview_headers`).
 CPU_AT = COLUMNS.index("cpu cores/allowed") + 1
 MEM_AT = COLUMNS.index("mem current/high/max") + 1
 HEADERS = (*COLUMNS[:CPU_AT], "cpu history", *COLUMNS[CPU_AT:MEM_AT], "mem history",
            *COLUMNS[MEM_AT:])
-RIGHT = {"cpu cores/allowed", "quota", "throttled", "psi cpu", "psi mem", "psi io", "tasks"}
+RIGHT = frozenset({"cpu cores/allowed", "quota", "throttled", "psi cpu", "psi mem", "psi io",
+                   "tasks", NUMA_COLUMN})
+_NUMA_AT = HEADERS.index("mem history") + 1
+_MEM_CELL, _QUOTA_CELL = COLUMNS.index("mem current/high/max"), COLUMNS.index("quota")
 
 
-class SliceTable(DataTable[Text]):
-    """Slices in the order given; the row key is the slice's cgroup path."""
-
-    def on_mount(self) -> None:
-        self.cursor_type = "row"
-        self.zebra_stripes = False
-
-    @property
-    def selected(self) -> str | None:
-        """The cgroup path of the row under the cursor."""
-        if not self.row_count:
-            return None
-        try:
-            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        except Exception:  # cursor outside the rows while the table is being rebuilt
-            return None
-        return key.value
-
-    def show(self, metrics: Sequence[SliceMetrics], history: History) -> None:
-        """Show these slices in this order, keeping the cursor and the scroll position."""
-        rows = [(m.cgroup, _cells(m, history)) for m in metrics]
-        have = {key.value: column.width for key, column in self.columns.items()}
-        # Explicit column widths that only grow: DataTable's auto widths are measured on idle
-        # and rows drawn before that stay truncated until the next change.
-        want = {name: max([have.get(name, 0), len(name), *(cells[i].cell_len for _, cells in rows)])
-                for i, name in enumerate(HEADERS)}
-        if want == have and [key for key, _ in rows] == [key.value for key in self.rows]:
-            # Same slices, same order: update in place (clear() would reset the scroll), and
-            # only the cells that changed: every update_cell marks the table's dimensions dirty
-            # and costs a layout pass (profiled: most of the TUI's CPU at 100 slices).
-            for key, cells in rows:
-                old = self.get_row(key)
-                for name, cell, before in zip(HEADERS, cells, old, strict=True):
-                    if cell.plain != before.plain or cell.style != before.style:
-                        self.update_cell(key, name, cell)
-            return
-        keep, scroll_x = self.selected, self.scroll_x
-        self.clear(columns=want != have)
-        if not self.columns:
-            for name in HEADERS:
-                self.add_column(name, key=name, width=want[name])
-        for key, cells in rows:
-            self.add_row(*cells, key=key)
-        if keep is not None:
-            try:
-                self.move_cursor(row=self.get_row_index(keep), animate=False)
-            except RowDoesNotExist:
-                pass
-        self.call_after_refresh(self.scroll_to, x=scroll_x, animate=False)
+def overview_headers(numa: bool) -> tuple[str, ...]:
+    """The overview's columns; with `numa`, the local share of memory after its history."""
+    return (*HEADERS[:_NUMA_AT], NUMA_COLUMN, *HEADERS[_NUMA_AT:]) if numa else HEADERS
 
 
-def _cells(m: SliceMetrics, history: History) -> list[Text]:
-    """The row of one slice: the shared render layer's cells plus two sparklines."""
-    cells = row(m)
-    h = history.of(m.cgroup)
-    mem_top = float(m.memory_max or m.memory_high or 0) or None
-    cells = [*cells[:CPU_AT], spark(h.cpu, SPARK_WIDTH, float(m.allowed_cpus)),
-             *cells[CPU_AT:MEM_AT], spark(h.memory, SPARK_WIDTH, mem_top), *cells[MEM_AT:]]
-    style = row_style(m)
-    return [Text(c, style=style, justify="right" if name in RIGHT else "left")
-            for name, c in zip(HEADERS, cells, strict=True)]
+class OverviewRows:
+    """The overview's row of each line of the slice tree, rebuilt only when its metrics,
+    sparklines or place in the tree changed (the metrics memo hands back the same object for
+    a slice that did not move)."""
+
+    def __init__(self, numa: bool = False) -> None:
+        self.numa = numa
+        self._last: dict[str, tuple[tuple[object, ...], Row]] = {}
+
+    def rows(self, lines: Sequence[TreeLine], history: History, host_memory: int
+             ) -> list[Row]:
+        """One row per line, in the order given; memory without a limit is drawn against
+        `host_memory`."""
+        last, out = self._last, []
+        now: dict[str, tuple[tuple[object, ...], Row]] = {}
+        for line in lines:
+            m = line.metrics
+            h = history.of(m.cgroup)
+            cpu = h.spark("cpu", SPARK_WIDTH, cpu_scale(m))
+            mem = h.spark("memory", SPARK_WIDTH, memory_scale(m, host_memory))
+            name = line.name
+            was = last.get(m.cgroup)
+            token = (m, cpu, mem, name, line.effective)
+            if was is not None and was[0][0] is m and was[0][1:] == token[1:]:
+                r = was[1]
+            else:
+                cells = row(m)
+                cells[0] = name
+                limits = limit_cells(m, line.effective)
+                if limits is not None:
+                    cells[_MEM_CELL], cells[_QUOTA_CELL] = limits
+                numa = (numa_cell(m),) if self.numa else ()
+                r = Row(m.cgroup, (*cells[:CPU_AT], cpu, *cells[CPU_AT:MEM_AT], mem, *numa,
+                                   *cells[MEM_AT:]), row_style(m))
+            now[m.cgroup] = (token, r)
+            out.append(r)
+        self._last = now
+        return out

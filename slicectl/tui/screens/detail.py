@@ -9,10 +9,11 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from slicectl.cpulist import format_cpulist
 from slicectl.metrics import PressureMetrics, SliceMetrics
-from slicectl.monitor import COLUMNS, _size, row, row_style
+from slicectl.monitor import COLUMNS, row, row_style, size_text
 from slicectl.tui.messages import ProcessesRead
-from slicectl.tui.model import read_processes, spark
+from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, node_bars, read_processes
 from slicectl.tui.screens.base import DataScreen
+from slicectl.tui.tree import effective_limits, limits_from
 from slicectl.views import guaranteed_text
 
 SPARK_WIDTH = 40
@@ -36,10 +37,12 @@ def limits_text(m: SliceMetrics) -> str:
     return "\n".join((
         f"CPU     {cells['cpu cores/allowed']} cores  CPUs {cpus}  weight {weight}  "
         f"quota {cells['quota']}  throttled {cells['throttled']}",
-        f"memory  {_size(m.memory_current)}  anon {_size(m.anon)}  file {_size(m.file)}  "
-        f"swap {_size(m.swap_current)}  nodes {format_cpulist(m.mems) if m.mems else 'all'}",
-        f"limits  min {_size(m.memory_min or 0)}  low {_size(m.memory_low or 0)}  "
-        f"high {_size(m.memory_high)}  max {_size(m.memory_max)}  swap max {_size(m.swap_max)}",
+        f"memory  {size_text(m.memory_current)}  anon {size_text(m.anon)}  "
+        f"file {size_text(m.file)}  swap {size_text(m.swap_current)}  "
+        f"nodes {format_cpulist(m.mems) if m.mems else 'all'}",
+        f"limits  min {size_text(m.memory_min or 0)}  low {size_text(m.memory_low or 0)}  "
+        f"high {size_text(m.memory_high)}  max {size_text(m.memory_max)}  "
+        f"swap max {size_text(m.swap_max)}",
         f"PSI some/full  cpu {_psi(m.cpu_pressure)}  memory {_psi(m.memory_pressure)}  "
         f"io {_psi(m.io_pressure)}",
         f"events  {cells['events']}  tasks {cells['tasks']}",
@@ -91,18 +94,22 @@ class DetailScreen(DataScreen):
             basis = "this host" if shares.live else "assumed"
             share = (f"\nshare   {guaranteed_text(shares, tenant, basis)} "
                      "guaranteed when all is busy")
-        limits.update(limits_text(m) + share)
+        extra = [*limits_from(effective_limits(self.tui.metrics)[m.cgroup]), *node_bars(m)]
+        limits.update(limits_text(m) + share + "".join("\n" + line for line in extra))
         limits.set_class(bool(row_style(m)), "trouble")
         h = self.tui.history.of(self.cgroup)
-        last = [v for v in h.memory if v is not None]
+        cpu_top = cpu_scale(m)
+        mem_top = memory_scale(m, self.tui.settings.host_memory)
         lines = [
-            f"cpu cores  {spark(h.cpu, SPARK_WIDTH, float(m.allowed_cpus))} "
-            f"{(m.cpu_cores or 0.0):.2f}",
-            f"memory     {spark(h.memory, SPARK_WIDTH, float(m.memory_max or 0) or None)} "
-            f"{_size(int(last[-1])) if last else '-'}",
-            f"psi cpu    {spark(h.psi_cpu, SPARK_WIDTH, 100.0)} {_psi(m.cpu_pressure)}",
-            f"psi memory {spark(h.psi_memory, SPARK_WIDTH, 100.0)} {_psi(m.memory_pressure)}",
-            f"psi io     {spark(h.psi_io, SPARK_WIDTH, 100.0)} {_psi(m.io_pressure)}",
+            f"cpu cores  {h.spark('cpu', SPARK_WIDTH, cpu_top)} {(m.cpu_cores or 0.0):.2f}"
+            f" of {cpu_top:g}",
+            f"memory     {h.spark('memory', SPARK_WIDTH, mem_top)} "
+            f"{size_text(m.memory_current) if m.memory_current is not None else '-'}"
+            f" of {size_text(int(mem_top)) if mem_top else '?'}",
+            f"psi cpu    {h.spark('psi_cpu', SPARK_WIDTH, PSI_SCALE)} {_psi(m.cpu_pressure)}",
+            f"psi memory {h.spark('psi_memory', SPARK_WIDTH, PSI_SCALE)} "
+            f"{_psi(m.memory_pressure)}",
+            f"psi io     {h.spark('psi_io', SPARK_WIDTH, PSI_SCALE)} {_psi(m.io_pressure)}",
         ]
         self.query_one("#history", Static).update("\n".join(lines))
         self._read_processes()

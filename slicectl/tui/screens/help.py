@@ -13,14 +13,18 @@ HELP = """\
 
 [b]Overview[/b]
   ↑/↓        move            enter  slice detail (processes, history)
-  s          cycle sort (cpu, memory, pressure, throttled, name)
+  space      fold/unfold     x      fold all / unfold all
+  /          filter by name (keeps the parents of matches; escape clears it)
+  s          cycle sort among siblings (cpu, memory, pressure, throttled, name)
   r          reverse sort    m      NUMA map
   e          edit tenant     p      switch profile
+  a parent's figures include its subtree; ↑ marks a limit set by a parent
 [b]Everywhere[/b]
   + / -      refresh slower / faster (never below 30 ms, seed 002)
   ?          this help       escape back     q quit
 [b]Colours[/b]
   [bold red]oom kill[/]  [red]near memory limit[/]  [yellow]pressure[/]  [magenta]throttled[/]
+  [cyan]NUMA-bound, under 90 % of its memory local[/]
 [b]Editing[/b] (needs TENANTS, root, the system bus and cgroup v2)
   change CPUs, weight, quota or memory → review the plan → apply live;
   tenants.yaml is written back with its comments kept.

@@ -1,15 +1,17 @@
-"""The main screen: every slice with limits beside usage, sortable, coloured by trouble."""
+"""The main screen: the slice tree with limits beside usage, sortable among siblings,
+foldable, filtered by name, coloured by trouble."""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header
+from textual.widgets import Footer, Header, Input
 
 from slicectl.tui.components.banner import ReadOnlyBanner, StatusLine
-from slicectl.tui.components.slice_table import SliceTable
-from slicectl.tui.model import SortKey, sort_metrics
+from slicectl.tui.components.slice_table import RIGHT, OverviewRows, SliceTable, overview_headers
+from slicectl.tui.model import SortKey
 from slicectl.tui.screens.base import DataScreen
+from slicectl.tui.tree import tree_lines, unit_holders, with_children
 
 
 class OverviewScreen(DataScreen):
@@ -19,40 +21,105 @@ class OverviewScreen(DataScreen):
         Binding("enter", "detail", "Detail", show=True),
         Binding("s", "sort", "Sort"),
         Binding("r", "reverse", "Reverse", show=False),
+        Binding("space", "fold", "Fold"),
+        Binding("x", "fold_all", "Fold all", show=False),
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("m", "numa", "NUMA map"),
         Binding("e", "edit", "Edit"),
         Binding("p", "profile", "Profile"),
     ]
 
+    def __init__(self, numa: bool = False) -> None:
+        """`numa`: show each slice's NUMA locality (the sampler reads memory.numa_stat)."""
+        super().__init__()
+        self.numa = numa
+        self._rows = OverviewRows(numa)
+        self.collapsed: set[str] = set()  # cgroups whose subtree is folded away
+        self._seen: set[str] = set()  # cgroups shown before (new ones get the default fold)
+        self.needle = ""  # the `/` filter
+
     def compose(self) -> ComposeResult:
         yield Header()
         yield ReadOnlyBanner(id="banner")
         yield StatusLine(id="status")
-        yield SliceTable(id="slices")
+        yield SliceTable(overview_headers(self.numa), RIGHT, id="slices")
+        yield Input(placeholder="filter slices by name (enter: keep, escape: clear)",
+                    id="filter")
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
         self.query_one(ReadOnlyBanner).set_reasons(self.tui.readonly)
         self.query_one(SliceTable).focus()
         self.refresh_data()
 
     def refresh_data(self) -> None:
         app = self.tui
-        rows = sort_metrics(app.metrics, app.sort_key, app.sort_reverse)
-        self.query_one(SliceTable).show(rows, app.history)
+        seen = {m.cgroup for m in app.metrics}
+        if seen - self._seen:
+            self.collapsed |= unit_holders(app.metrics) - self._seen
+            self._seen = seen
+        lines = tree_lines(app.metrics, collapsed=self.collapsed, needle=self.needle,
+                           key=app.sort_key, reverse=app.sort_reverse)
+        self.query_one(SliceTable).show(self._rows.rows(lines, app.history,
+                                                        app.settings.host_memory))
         arrow = "↑" if app.sort_reverse else "↓"
         profile = f"  profile: {app.profile}" if app.profile else ""
-        self.query_one(StatusLine).update(
-            f"{len(rows)} slices  sort: {app.sort_key} {arrow}  every {app.interval:g}s"
-            f"{profile}")
+        shown = (f"{len(lines)} of {len(app.metrics)} slices" if len(lines) != len(app.metrics)
+                 else f"{len(lines)} slices")
+        needle = f"  filter: {self.needle}" if self.needle else ""
+        self.query_one(StatusLine).show_text(
+            f"{shown}  sort: {app.sort_key} {arrow}  every {app.interval:g}s{needle}{profile}")
         self.query_one(ReadOnlyBanner).set_reasons(app.readonly)
+
+    def action_fold(self) -> None:
+        """Fold or unfold the highlighted slice's subtree."""
+        cgroup = self.selected
+        if cgroup is None or cgroup not in with_children(self.tui.metrics):
+            return
+        self.collapsed ^= {cgroup}
+        self.refresh_data()
+
+    def action_fold_all(self) -> None:
+        """Fold every slice that has slices below it, or unfold all when all are folded."""
+        parents = with_children(self.tui.metrics)
+        self.collapsed = set() if parents <= self.collapsed else parents
+        self.refresh_data()
+
+    def action_filter(self) -> None:
+        """Show the name filter."""
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        """Drop the name filter."""
+        box = self.query_one("#filter", Input)
+        if not box.display and not self.needle:
+            return
+        box.value = ""
+        box.display = False
+        self.needle = ""
+        self.query_one(SliceTable).focus()
+        self.refresh_data()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.needle = event.value.strip()
+        self.refresh_data()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.query_one("#filter", Input).display = bool(self.needle)
+        self.query_one(SliceTable).focus()
 
     @property
     def selected(self) -> str | None:
         """The cgroup path of the highlighted slice."""
         return self.query_one(SliceTable).selected
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_slice_table_selected(self, event: SliceTable.Selected) -> None:
         event.stop()
         self.action_detail()
 

@@ -1,0 +1,189 @@
+"""The overview's slice tree (headless, no textual): nesting, folding, filtering, sorting among
+siblings, and the limits a parent imposes on its children.
+
+cgroup v2 counts hierarchically: a parent's CPU time, memory.current, pressure stalls, events
+and pids.current already include everything below it, so a parent's row *is* its subtree's
+total. Limits are not: a child's memory.max may say "max" while its parent caps it at 2G. The
+effective limit is the smallest along the path to the root (cgroup-v2.rst, "Top-down
+constraint"), and the tree shows it with the ancestor it comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from slicectl.metrics import SliceMetrics
+from slicectl.monitor import size_text
+from slicectl.tui.model import SortKey, sort_metrics
+
+EXPANDED, COLLAPSED, LEAF = "▾ ", "▸ ", "  "
+INDENT = "  "
+INHERITED = "↑"  # marks a limit that comes from an ancestor
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """An effective limit and the cgroup it comes from (None: the slice's own)."""
+
+    value: float | None  # None: unlimited
+    source: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Effective:
+    """The limits that bind a slice, given its ancestors'."""
+
+    memory_high: Limit
+    memory_max: Limit
+    quota_cores: Limit
+
+
+@dataclass(frozen=True, slots=True)
+class TreeLine:
+    """One line of the tree: a slice, its depth and fold state, and its effective limits."""
+
+    metrics: SliceMetrics
+    depth: int
+    children: int  # shown below it when expanded (after the filter)
+    expanded: bool
+    effective: Effective
+
+    @property
+    def name(self) -> str:
+        """The slice cell: indentation, fold marker, unit name."""
+        mark = LEAF if not self.children else EXPANDED if self.expanded else COLLAPSED
+        return INDENT * self.depth + mark + self.metrics.unit
+
+
+def parent_of(cgroup: str, known: Iterable[str] | set[str]) -> str | None:
+    """The nearest ancestor of `cgroup` ("/a.slice/b.slice") among `known`; None at the top."""
+    path = cgroup
+    while True:
+        path = path.rpartition("/")[0]
+        if not path:
+            return None
+        if path in known:
+            return path
+
+
+def _tighter(own: float | None, inherited: Limit, parent: str | None) -> Limit:
+    """The smaller of a slice's own limit and its parent's effective one."""
+    if inherited.value is not None and (own is None or inherited.value < own):
+        return Limit(inherited.value, inherited.source or parent)
+    return Limit(own)
+
+
+def effective_limits(metrics: Sequence[SliceMetrics]) -> dict[str, Effective]:
+    """Each slice's effective memory.high, memory.max and CPU quota (cores), by cgroup."""
+    by_path = {m.cgroup: m for m in metrics}
+    out: dict[str, Effective] = {}
+    for m in sorted(metrics, key=lambda m: m.cgroup.count("/")):  # parents first
+        parent = parent_of(m.cgroup, by_path)
+        above = out.get(parent) if parent is not None else None
+        none = Limit(None)
+        out[m.cgroup] = Effective(
+            memory_high=_tighter(_num(m.memory_high), above.memory_high if above else none,
+                                 parent),
+            memory_max=_tighter(_num(m.memory_max), above.memory_max if above else none, parent),
+            quota_cores=_tighter(m.quota_cores, above.quota_cores if above else none, parent),
+        )
+    return out
+
+
+def _num(n: int | None) -> float | None:
+    return None if n is None else float(n)
+
+
+def tree_lines(metrics: Sequence[SliceMetrics], *, collapsed: set[str] | frozenset[str],
+               needle: str = "", key: SortKey = SortKey.CPU, reverse: bool = False
+               ) -> list[TreeLine]:
+    """The visible lines of the tree, depth first; siblings in `key` order. A slice in
+    `collapsed` hides its subtree. With `needle`, only slices whose name contains it (case
+    folded) and their ancestors are shown, unfolded."""
+    by_path = {m.cgroup: m for m in metrics}
+    children: dict[str | None, list[SliceMetrics]] = {}
+    for m in metrics:
+        children.setdefault(parent_of(m.cgroup, by_path), []).append(m)
+    keep: set[str] | None = None
+    if needle:
+        folded = needle.casefold()
+        keep = set()
+        for m in metrics:
+            if folded in m.unit.casefold():
+                path: str | None = m.cgroup
+                while path is not None and path not in keep:
+                    keep.add(path)
+                    path = parent_of(path, by_path)
+    effective = effective_limits(metrics)
+    lines: list[TreeLine] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        kids = children.get(parent, [])
+        if keep is not None:
+            kids = [m for m in kids if m.cgroup in keep]
+        for m in sort_metrics(kids, key, reverse):
+            below = children.get(m.cgroup, [])
+            n = len(below) if keep is None else sum(c.cgroup in keep for c in below)
+            open_ = keep is not None or m.cgroup not in collapsed
+            lines.append(TreeLine(m, depth, n, open_, effective[m.cgroup]))
+            if n and open_:
+                walk(m.cgroup, depth + 1)
+
+    walk(None, 0)
+    return lines
+
+
+def is_unit(cgroup: str) -> bool:
+    """A service or scope inside a slice (what the tree shows as a leaf)."""
+    return not cgroup.endswith(".slice") and cgroup.count("/") > 1
+
+
+def unit_holders(metrics: Sequence[SliceMetrics]) -> set[str]:
+    """The slices that hold services or scopes and no slices: folded when first seen, so the
+    tree opens on slices and a slice unfolds to its services."""
+    by_path = {m.cgroup for m in metrics}
+    units: set[str] = set()
+    slices: set[str] = set()
+    for m in metrics:
+        parent = parent_of(m.cgroup, by_path)
+        if parent is not None:
+            (units if is_unit(m.cgroup) else slices).add(parent)
+    return units - slices
+
+
+def with_children(metrics: Sequence[SliceMetrics]) -> set[str]:
+    """The slices that have slices below them (what "collapse all" folds)."""
+    by_path = {m.cgroup for m in metrics}
+    return {p for m in metrics if (p := parent_of(m.cgroup, by_path)) is not None}
+
+
+def _limit_text(limit: Limit, size: bool) -> str:
+    if limit.value is None:
+        text = "max" if size else "-"
+    else:
+        text = size_text(int(limit.value)) if size else f"{limit.value:.2f}"
+    return text + (INHERITED if limit.source is not None else "")
+
+
+def limit_cells(m: SliceMetrics, eff: Effective) -> tuple[str, str] | None:
+    """The memory current/high/max and quota cells with effective limits, an inherited one
+    marked `↑`; None when every limit is the slice's own (the shared cells hold)."""
+    if eff.memory_high.source is None and eff.memory_max.source is None \
+            and eff.quota_cores.source is None:
+        return None
+    mem = "-" if m.memory_current is None else (
+        f"{size_text(m.memory_current)} / {_limit_text(eff.memory_high, True)} / "
+        f"{_limit_text(eff.memory_max, True)}")
+    return mem, _limit_text(eff.quota_cores, False)
+
+
+def limits_from(eff: Effective) -> list[str]:
+    """For the detail screen: each inherited limit and where it comes from."""
+    out = []
+    for what, limit, size in (("memory.high", eff.memory_high, True),
+                              ("memory.max", eff.memory_max, True),
+                              ("CPU quota (cores)", eff.quota_cores, False)):
+        if limit.source is not None:
+            out.append(f"{what} {_limit_text(limit, size)} set by {limit.source}")
+    return out

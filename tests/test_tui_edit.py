@@ -1,0 +1,138 @@
+"""Editing in the TUI: edit -> plan -> apply and profile switches against the fake systemd on
+a private bus (tests/fakesystemd.py), checked as a user would: the dialog's diff, the cgroup
+files, tenants.yaml on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cgtree import MovingTree, make_root
+from fakesystemd import FakeSystemd
+from textual.widgets import Input, OptionList
+from tuikit import YAML, make_topology, running, static_text, wait_for
+
+from slicectl.apply import ApplyOptions, apply_plan
+from slicectl.config import load_config
+from slicectl.cpulist import parse_cpulist
+from slicectl.tui import tui_settings
+from slicectl.tui.app import TuiSettings
+from slicectl.tui.screens.edit import DiffScreen, EditScreen, ProfileScreen
+
+# -- the app: editing against the fake systemd -----------------------------------------------
+
+
+@pytest.fixture
+def host(tmp_path: Path, dbus_daemon: str, fake_systemd: FakeSystemd) -> ApplyOptions:
+    """A host: the fake systemd's cgroup tree (made samplable) and unit/control dirs."""
+    make_root(tmp_path / "cgroup")
+    (tmp_path / "units").mkdir()
+    return ApplyOptions(unit_dir=tmp_path / "units", cgroup_root=tmp_path / "cgroup",
+                        bus_address=dbus_daemon, control_dir=tmp_path / "control",
+                        lock_path=tmp_path / "lock")
+
+
+async def edit_settings(tmp_path: Path, options: ApplyOptions) -> TuiSettings:
+    path = tmp_path / "tenants.yaml"
+    path.write_text(YAML)
+    await apply_plan(load_config(str(path)), make_topology(), options)  # the host as it was
+    settings = tui_settings(str(path), options.cgroup_root, 0.05, options=options, euid=0)
+    settings.topology = make_topology()
+    assert settings.readonly == []
+    return settings
+
+
+def cgroup_file(options: ApplyOptions, tenant: str, name: str) -> str:
+    return (options.cgroup_root / "tenants.slice" / f"tenants-{tenant}.slice" / name
+            ).read_text().strip()
+
+
+async def test_edit_plan_apply_updates_host_file_and_view(tmp_path: Path,
+                                                          host: ApplyOptions) -> None:
+    settings = await edit_settings(tmp_path, host)
+    async with running(settings) as (app, pilot):
+        await pilot.press("e")
+        assert isinstance(app.screen, EditScreen) and app.screen.tenant == "db1"
+        weight = app.screen.query_one("#f-cpu_weight", Input)
+        assert weight.value == "300"
+        weight.value = "500"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+        diff = static_text(app, "#diff-text")
+        assert "tenants-db1.slice: CPUWeight 300 -> 500" in diff
+        assert "tenants.yaml will be rewritten" in diff
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app._pending is None)  # noqa: SLF001
+        assert cgroup_file(host, "db1", "cpu.weight") == "500"
+        text = (tmp_path / "tenants.yaml").read_text()
+        assert "    cpu_weight: 500  # more than web\n" in text
+        assert text.startswith("# tenants of the test host\n")
+        # the view shows the effect: the next sample reads the new weight
+        await wait_for(pilot, lambda: any(
+            m.unit == "tenants-db1.slice" and m.cpu_weight == 500 for m in app.metrics))
+
+
+async def test_profile_switch_applies_live_without_touching_the_file(
+        tmp_path: Path, host: ApplyOptions) -> None:
+    settings = await edit_settings(tmp_path, host)
+    async with running(settings) as (app, pilot):
+        await pilot.press("p")
+        assert isinstance(app.screen, ProfileScreen)
+        options = app.screen.query_one(OptionList)
+        options.highlighted = 1  # (base), night
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+        assert "AllowedCPUs" in static_text(app, "#diff-text")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.profile == "night")
+        assert len(parse_cpulist(cgroup_file(host, "db1", "cpuset.cpus"))) == 4  # night: 4
+        assert (tmp_path / "tenants.yaml").read_text() == YAML
+        assert "profile: night" in static_text(app, "#status")
+
+
+async def test_failed_apply_rolls_back_and_leaves_the_file(
+        tmp_path: Path, host: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    settings = await edit_settings(tmp_path, host)
+    fake_systemd.fail_on("SetUnitProperties", "tenants-db1.slice",
+                         error="org.freedesktop.DBus.Error.AccessDenied")
+    async with running(settings) as (app, pilot):
+        await pilot.press("e")
+        app.screen.query_one("#f-cpu_weight", Input).value = "700"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app._pending is None)  # noqa: SLF001
+        assert (tmp_path / "tenants.yaml").read_text() == YAML
+        assert cgroup_file(host, "db1", "cpu.weight") == "300"
+        assert any("rolled back" in n.message for n in app._notifications)  # noqa: SLF001
+
+
+async def test_invalid_edit_stays_in_the_dialog(tmp_path: Path, host: ApplyOptions) -> None:
+    settings = await edit_settings(tmp_path, host)
+    async with running(settings) as (app, pilot):
+        await pilot.press("e")
+        app.screen.query_one("#f-cpu_weight", Input).value = "99999"
+        await pilot.press("enter")
+        assert isinstance(app.screen, EditScreen)
+        assert "out of range" in static_text(app, "#edit-error")
+        await pilot.press("escape")
+        assert not isinstance(app.screen, EditScreen)
+        assert (tmp_path / "tenants.yaml").read_text() == YAML
+
+
+async def test_read_only_mode_refuses_edits(tree: MovingTree, tmp_path: Path) -> None:
+    path = tmp_path / "tenants.yaml"
+    path.write_text(YAML)
+    settings = tui_settings(str(path), tree.root, 0.05, euid=1000,
+                            options=ApplyOptions(cgroup_root=tree.root,
+                                                 bus_address="unix:path=/nonexistent/bus"))
+    async with running(settings) as (app, pilot):
+        banner = static_text(app, "#banner")
+        assert "READ-ONLY" in banner and "not root" in banner and "no system bus" in banner
+        await pilot.press("e")
+        assert not isinstance(app.screen, EditScreen)
+        assert any("read-only" in n.message for n in app._notifications)  # noqa: SLF001
+        await pilot.press("p")
+        assert not isinstance(app.screen, ProfileScreen)
+
+

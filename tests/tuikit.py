@@ -1,0 +1,105 @@
+"""What the TUI's test modules share: a test topology and tenants file, moving trees, and a
+way to run the app under Textual's pilot and read what it shows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from cgtree import Motion, MovingTree
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from slicectl.sampler import Sampler
+from slicectl.topology import Cpu, Node, Topology
+from slicectl.tui.app import SlicectlApp, TuiSettings
+from slicectl.tui.components.slice_table import SliceTable
+
+FIXTURE = Path(__file__).parent / "fixtures" / "cgroup"
+
+YAML = """\
+# tenants of the test host
+version: 1
+housekeeping: {cpus: 2}   # keep two for the host
+tenants:
+  # the database: heavy, pinned
+  db1:
+    cpus: 2          # placed by slicectl
+    cpu_weight: 300  # more than web
+    memory_max: 512M
+  db2: {cpus: 2, cpu_quota: 150%}   # flow style stays flow style
+profiles:
+  night:
+    db1: {cpus: 4}
+    db2: {cpus: 1}
+"""
+
+
+def make_topology() -> Topology:
+    """8 CPUs in 4 nodes, interleaved like the testbed (node0 = 0,4; node1 = 1,5; …)."""
+    nodes = tuple(Node(n, frozenset({n, n + 4}), 1 << 30,
+                       {m: 10 if m == n else 20 for m in range(4)}) for n in range(4))
+    cpus = tuple(Cpu(c, True, c % 4, package=c, core=0, siblings=frozenset({c}))
+                 for c in range(8))
+    return Topology(nodes, cpus, "test")
+
+
+def moving_tree(root: Path) -> MovingTree:
+    tree = MovingTree(root)
+    tree.add("system.slice", Motion(cpu_cores=0.5))
+    tree.add("tenants.slice")
+    tree.add("tenants.slice/tenants-db1.slice", Motion(cpu_cores=3.0), cpus="0-3",
+             memory_current=900 << 20, memory_max=str(1 << 30), memory_high=str(950 << 20))
+    tree.add("tenants.slice/tenants-web.slice", Motion(cpu_cores=1.0, psi_some={"cpu": 40.0}),
+             cpu_max="100000 100000", memory_current=2 << 30)
+    return tree
+
+
+async def wait_for(pilot: Pilot[int], cond: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Let the app run until `cond()` holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        if loop.time() > deadline:
+            raise AssertionError("timed out waiting for the app")
+        await pilot.pause(0.02)
+
+
+def table_rows(app: SlicectlApp) -> list[list[str]]:
+    """The overview's rows as shown, but for the slice cell: its unit name without the tree's
+    indentation and fold marker (`tree_names` has those)."""
+    table = app.screen.query_one(SliceTable)
+    rows = [table.get_row_at(i) for i in range(table.row_count)]
+    return [[r[0].lstrip(" ▾▸"), *r[1:]] for r in rows]
+
+
+def tree_names(app: SlicectlApp) -> list[str]:
+    """The slice cells of the overview as shown: indented, with ▾/▸ on parents."""
+    table = app.screen.query_one(SliceTable)
+    return [table.get_row_at(i)[0] for i in range(table.row_count)]
+
+
+def static_text(app: SlicectlApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).content)
+
+
+@asynccontextmanager
+async def running(settings: TuiSettings, size: tuple[int, int] = (80, 24)
+                  ) -> AsyncIterator[tuple[SlicectlApp, Pilot[int]]]:
+    with Sampler(settings.cgroup_root, units=True) as sampler:  # as run_tui samples
+        app = SlicectlApp(settings, sampler)
+        async with app.run_test(size=size) as pilot:
+            await wait_for(pilot, lambda: app.samples >= 1)
+            yield app, pilot
+
+
+def monitor_settings(root: Path, **kw: object) -> TuiSettings:
+    settings = TuiSettings(cgroup_root=root, interval=0.05, readonly=["no TENANTS file given"],
+                           topology=make_topology(), host_memory=make_topology().total_memory)
+    for key, value in kw.items():
+        setattr(settings, key, value)
+    return settings
+
+
