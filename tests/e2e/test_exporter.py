@@ -152,8 +152,10 @@ def test_service_shows_throttling_memory_high_pressure_and_drift(
     systemctl("stop", "exp-burner.service", "exp-hog.service")
 
     # Drift: what `plan --exit-code` says, per unit and property.
-    before = drift(scrape())
-    assert before and not {k: v for k, v in before.items() if v}, before
+    samples = scrape()
+    before = drift(samples)
+    errors = {k: v for k, v in samples.items() if k[0] == "slicectl_exporter_errors_total"}
+    assert before and not {k: v for k, v in before.items() if v}, (before, errors, journal())
     systemctl("set-property", "tenants-hog.slice", "CPUWeight=50")
     guest.wait_until(lambda: drift(scrape()).get(("tenants-hog.slice", "CPUWeight")) == 1,
                      "slicectl_drift of the hog's CPUWeight to be 1", interval=1.0)
