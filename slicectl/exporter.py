@@ -24,6 +24,7 @@ import errno
 import functools
 import gzip
 import socket
+import sys
 import threading
 import time
 from collections import Counter
@@ -249,7 +250,10 @@ class SliceCollector(Collector):
         assert self.drift is not None
         try:
             return [(key, value) for key, value in self.drift.rows()]
-        except SlicectlError:
+        except SlicectlError as e:
+            if not self.errors["systemd"]:  # the first one in the journal, the rest counted
+                print(f"slicectl exporter: drift not read: {e.message}", file=sys.stderr,
+                      flush=True)
             self.errors["systemd"] += 1
             return []
 
