@@ -492,6 +492,7 @@ def test_unit_is_read_only_and_rated_3_or_better_by_systemd_analyze_security(
     assert service["ExecStart"] == "/usr/local/bin/slicectl exporter --listen :19116"
     assert service["ProtectSystem"] == "strict" and service["ProtectControlGroups"] == "yes"
     assert service["DynamicUser"] == "yes" and service["CapabilityBoundingSet"] == ""
+    assert service["User"] == "slicectl-exporter"  # the static user, below
     assert not {"ReadWritePaths", "StateDirectory", "LogsDirectory"} & set(service)
     (tmp_path / UNIT.name).write_text(UNIT.read_text())
     proc = subprocess.run([tool("systemd-analyze"), "security", "--offline=yes",
@@ -501,6 +502,25 @@ def test_unit_is_read_only_and_rated_3_or_better_by_systemd_analyze_security(
     match = re.search(r"Overall exposure level for \S+: ([0-9.]+)", proc.stdout)
     assert match, proc.stdout + proc.stderr
     assert float(match.group(1)) <= 3.0, proc.stdout
+
+
+def test_sysusers_file_creates_the_units_user_and_group(tmp_path: Path) -> None:
+    """The system bus refuses dynamic users (systemd #22737), so the unit names a static user:
+    slicectl-exporter.sysusers must create exactly that user and its group, with no login."""
+    from unitcheck import parse_unit
+
+    user = parse_unit(UNIT.read_text())["Service"]["User"]
+    (tmp_path / "etc").mkdir()
+    proc = subprocess.run([tool("systemd-sysusers"), f"--root={tmp_path}",
+                           str(UNIT.with_suffix(".sysusers"))],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    passwd = {line.split(":")[0]: line.split(":")
+              for line in (tmp_path / "etc" / "passwd").read_text().splitlines()}
+    groups = {line.split(":")[0] for line in (tmp_path / "etc" / "group").read_text().splitlines()}
+    assert user in passwd and user in groups, (passwd, groups)
+    uid, shell = int(passwd[user][2]), passwd[user][6]
+    assert 0 < uid < 1000 and shell.endswith("nologin"), passwd[user]
 
 
 # --- examples/prometheus: scrape config, alert rules, Grafana dashboard -----------------------

@@ -1,7 +1,8 @@
 """`slicectl exporter` as the systemd service we ship, on the real guest, scraped over HTTP.
 
-units/slicectl-exporter.service as it is (its own dynamic user, read-only everything, its CPU
-quota), with the drop-in its header describes for `--tenants`. A CPU hog under a quota shows
+units/slicectl-exporter.service as it is (its own user from slicectl-exporter.sysusers,
+read-only everything, its CPU quota), installed as its header says, with the drop-in it
+describes for `--tenants`. A CPU hog under a quota shows
 throttled seconds rising; a memory hog over MemoryHigh shows `high` events and memory pressure
 rising; `systemctl set-property` on a tenant turns `slicectl_drift` to 1 and `slicectl apply`
 back to 0. The host-side tests (fake trees, promtool, a real Prometheus) are
@@ -90,6 +91,10 @@ def start_exporter(tenants: Path, units: Any) -> Iterator[Callable[[], Samples]]
     operator would, start it and return its first scrape."""
 
     def start() -> Samples:
+        sysusers = Path("/etc/sysusers.d/slicectl-exporter.conf")
+        sysusers.parent.mkdir(exist_ok=True)
+        shutil.copy(ROOT / "units" / "slicectl-exporter.sysusers", sysusers)
+        guest.run(["systemd-sysusers"])
         shutil.copy(ROOT / "units" / UNIT, ETC / UNIT)
         dropin = ETC / f"{UNIT}.d"
         dropin.mkdir(exist_ok=True)
@@ -119,6 +124,9 @@ def test_service_shows_throttling_memory_high_and_pressure(
     first = start_exporter()
 
     assert guest.unit_property(UNIT, "DynamicUser") == "yes"
+    pid = guest.unit_property(UNIT, "MainPID")
+    owner = guest.run(["ps", "-o", "user=", "-p", pid]).stdout.strip()
+    assert owner == "slicectl-exporter", owner  # the static user, not a dynamic one
     assert (value(first, "slicectl_exporter_cgroups") or 0) >= 4
     assert value(first, "slicectl_cpu_quota_cpus", **tenant("burner")) == pytest.approx(0.2)
     assert value(first, "slicectl_memory_high_bytes", **tenant("hog")) == 48 << 20
@@ -155,9 +163,8 @@ def test_service_shows_throttling_memory_high_and_pressure(
 def test_drift_follows_set_property_and_apply(slicectl: Run, tenants: Path,
                                               start_exporter: Callable[[], Samples],
                                               systemctl: Run) -> None:
-    """Drift: what `plan --exit-code` says, per unit and property. Not in the default e2e
-    tier yet (tests/e2e/in-guest.sh): in the shipped unit every scrape's drift read failed
-    (slicectl_exporter_errors_total{source="systemd"}), see issue 14's note."""
+    """Drift: what `plan --exit-code` says, per unit and property, read over the system bus by
+    the service's own (static) user."""
     proc = slicectl("apply", str(tenants), "--yes")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     start_exporter()
