@@ -236,10 +236,14 @@ def _place_counted(claims: Claims, config: Config, counted: Sequence[Tenant],
 def _keep_previous(claims: Claims, counted: Sequence[Tenant],
                    previous: Mapping[str, frozenset[int]]) -> dict[str, frozenset[int]]:
     """What each tenant keeps of its previous CPUs (trimmed to its count, whole cores kept),
-    claimed in name order before anyone is placed."""
+    claimed in name order before anyone is placed. Only CPUs on the nodes it may use now: a
+    tenant whose `nodes` changed moves there (its memory goes there too)."""
     seeds: dict[str, frozenset[int]] = {}
     for t in sorted(counted, key=lambda t: t.name):
         prev = frozenset(previous.get(t.name, frozenset())) & frozenset(claims.free)
+        if t.nodes is not None:
+            prev &= frozenset(c for n in _cpu_nodes_for(claims.topo, t)
+                              for c in claims.node_cpus[n])
         if prev:
             seeds[t.name] = _trim(claims, prev, _count(t))
             claims.claim(t.name, seeds[t.name])

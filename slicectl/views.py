@@ -15,7 +15,7 @@ from rich.text import Text
 from slicectl.contention import CpuShares, percent
 from slicectl.cpulist import format_cpulist
 from slicectl.livemap import HOUSEKEEPING, SHARED, LiveMap
-from slicectl.placement import Layout
+from slicectl.placement import Layout, TenantPlacement
 from slicectl.plan import Plan
 from slicectl.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
 
@@ -83,9 +83,10 @@ def topology_summary(topo: Topology) -> Text:
     return Text(", ".join(parts))
 
 
-def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterable[str] = ()
-             ) -> RenderableType:
-    """Nodes × CPUs; with a layout, each CPU coloured and labelled by its owner."""
+def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterable[str] = (),
+             marked: frozenset[int] = frozenset()) -> RenderableType:
+    """Nodes × CPUs; with a layout, each CPU coloured and labelled by its owner; `marked` CPUs
+    (those a change moves) underlined."""
     owners: dict[int, str] = {}
     styles: dict[str, str] = {}
     if layout is not None:
@@ -108,7 +109,8 @@ def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterabl
         cells = Text()
         for c in sorted(n.cpus):
             owner = owners.get(c)
-            cells.append(str(c).rjust(width), style=styles.get(owner or "", FREE_STYLE))
+            style = styles.get(owner or "", FREE_STYLE)
+            cells.append(str(c).rjust(width), style=f"{style} underline" if c in marked else style)
             cells.append(" ")
         t.add_row(f"node{n.id}", cells if n.cpus else Text("(no CPUs)", style="dim"),
                   _mem(n.memory_bytes))
@@ -119,7 +121,45 @@ def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterabl
         legend.append(f" {name} ", style=style)
         legend.append(" ")
     legend.append(" shared/free ", style=FREE_STYLE)
+    if marked:
+        legend.append("  ")
+        legend.append("underlined", style="underline")
+        legend.append(": CPUs the change moves")
     return Group(t, legend)
+
+
+def placement_line(p: TenantPlacement) -> str:
+    """One tenant's placement in words: CPUs, nodes, sharing, memory binding."""
+    where = "shared pool" if p.pool else ("exclusive" if p.exclusive else "shared")
+    mem = ("memory unbound" if p.memory_nodes is None
+           else "memory node " + ",".join(map(str, p.memory_nodes)))
+    return (f"{p.tenant}: CPUs {format_cpulist(p.cpus) or '-'} ({len(p.cpus)}) on node "
+            f"{','.join(map(str, p.cpu_nodes))} ({where}), {mem}")
+
+
+def placement_preview(topo: Topology, before: Layout, after: Layout, tenant: str
+                      ) -> RenderableType:
+    """What an edit does to the placement, before its plan diff: the edited tenant before and
+    after, every other tenant it moves, and the new map with the moved CPUs underlined."""
+    old = {p.tenant: p for p in before.tenants}
+    lines = Text()
+    moved: set[int] = set()
+    for p in after.tenants:
+        was = old.get(p.tenant)
+        if was == p and p.tenant != tenant:
+            continue
+        if was is None:
+            lines.append(f"new  {placement_line(p)}\n")
+        elif was == p:
+            lines.append(f"same {placement_line(p)}\n", style="dim")
+        else:
+            lines.append(f"was  {placement_line(was)}\n", style="dim")
+            lines.append(f"now  {placement_line(p)}\n", style="bold")
+        moved |= p.cpus ^ (was.cpus if was is not None else frozenset())
+    if before.housekeeping != after.housekeeping:
+        moved |= before.housekeeping ^ after.housekeeping
+    order = [p.tenant for p in after.tenants]
+    return Group(lines, numa_map(topo, after, order, frozenset(moved)))
 
 
 def live_map_view(live: LiveMap) -> RenderableType:

@@ -28,7 +28,18 @@ def current_values(text: str, path: str, tenant: str) -> dict[str, str]:
     """The editable keys of a tenant as the user wrote them ("" = not set)."""
     data = load_yaml(text, path)
     body = (data.get("tenants") or {}).get(tenant) or {}
-    return {key: "" if body.get(key) is None else str(body[key]) for key in EDITABLE}
+    return {key: _text(body.get(key)) for key in EDITABLE}
+
+
+def _text(value: Any) -> str:
+    """A value as the form shows it: YAML's spelling of booleans, lists as "0,1"."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(map(_text, value))
+    return str(value)
 
 
 def edit_tenant(text: str, path: str, tenant: str, values: Mapping[str, str]) -> tuple[str,
@@ -42,8 +53,8 @@ def edit_tenants(text: str, path: str, changes: Mapping[str, Mapping[str, str]]
     """tenants.yaml with each tenant's `values` set ("" removes a key) and the config it
     parses to; raises ConfigError when the result is not a valid tenants.yaml.
 
-    A key the tenant lacks goes right after the key before it in `values` when the tenant
-    has that one, else at the end of the tenant.
+    A key the tenant lacks goes right after the nearest key before it in `values` that the
+    tenant has, else at the end of the tenant.
     """
     yaml = _round_trip_yaml(text)
     data = yaml.load(text)
@@ -79,9 +90,11 @@ def _yaml_value(key: str, text: str) -> Any:
 
     if text.isdigit():
         return int(text)
-    if key == "cpus":
+    if key in ("cpus", "nodes"):
         # "0-3,16-19" must be quoted: a bare comma would split a flow mapping.
         return DoubleQuotedScalarString(text)
+    if text in ("true", "false"):  # exclusive: a YAML boolean, not the string
+        return text == "true"
     return text
 
 
@@ -97,13 +110,14 @@ def _set_values(tenants: Any, name: str, values: Mapping[str, str]) -> None:
         old = body.get(key)
         if not new:
             body.pop(key, None)
-        elif old is not None and str(old) == new:
+        elif old is not None and _text(old) == new:
             pass  # unchanged: keep the user's spelling and quoting
         elif old is None and previous is not None and previous in body:
             body.insert(list(body).index(previous) + 1, key, _yaml_value(key, new))
         else:
             body[key] = _yaml_value(key, new)
-        previous = key
+        if key in body:
+            previous = key
 
 
 def _span(data: Any, name: str) -> Span:

@@ -431,6 +431,18 @@ def test_previous_ignores_cpus_now_taken() -> None:
     assert len(cpus(lay, "a")) == 2 and not cpus(lay, "a") & {0, 1}
 
 
+def test_a_tenant_moved_to_other_nodes_leaves_its_previous_cpus() -> None:
+    # Found by the TUI's placement preview: keeping the old CPUs after `nodes` changed put
+    # the CPUs on the old node and the memory on the new one (remote memory, seed 000).
+    text = "version: 1\ntenants:\n  a: {cpus: 4, nodes: [NODE]}\n  b: {cpus: 4}\n"
+    t = topo("nehalem-ex-4node")
+    lay1 = place(config(text.replace("NODE", "0")), t)
+    previous = {p.tenant: p.cpus for p in lay1.tenants}
+    moved = place(config(text.replace("NODE", "2")), t, previous)
+    assert moved.of("a").cpus <= t.node(2).cpus and moved.of("a").memory_nodes == (2,)
+    assert moved.of("b").cpus == lay1.of("b").cpus  # the others stay
+
+
 # --- property tests -------------------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ import pytest
 from cgtree import MovingTree, make_root
 from fakesystemd import FakeSystemd
 from textual.widgets import Input, OptionList
-from tuikit import YAML, make_topology, running, static_text, wait_for
+from tuikit import YAML, make_topology, running, static_rendered, static_text, wait_for
 
 from slicectl.apply import ApplyOptions, apply_plan
 from slicectl.config import load_config
@@ -118,6 +118,45 @@ async def test_invalid_edit_stays_in_the_dialog(tmp_path: Path, host: ApplyOptio
         await pilot.press("escape")
         assert not isinstance(app.screen, EditScreen)
         assert (tmp_path / "tenants.yaml").read_text() == YAML
+
+
+async def test_placement_edit_previews_the_map_then_applies(tmp_path: Path,
+                                                            host: ApplyOptions) -> None:
+    """numa/nodes/exclusive are in the form; the new placement shows on the map as it is
+    typed (a placement that cannot be made says why), before the plan diff."""
+    settings = await edit_settings(tmp_path, host)
+    async with running(settings, size=(110, 50)) as (app, pilot):
+        await pilot.press("e")
+        assert isinstance(app.screen, EditScreen)
+        form = {key: app.screen.query_one(f"#f-{key}", Input)
+                for key in ("cpus", "numa", "nodes", "exclusive")}
+        assert [f.value for f in form.values()] == ["2", "", "", ""]
+        before = parse_cpulist(cgroup_file(host, "db1", "cpuset.cpus"))
+        await wait_for(pilot, lambda: "same db1: CPUs" in static_rendered(app, "#edit-preview"))
+        form["nodes"].value = "3"
+        await wait_for(pilot, lambda: "now  db1" in static_rendered(app, "#edit-preview"))
+        preview = static_rendered(app, "#edit-preview")
+        assert f"was  db1: CPUs {cgroup_file(host, 'db1', 'cpuset.cpus')} (2)" in preview
+        assert "now  db1: CPUs 3,7 (2) on node 3 (exclusive), memory node 3" in preview
+        assert "NUMA map" in preview and "CPUs the change moves" in preview
+        form["cpus"].value = "4"  # node 3 has two CPUs
+        await wait_for(pilot, lambda: "cannot place this" in static_rendered(
+            app, "#edit-preview"))
+        assert "node 3" in static_rendered(app, "#edit-preview")
+        form["cpus"].value = "2"
+        form["exclusive"].value = "maybe"
+        await wait_for(pilot, lambda: "expected true or false" in static_text(app, "#edit-error"))
+        form["exclusive"].value = "true"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+        assert "tenants-db1.slice: AllowedCPUs" in static_text(app, "#diff-text")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app._pending is None)  # noqa: SLF001
+        assert parse_cpulist(cgroup_file(host, "db1", "cpuset.cpus")) == {3, 7} != before
+        assert cgroup_file(host, "db1", "cpuset.mems") == "3"
+        text = (tmp_path / "tenants.yaml").read_text()
+        assert ("    cpus: 2          # placed by slicectl\n    nodes: 3\n    exclusive: true\n"
+                "    cpu_weight: 300  # more than web\n") in text
 
 
 async def test_read_only_mode_refuses_edits(tree: MovingTree, tmp_path: Path) -> None:

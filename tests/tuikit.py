@@ -4,11 +4,13 @@ way to run the app under Textual's pilot and read what it shows."""
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from cgtree import Motion, MovingTree
+from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -57,8 +59,9 @@ def moving_tree(root: Path) -> MovingTree:
     return tree
 
 
-async def wait_for(pilot: Pilot[int], cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Let the app run until `cond()` holds."""
+async def wait_for(pilot: Pilot[int], cond: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Let the app run until `cond()` holds (the timeout only detects a hang: on a busy
+    machine an apply over the private bus can take seconds)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not cond():
@@ -83,6 +86,14 @@ def tree_names(app: SlicectlApp) -> list[str]:
 
 def static_text(app: SlicectlApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Static).content)
+
+
+def static_rendered(app: SlicectlApp, selector: str, width: int = 120) -> str:
+    """A Static's rich content (tables, groups) as the plain text a terminal would show."""
+    out = io.StringIO()
+    Console(width=width, file=out, color_system=None).print(
+        app.screen.query_one(selector, Static).content)
+    return out.getvalue()
 
 
 @asynccontextmanager

@@ -28,6 +28,8 @@ from slicectl.tui.screens.base import DataScreen
 from slicectl.tui.screens.overview import OverviewScreen
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+
     from slicectl.apply import ApplyOptions
     from slicectl.config import Config
     from slicectl.contention import CpuShares
@@ -197,14 +199,19 @@ class SlicectlApp(App[int]):
 
     def current_plan(self) -> tuple[Plan | None, str]:
         """The plan for the current config and profile, or None and why not."""
-        if self.config is None or self.settings.topology is None:
+        return self.plan_for(self.config)
+
+    def plan_for(self, base: Config | None) -> tuple[Plan | None, str]:
+        """The plan for `base` (tenants.yaml as parsed) under the current profile, placed from
+        where apply left the tenants, or None and why not."""
+        if base is None or self.settings.topology is None:
             return None, ""
         from slicectl.apply import plan_from_manifest
         from slicectl.plan import build_plan
 
         options = self.settings.options
         try:
-            config = self.config.with_profile(self.profile)
+            config = base.with_profile(self.profile)
             if options is None:
                 return build_plan(config, self.settings.topology), ""
             return plan_from_manifest(config, self.settings.topology, options.unit_dir), ""
@@ -274,7 +281,20 @@ class SlicectlApp(App[int]):
         if not names:
             self.notify(f"{path} has no tenants to edit", severity="warning")
             return
-        self.push_screen(EditScreen(text, path, names, tenant), self._edited)
+        self.push_screen(EditScreen(text, path, names, tenant, self.preview_placement),
+                         self._edited)
+
+    def preview_placement(self, edited: Config, tenant: str) -> RenderableType | str:
+        """The placement an edit leads to, drawn on the NUMA map against today's plan."""
+        from slicectl.views import placement_preview
+
+        before, _ = self.current_plan()
+        after, problem = self.plan_for(edited)
+        if after is None:
+            return f"cannot place this: {problem}" if problem else "no placement preview"
+        if before is None or self.settings.topology is None:
+            return "no placement preview: the current tenants.yaml does not place"
+        return placement_preview(self.settings.topology, before.layout, after.layout, tenant)
 
     def _edited(self, result: EditResult | None) -> None:
         if result is None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from rich.console import RenderableType
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
@@ -18,6 +21,9 @@ from slicectl.yamledit import EDITABLE, current_values, edit_tenant
 
 HINTS = {key: BY_KEY[key].hint for key in EDITABLE}  # the settings table's examples
 BASE = "(base)"  # the profile list's entry for "no profile"
+PREVIEW_DELAY = 0.3  # seconds of no typing before the placement preview is redrawn
+# The placement an edited config leads to (the app plans it): config, tenant -> drawing.
+Preview = Callable[[Config, str], RenderableType | str]
 
 
 @dataclass(frozen=True)
@@ -30,16 +36,21 @@ class EditResult:
 
 
 class EditScreen(ModalScreen[EditResult | None]):
-    """Change one tenant's CPUs, weight, quota or memory limits; empty = unset."""
+    """Change one tenant's placement (CPUs, NUMA policy, nodes, exclusive), weight, quota or
+    memory limits; empty = unset. With `preview`, the placement the values lead to is drawn
+    on the NUMA map as they are typed, before Plan shows the diff."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "plan", "Plan")]
 
-    def __init__(self, text: str, path: str, tenants: list[str], tenant: str | None) -> None:
+    def __init__(self, text: str, path: str, tenants: list[str], tenant: str | None,
+                 preview: Preview | None = None) -> None:
         super().__init__()
         self.text = text
         self.path = path
         self.tenants = tenants
         self.tenant = tenant if tenant in tenants else tenants[0]
+        self.preview = preview
+        self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="edit-box", classes="dialog"):
@@ -51,6 +62,9 @@ class EditScreen(ModalScreen[EditResult | None]):
                     yield Label(key)
                     yield Input(placeholder=HINTS[key], id=f"f-{key}", compact=True)
             yield Static(id="edit-error")
+            if self.preview is not None:
+                with VerticalScroll(id="edit-preview-box"):
+                    yield Static(id="edit-preview")
             with Horizontal(classes="buttons"):
                 yield Button("Plan", id="plan", variant="primary", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
@@ -62,6 +76,36 @@ class EditScreen(ModalScreen[EditResult | None]):
     def _fill(self) -> None:
         for key, value in current_values(self.text, self.path, self.tenant).items():
             self.query_one(f"#f-{key}", Input).value = value
+        self.show_preview()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if self.preview is None:
+            return
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(PREVIEW_DELAY, self.show_preview)
+
+    def _edited(self) -> tuple[str, Config]:
+        """The form's values applied to tenants.yaml; raises ConfigError."""
+        values = {key: self.query_one(f"#f-{key}", Input).value for key in EDITABLE}
+        return edit_tenant(self.text, self.path, self.tenant, values)
+
+    def _show_error(self, e: ConfigError | None) -> None:
+        self.query_one("#edit-error", Static).update("" if e is None else "\n".join(
+            f"{p.key}: {p.message}" + (f" ({p.hint})" if p.hint else "") for p in e.problems))
+
+    def show_preview(self) -> None:
+        """Redraw the placement preview for the values in the form (or say why not)."""
+        self._timer = None
+        if self.preview is None:
+            return
+        try:
+            _, config = self._edited()
+        except ConfigError as e:
+            self._show_error(e)
+            return
+        self._show_error(None)
+        self.query_one("#edit-preview", Static).update(self.preview(config, self.tenant))
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if isinstance(event.value, str) and event.value != self.tenant:
@@ -83,13 +127,10 @@ class EditScreen(ModalScreen[EditResult | None]):
 
     def action_plan(self) -> None:
         """Validate the edit; on success hand it back for planning."""
-        values = {key: self.query_one(f"#f-{key}", Input).value for key in EDITABLE}
         try:
-            text, config = edit_tenant(self.text, self.path, self.tenant, values)
+            text, config = self._edited()
         except ConfigError as e:
-            self.query_one("#edit-error", Static).update(
-                "\n".join(f"{p.key}: {p.message}" + (f" ({p.hint})" if p.hint else "")
-                          for p in e.problems))
+            self._show_error(e)
             return
         self.dismiss(EditResult(self.tenant, text, config))
 

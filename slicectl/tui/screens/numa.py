@@ -67,13 +67,9 @@ class NumaScreen(DataScreen):
 
         assert isinstance(plan, Plan)
         app = self.tui
-        lines = []
-        for p in plan.layout.tenants:
-            where = "shared pool" if p.pool else ("exclusive" if p.exclusive else "shared")
-            mem = ("memory unbound" if p.memory_nodes is None
-                   else "memory node " + ",".join(map(str, p.memory_nodes)))
-            lines.append(f"{p.tenant}: {len(p.cpus)} CPUs on node "
-                         f"{','.join(map(str, p.cpu_nodes))} ({where}), {mem}")
+        from slicectl.views import placement_line
+
+        lines = [placement_line(p) for p in plan.layout.tenants]
         profile = f" (profile {app.profile})" if app.profile else ""
         return f"planned from {app.settings.tenants}{profile}\n" + "\n".join(lines)
 
