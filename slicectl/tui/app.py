@@ -3,6 +3,10 @@
 Polling: one thread worker reads the cgroup tree and posts one `Sampled` message; only when
 that message has been handled is a one-shot timer armed for the next poll, so a slow read
 (thousands of slices, a stalled kernfs) stretches the interval instead of stacking reads.
+
+Why this module runs past 400 lines: app state lives in one place (issue 12: screens post
+messages, the app owns the state), so every flow that reads or changes it is here: the poll
+loop, plans and their placement preview, edit → plan → apply, profile switches.
 """
 
 from __future__ import annotations
