@@ -11,6 +11,7 @@ single segment, cropped to the horizontal scroll.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 from typing import NamedTuple
 
 from rich.cells import cell_len
@@ -156,10 +157,13 @@ class SliceTable(ScrollView, can_focus=True):
             self.refresh()
             return
         top = int(self.scroll_y)
-        height = self.size.height
-        for i in range(top, min(len(self.rows), top + max(height - 1, 0))):
-            if self._lines[i] != old_lines[i] or self.rows[i].style != old_rows[i].style:
-                self._repaint(i)
+        end = min(len(self.rows), top + max(self.size.height - 1, 0))
+        changed = [i for i in range(top, end)
+                   if self._lines[i] != old_lines[i] or self.rows[i].style != old_rows[i].style]
+        # Consecutive changed lines are repainted as one region (one refresh, not one each).
+        for _, run in groupby(enumerate(changed), key=lambda pair: pair[1] - pair[0]):
+            lines = [i for _, i in run]
+            self.refresh_lines(lines[0] + 1, len(lines))
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
