@@ -12,4 +12,4 @@ paths=(tests/e2e --ignore=tests/e2e/test_evidence.py --ignore=tests/e2e/test_ans
 for arg in "$@"; do [[ $arg == tests/* ]] && paths=(); done  # caller chose the tests
 exec python3 -m pytest -c /dev/null --rootdir="$SLICECTL_CHECKOUT" --confcutdir=tests/e2e \
     -p no:cacheprovider -o asyncio_mode=auto -o asyncio_default_fixture_loop_scope=function \
-    -v -rfEs --junitxml="$SLICECTL_RESULTS/junit.xml" "$@" "${paths[@]}"
+    -v -rfEs --durations=15 --junitxml="$SLICECTL_RESULTS/junit.xml" "$@" "${paths[@]}"
