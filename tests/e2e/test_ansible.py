@@ -33,6 +33,9 @@ CHECKOUT = Path(os.environ.get("SLICECTL_CHECKOUT", Path(__file__).resolve().par
 WHEELS = Path(os.environ.get("SLICECTL_RESULTS", "/mnt/results")) / "install" / "wheels"
 ETC = Path("/etc/systemd/system")
 VENV = Path("/opt/slicectl-fleet")
+# Seconds one ansible-playbook run may take (the first run creates a venv and installs:
+# about 5 minutes under TCG).
+PLAYBOOK_TIMEOUT = float(os.environ.get("SLICECTL_E2E_PLAYBOOK_TIMEOUT", "900"))
 TENANT_UNITS = ("tenants.slice", "tenants-web.slice", "tenants-batch.slice", "tenants-db.slice")
 UNITS = (*TENANT_UNITS, "system.slice", "user.slice", "init.scope")
 CGROUP_FILES = ("cpuset.cpus", "cpuset.mems", "cpu.weight", "cpu.max", "memory.max",
@@ -128,15 +131,21 @@ class Fleet:
         launcher = (f"import sys; sys.path[:0] = {deps!r}; sys.argv[0] = 'ansible-playbook'; "
                     "from ansible.cli.playbook import main; sys.exit(main())")
         start = time.monotonic()
-        try:
-            proc = subprocess.run([sys.executable, "-c", launcher, "-i",
-                                   str(self.root / "inventory"), str(path), *args],
-                                  capture_output=True, text=True, env=env, timeout=900)
-        except subprocess.TimeoutExpired as e:
-            so_far = b"".join(x if isinstance(x, bytes) else (x or "").encode()
-                              for x in (e.stdout, e.stderr)).decode(errors="replace")
-            raise AssertionError(f"ansible-playbook {name} timed out; its output so far:\n"
-                                 f"{so_far}") from None
+        cmd = [sys.executable, "-c", launcher, "-i", str(self.root / "inventory"), str(path),
+               *args]
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env) as child:
+            try:
+                stdout, stderr = child.communicate(timeout=PLAYBOOK_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                stuck = processes_below(child.pid)  # before the kill: what it waits on
+                child.kill()
+                stdout, stderr = child.communicate()
+                raise AssertionError(
+                    f"ansible-playbook {name} timed out after {PLAYBOOK_TIMEOUT:.0f} s; its "
+                    f"processes then:\n{stuck}\nits output so far:\n{stdout}{stderr}"
+                ) from None
+        proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
         self.seconds[name] = time.monotonic() - start
         self.runs[name] = proc
         return proc
@@ -154,6 +163,26 @@ class Fleet:
     def state(self) -> dict[str, object]:
         """host_state() and the tenants file the role writes."""
         return {**host_state(), "tenants": self.tenants.read_bytes()}
+
+
+def processes_below(pid: int) -> str:
+    """The process tree under `pid`: state, kernel wait channel, command, and the kernel stack
+    of each, so a hung playbook says what it was waiting for."""
+    tree = guest.run(["ps", "-e", "--forest", "-o", "pid,ppid,etimes,time,stat,wchan:24,args"],
+                     check=False).stdout
+    lines = tree.splitlines()
+    below, keep = {pid}, lines[:1]
+    for line in lines[1:]:
+        fields = line.split()
+        if int(fields[1]) in below or int(fields[0]) == pid:
+            below.add(int(fields[0]))
+            keep.append(line[:300])
+    for p in sorted(below):
+        try:
+            keep.append(f"--- /proc/{p}/stack\n" + Path(f"/proc/{p}/stack").read_text())
+        except OSError:
+            pass
+    return "\n".join(keep)
 
 
 def recap(proc: subprocess.CompletedProcess[str]) -> dict[str, int]:
