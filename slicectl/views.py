@@ -1,23 +1,27 @@
-"""Human output for the CLI (rich): topology tables, the NUMA map, the plan table.
+"""Human output for the CLI: topology tables, the NUMA map, the plan table.
 
+The tables and styled text are slicectl.drawing values: rich draws them on a terminal, and
+they are drawn as rich's plain text without importing rich when the output is not one
+(BENCHMARKS.md plan.256cpu). The live map is rich's own (the TUI shows it too).
 Front-end code: the core never imports this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
-
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from slicectl.contention import CpuShares, percent
 from slicectl.cpulist import format_cpulist
-from slicectl.livemap import HOUSEKEEPING, SHARED, LiveMap
+from slicectl.drawing import Group, Output, Styled, Table, to_rich
 from slicectl.placement import Layout, TenantPlacement
 from slicectl.plan import Plan
 from slicectl.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from slicectl.livemap import LiveMap
 
 # Colours for tenants in the NUMA map, in tenant order; housekeeping and free fixed.
 PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan",
@@ -44,7 +48,7 @@ def _mem(n: int) -> str:
 
 def topology_table(topo: Topology) -> Table:
     """One row per node: CPUs, cores, memory, distances."""
-    t = Table(title=f"NUMA topology ({topo.source})", title_justify="left")
+    t = Table(title=f"NUMA topology ({topo.source})")
     t.add_column("node", justify="right")
     t.add_column("CPUs")
     t.add_column("count", justify="right")
@@ -56,13 +60,13 @@ def topology_table(topo: Topology) -> Table:
         cores = topo.cores(n.cpus)
         dist = " ".join(str(LOCAL_DISTANCE if m == n.id else n.distances.get(m, REMOTE_DISTANCE))
                         for m in ids)
-        # Text, not str: no markup or highlighting to parse in 64 distances per row.
-        t.add_row(*map(Text, (str(n.id), format_cpulist(n.cpus) or "-", str(len(n.cpus)),
+        # Styled, not str: no markup or highlighting to parse in 64 distances per row.
+        t.add_row(*map(Styled, (str(n.id), format_cpulist(n.cpus) or "-", str(len(n.cpus)),
                               str(len(cores)), _mem(n.memory_bytes), dist)))
     return t
 
 
-def topology_summary(topo: Topology) -> Text:
+def topology_summary(topo: Topology) -> Styled:
     online = topo.online_cpus
     smt = max((len(c.siblings) for c in topo.cpus if c.online), default=1)
     parts = [f"{len(topo.nodes)} node(s)", f"{len(online)} online CPUs",
@@ -80,11 +84,11 @@ def topology_summary(topo: Topology) -> Text:
         if n.merged:
             parts.append(f"node {n.id} includes kernel node(s) "
                          f"{', '.join(map(str, n.merged))} (they list the same CPUs)")
-    return Text(", ".join(parts))
+    return Styled(", ".join(parts))
 
 
 def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterable[str] = (),
-             marked: frozenset[int] = frozenset()) -> RenderableType:
+             marked: frozenset[int] = frozenset()) -> Table | Group:
     """Nodes × CPUs; with a layout, each CPU coloured and labelled by its owner; `marked` CPUs
     (those a change moves) underlined."""
     owners: dict[int, str] = {}
@@ -101,22 +105,22 @@ def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterabl
                     owners[c] = p.tenant
     styles["housekeeping"] = HOUSEKEEPING_STYLE
     width = max((len(str(c.id)) for c in topo.cpus), default=1)
-    t = Table(title="NUMA map (node × CPU)", title_justify="left", show_header=True)
+    t = Table(title="NUMA map (node × CPU)")
     t.add_column("node", justify="right")
     t.add_column("CPUs")
     t.add_column("memory", justify="right")
     for n in topo.nodes:
-        cells = Text()
+        cells = Styled()
         for c in sorted(n.cpus):
             owner = owners.get(c)
             style = styles.get(owner or "", FREE_STYLE)
             cells.append(str(c).rjust(width), style=f"{style} underline" if c in marked else style)
             cells.append(" ")
-        t.add_row(f"node{n.id}", cells if n.cpus else Text("(no CPUs)", style="dim"),
+        t.add_row(f"node{n.id}", cells if n.cpus else Styled("(no CPUs)", style="dim"),
                   _mem(n.memory_bytes))
     if layout is None:
         return t
-    legend = Text("legend: ")
+    legend = Styled("legend: ")
     for name, style in styles.items():
         legend.append(f" {name} ", style=style)
         legend.append(" ")
@@ -140,7 +144,11 @@ def placement_line(p: TenantPlacement) -> str:
 def placement_preview(topo: Topology, before: Layout, after: Layout, tenant: str
                       ) -> RenderableType:
     """What an edit does to the placement, before its plan diff: the edited tenant before and
-    after, every other tenant it moves, and the new map with the moved CPUs underlined."""
+    after, every other tenant it moves, and the new map with the moved CPUs underlined
+    (rich's renderables: the TUI shows it)."""
+    from rich.console import Group as RichGroup
+    from rich.text import Text
+
     old = {p.tenant: p for p in before.tenants}
     lines = Text()
     moved: set[int] = set()
@@ -159,19 +167,25 @@ def placement_preview(topo: Topology, before: Layout, after: Layout, tenant: str
     if before.housekeeping != after.housekeeping:
         moved |= before.housekeeping ^ after.housekeeping
     order = [p.tenant for p in after.tenants]
-    return Group(lines, numa_map(topo, after, order, frozenset(moved)))
+    return RichGroup(lines, to_rich(numa_map(topo, after, order, frozenset(moved))))
 
 
 def live_map_view(live: LiveMap) -> RenderableType:
     """The live NUMA map: per node the CPUs coloured by the slice holding them now, the plan's
     beside them (CPUs where they differ in reverse video, listed below with the reason), and
     each tenant's memory on the node."""
+    from rich.console import Group as RichGroup
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from slicectl.livemap import HOUSEKEEPING, SHARED
+
     styles = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(live.tenants)}
     styles[HOUSEKEEPING] = HOUSEKEEPING_STYLE
     styles[SHARED] = FREE_STYLE
     width = max((len(str(c.cpu)) for n in live.nodes for c in n.cpus), default=1)
-    t = Table(title="Live NUMA map (node × CPU, from cpuset.cpus.effective)",
-              title_justify="left")
+    t = RichTable(title="Live NUMA map (node × CPU, from cpuset.cpus.effective)",
+                  title_justify="left")
     t.add_column("node", justify="right")
     t.add_column("live CPUs")
     if live.planned:
@@ -206,7 +220,7 @@ def live_map_view(live: LiveMap) -> RenderableType:
                          for c in wrong)
         else:
             parts.append(Text("live matches the plan", style="green"))
-    return Group(*parts)
+    return RichGroup(*parts)
 
 
 def plan_table(plan: Plan) -> Table:
@@ -218,8 +232,7 @@ def plan_table(plan: Plan) -> Table:
     if plan.shares is not None:
         caption += f"\nguaranteed CPU when everything is busy; {plan.shares.note}"
     t = Table(title=f"Plan for {plan.source}"
-              + (f" (profile {plan.profile})" if plan.profile else ""), title_justify="left",
-              caption=caption, caption_justify="left")
+              + (f" (profile {plan.profile})" if plan.profile else ""), caption=caption)
     t.add_column("tenant")
     t.add_column("slice")
     t.add_column("CPUs")
@@ -255,7 +268,7 @@ def guaranteed_text(shares: CpuShares, tenant: str, basis: str = "") -> str:
 
 def plan_files_table(plan: Plan) -> Table:
     """The other generated files (parent slice, housekeeping and member drop-ins)."""
-    t = Table(title="Files", title_justify="left")
+    t = Table(title="Files")
     t.add_column("file")
     t.add_column("settings")
     for u in plan.units:
@@ -270,14 +283,14 @@ def plan_files_table(plan: Plan) -> Table:
     return t
 
 
-def console(stderr: bool = False) -> Console:
-    """A console that does not wrap tables into unreadable columns when piped."""
+def console(stderr: bool = False) -> Output:
+    """Where human output goes: not wrapping tables into unreadable columns when piped."""
     import os
     import sys
 
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else int(os.environ.get("COLUMNS", "160"))
-    return Console(file=stream, width=width, soft_wrap=False)
+    return Output(stream, width)
 
 
 def schedule_table(schedule: dict[str, Any]) -> Table:
@@ -285,7 +298,7 @@ def schedule_table(schedule: dict[str, Any]) -> Table:
     now = schedule["in_force"]
     name = now["profile"] or "default (the base file)"
     since = f" since {now['since']}" if now["since"] else " (no schedule has elapsed yet)"
-    t = Table(title=f"Schedule (in force now: {name}{since})", title_justify="left")
+    t = Table(title=f"Schedule (in force now: {name}{since})")
     t.add_column("profile")
     t.add_column("timer")
     t.add_column("calendar")
