@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from slicectl.contention import Competition, CpuShares, predict_shares
 from slicectl.cpulist import format_cpulist, parse_cpulist
 from slicectl.errors import PlacementError
 from slicectl.kinds import PlanValue
@@ -29,6 +28,9 @@ from slicectl.settings import (
 from slicectl.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.topology import Topology
 from slicectl.values import size_sum
+
+if TYPE_CHECKING:
+    from slicectl.contention import Competition, CpuShares
 
 FORMAT = "slicectl-plan/1"
 DROPIN_NAME = "50-slicectl.conf"
@@ -185,6 +187,8 @@ class Plan:
         units = tuple(UnitPlan.from_json(u) for u in d["units"])
         shares = None
         if "cpu_shares" in d:
+            from slicectl.contention import CpuShares
+
             shares = CpuShares.from_json(d["cpu_shares"], {
                 u.unit: u.tenant for u in units if u.tenant is not None and u.kind == "unit"})
         return cls(source=d["source"], profile=d["profile"], topology=d["topology"],
@@ -330,10 +334,13 @@ def _housekeeping_dropins(config: Config, layout: Layout) -> list[UnitPlan]:
 def build_plan(
     config: Config, topo: Topology, previous: Mapping[str, frozenset[int]] | None = None,
     command: ScheduleCommand | None = None, competition: Competition | None = None,
+    shares: bool = True,
 ) -> Plan:
     """Place tenants and derive the unit files; `previous` keeps tenants where they were;
     `command` is how the schedule's timers run slicectl (default: ScheduleCommand.default);
-    `competition` is what else competes for CPU (default: the standard units, assumed)."""
+    `competition` is what else competes for CPU (default: the standard units, assumed).
+    Without `shares` the plan has no guaranteed CPU per tenant (`generate` writes files only,
+    and skips slicectl.contention's import and its prediction)."""
     layout = place(config, topo, previous)
     if any(protects(t) for t in config.tenants):
         check_protection(config, topo)
@@ -353,6 +360,11 @@ def build_plan(
             units.append(UnitPlan(unit=svc, path=f"{svc}.d/{DROPIN_NAME}",
                                   kind=FileKind.DROPIN, section=Section.of(svc),
                                   slice=config.slice_unit(t.name), tenant=t.name))
+    if not shares:
+        return Plan(source=config.path, profile=config.profile, topology=topo.source,
+                    layout=layout, units=tuple(units))
+    from slicectl.contention import predict_shares
+
     return Plan(source=config.path, profile=config.profile, topology=topo.source,
                 layout=layout, units=tuple(units),
                 shares=predict_shares(config, layout, topo, competition))

@@ -419,10 +419,12 @@ class UnitDir:
 
 
 def plan_from_manifest(config: Config, topology: Topology, unit_dir: Path,
-                       command: ScheduleCommand | None = None) -> Plan:
+                       command: ScheduleCommand | None = None, shares: bool = True) -> Plan:
     """The plan, keeping tenants where the last apply or generate into `unit_dir` placed
     them (its manifest): what plan shows is what apply does, and generate is stable. Here,
-    not in apply, so that generate does not import apply's asyncio and D-Bus machinery."""
+    not in apply, so that generate does not import apply's asyncio and D-Bus machinery.
+    `shares`: as build_plan's."""
     from slicectl.plan import build_plan
 
-    return build_plan(config, topology, UnitDir(unit_dir).manifest().placements, command)
+    return build_plan(config, topology, UnitDir(unit_dir).manifest().placements, command,
+                      shares=shares)

@@ -366,7 +366,8 @@ def cmd_generate(args: Namespace) -> int:
     # Locked from reading the manifest (placements) to writing it: runs never interleave.
     timeout = LOCK_TIMEOUT if args.lock_timeout is None else args.lock_timeout
     with unit_dir.locked(timeout, on_wait=waiting):
-        plan = plan_from_manifest(config, topo, unit_dir.root, schedule_command(args))
+        plan = plan_from_manifest(config, topo, unit_dir.root, schedule_command(args),
+                                  shares=False)  # files only: no guaranteed CPU to show
         files = render(plan, args.templates)
         changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
                                                     source=Path(config.path).name),
