@@ -398,8 +398,9 @@ def test_generate_force_and_lock_timeout_are_in_its_help() -> None:
 HEAVY_FOR_HELP = ("textual", "dbus_fast", "jinja2", "ruamel", "rich")
 
 
-def modules_after(args: list[str]) -> set[str]:
-    """Top-level modules imported by `main(args)` in a fresh interpreter."""
+def modules_after(args: list[str], env: dict[str, str] | None = None) -> set[str]:
+    """Top-level modules imported by `main(args)` in a fresh interpreter (`env` added to
+    its environment)."""
     code = (
         "import sys, json\n"
         "from slicectl.cli import main\n"
@@ -412,7 +413,7 @@ def modules_after(args: list[str]) -> set[str]:
         " 'RC=' + str(rc))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env={**os.environ, **(env or {})})
     assert proc.returncode == 0, proc.stderr
     last = proc.stdout.strip().splitlines()[-1]
     modules, rc = last.removeprefix("MODULES=").rsplit(" RC=", 1)
@@ -431,3 +432,12 @@ def test_generate_imports_neither_textual_nor_dbus(tmp_path: Path) -> None:
     assert "jinja2" in loaded  # it did render
     assert "textual" not in loaded and "dbus_fast" not in loaded
     assert (tmp_path / "out" / "tenants-web.slice").exists()
+
+
+def test_plan_into_a_pipe_draws_its_tables_without_rich() -> None:
+    """Piped, the plan's tables are drawn by slicectl.drawing: importing and running rich was
+    most of what `plan` cost on a large host (BENCHMARKS.md plan.256cpu)."""
+    args = ["plan", "examples/oracle-4node.yaml", "--topology",
+            str(TOPOLOGIES / "nehalem-ex-4node.json")]
+    assert "rich" not in modules_after(args, {"COLUMNS": "160"})
+    assert "rich" in modules_after(args, {"COLUMNS": "160", "FORCE_COLOR": "1"})
