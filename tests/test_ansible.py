@@ -357,6 +357,7 @@ def recap(output: str) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
 
 
+@pytest.mark.external
 async def test_playbook_check_diff_then_apply_then_ok(collections: Path, host: Host) -> None:
     tenants = host.root / "t.yaml"
     tenants.write_text(TENANTS)
@@ -390,6 +391,7 @@ async def test_playbook_check_diff_then_apply_then_ok(collections: Path, host: H
 # --- the collection as a package ---------------------------------------------------------------
 
 
+@pytest.mark.external
 def test_galaxy_build_makes_the_tarball(tmp_path: Path, collections: Path) -> None:
     proc = subprocess.run([BIN / "ansible-galaxy", "collection", "build", str(COLLECTION),
                            "--output-path", str(tmp_path)], capture_output=True, text=True)
@@ -459,6 +461,7 @@ def content_root(tmp_path: Path) -> Iterator[Path]:
     yield root
 
 
+@pytest.mark.external
 def test_ansible_test_sanity_passes(content_root: Path) -> None:
     SANITY_HOME.mkdir(parents=True, exist_ok=True)
     pip_bootstrap(SANITY_HOME)

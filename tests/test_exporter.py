@@ -381,6 +381,7 @@ def wait_for(what: str, check: Callable[[], object], timeout: float = 120) -> ob
         time.sleep(0.2)
 
 
+@pytest.mark.external
 def test_real_prometheus_rate_and_limit_match_the_tree(tmp_path: Path, tree: MovingTree) -> None:
     """Prometheus scrapes every second; PromQL's rate() of the CPU counter is the tree's 1.5
     cores within 5 %, and memory.max reads as the file says."""
