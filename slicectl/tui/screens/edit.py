@@ -53,7 +53,8 @@ class EditScreen(ModalScreen[EditResult | None]):
         self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="edit-box", classes="dialog"):
+        # Scrolls when the terminal is shorter than the form and the preview.
+        with VerticalScroll(id="edit-box", classes="dialog"):
             yield Label(f"Edit tenant ({self.path})", classes="dialog-title")
             yield Select([(t, t) for t in self.tenants], value=self.tenant, allow_blank=False,
                          id="tenant", compact=True)
@@ -63,8 +64,7 @@ class EditScreen(ModalScreen[EditResult | None]):
                     yield Input(placeholder=HINTS[key], id=f"f-{key}", compact=True)
             yield Static(id="edit-error")
             if self.preview is not None:
-                with VerticalScroll(id="edit-preview-box"):
-                    yield Static(id="edit-preview")
+                yield Static(id="edit-preview")
             with Horizontal(classes="buttons"):
                 yield Button("Plan", id="plan", variant="primary", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
