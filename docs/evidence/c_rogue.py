@@ -3,8 +3,10 @@
 
 Three tenants, each on one node's CPUs; `rogue` has a memory limit (memory_high below
 memory_max, no swap). The two calm tenants run a steady workload (a CPU loop per CPU that
-also allocates and frees memory). Then, in `rogue` only: a memory hog (stress-ng's vm stressor
-re-mapping more than memory_high), later a CPU hog (8 loops on its 2 CPUs). Every 0.5 s the
+also allocates and frees memory). Then, in `rogue` only: a memory hog (a Python process
+holding 128 MiB and allocating, touching and freeing another 64 MiB over and over, so it keeps
+crossing memory_high; no swap, so the kernel can only throttle it), later a CPU hog (8 loops
+on its 2 CPUs). Every 0.5 s the
 pressure stall counters (PSI `some` totals of cpu.pressure and memory.pressure) of each
 tenant are turned into % of time stalled.
 
@@ -42,7 +44,12 @@ TENANT_NAMES = ("rogue", "calm1", "calm2")
 # A calm tenant's work: CPU, and 16 MiB allocated, touched and freed over and over.
 CALM = ("import os\nwhile True:\n    b = bytearray(16 << 20)\n"
         "    for i in range(0, len(b), 4096):\n        b[i] = 1\n    del b\n")
-MEMORY_HOG = "exec stress-ng --vm 2 --vm-bytes 112M --vm-method all --quiet"  # 224M > high
+# The rogue's work: hold 128 MiB, then allocate, touch and free 64 MiB chunks forever: each
+# chunk takes it from ~130 MiB over memory_high (160M) to ~195 MiB, under memory_max (256M).
+# (stress-ng's vm stressor held 31 MiB here: see docs/evidence/README.md.)
+MEMORY_HOG = ("held = bytearray(128 << 20)\nfor i in range(0, len(held), 4096):\n"
+              "    held[i] = 1\nwhile True:\n    b = bytearray(64 << 20)\n"
+              "    for i in range(0, len(b), 4096):\n        b[i] = 1\n    del b\n")
 CPU_HOG_LOOPS = 8
 INTERVAL = 0.5
 # seconds per phase: quiet, memory hog, quiet again, CPU hog
@@ -66,6 +73,7 @@ class Result:
     calm_memory_pct: float  # the calm tenants' (highest sample) during it
     rogue_cpu_pct: float  # rogue's CPU pressure during the CPU hog (mean)
     calm_cpu_pct: float  # the calm tenants' (highest sample) during it
+    rogue_peak_mib: float  # rogue's memory.current, highest sample during the memory hog
 
 
 class Pressure:
@@ -103,15 +111,16 @@ def main(quick: bool = False) -> Result:
     phases = QUICK if quick else PHASES
     with lab.experiment():
         lab.apply(lab.tenants_file("c_rogue", TENANTS))
-        script = lab.WORK / "calm.py"
+        script, hog = lab.WORK / "calm.py", lab.WORK / "memory-hog.py"
         script.write_text(CALM)
+        hog.write_text(MEMORY_HOG)
         for t in ("calm1", "calm2"):
             for i in range(2):  # one per CPU
                 lab.start(f"{t}-{i}", f"tenants-{t}.slice", f"exec python3 {script}")
         time.sleep(2.0)
         psi = Pressure()
         psi.record("quiet", phases["quiet"])
-        lab.start("memory-hog", "tenants-rogue.slice", MEMORY_HOG)
+        lab.start("memory-hog", "tenants-rogue.slice", f"exec python3 {hog}")
         psi.record("memory hog", phases["memory hog"])
         lab.run("systemctl", "stop", f"{lab.PREFIX}memory-hog.service", check=False)
         psi.record("recover", phases["recover"])
@@ -126,7 +135,8 @@ def main(quick: bool = False) -> Result:
         sum(s.memory_pressure_pct for s in mem) / len(mem),
         max(s.memory_pressure_pct for s in psi.during("memory hog", calm)),
         sum(s.cpu_pressure_pct for s in cpu) / len(cpu),
-        max(s.cpu_pressure_pct for s in psi.during("cpu hog", calm)))
+        max(s.cpu_pressure_pct for s in psi.during("cpu hog", calm)),
+        max(s.memory_mib for s in mem))
     print(f"c_rogue: {result}", flush=True)
     return result
 

@@ -3,7 +3,8 @@
 
 Two identical tenants re-read a file of an eighth of RAM over and over (their working set is
 page cache); `kept` has memory_low above it, `lost` has none. The rest of the host's free
-memory is then taken (a huge-page ballast, as the rest of a busy host would hold it), and a
+memory is then taken, node by node (a huge-page ballast, as the rest of a busy host would
+hold it; lab.ballast), and a
 housekeeping job in system.slice streams a file of twice the RAM through the page cache (001:
 the unbounded housekeeping that evicts the tenants' cache). The hog stops once the
 unprotected tenant has read PRESSURE evicted pages back (the full run: 4 × PRESSURE); the
@@ -33,7 +34,7 @@ MiB = 1 << 20
 NAMES = ("kept", "lost")
 HOG_RAM_MULTIPLE = 2.0
 PRESSURE = 4096  # pages tenant `lost` reads back before the (quick) run stops the hog
-KEEP_FREE = 256 * MiB  # free memory the ballast leaves
+KEEP_FREE = 256 * MiB  # free memory the ballast leaves (spread over the nodes)
 AFTER = 5.0  # seconds recorded after the hog
 WARM_TIMEOUT = 180.0
 
@@ -41,7 +42,7 @@ WARM_TIMEOUT = 180.0
 @dataclass(frozen=True)
 class Sample:
     t: float
-    phase: str  # warm, hog, after
+    phase: str  # warm, ballast, hog, after
     tenant: str
     page_cache_mib: float
     refaults: int  # workingset_refault_file since the hog started
@@ -54,10 +55,17 @@ class Result:
     cache_kept_mib: float  # page cache at the end of the hog
     cache_lost_mib: float
     working_set_mib: float  # each tenant's file
+    low_events_kept: int  # memory.events `low` of kept during the hog: reclaimed though
+    #                       under memory_low (the kernel's own count of a breach)
 
 
-def stat(tenant: str) -> dict[str, int]:
-    return lab.keyed(lab.control_group(f"tenants-{tenant}.slice") / "memory.stat")
+CGROUPS: dict[str, Path] = {}
+
+
+def stat(tenant: str, name: str = "memory.stat") -> dict[str, int]:
+    if tenant not in CGROUPS:  # one `systemctl show` per tenant, not one per sample
+        CGROUPS[tenant] = lab.control_group(f"tenants-{tenant}.slice")
+    return lab.keyed(CGROUPS[tenant] / name)
 
 
 def main(quick: bool = False) -> Result:
@@ -77,6 +85,7 @@ def main(quick: bool = False) -> Result:
             samples.append(Sample(time.monotonic() - start, phase, n, s["file"] / MiB,
                                   s.get("workingset_refault_file", 0) - base[n]))
 
+    CGROUPS.clear()
     with lab.experiment():
         try:
             lab.drop_caches()
@@ -93,10 +102,13 @@ def main(quick: bool = False) -> Result:
                 sample("warm")
                 time.sleep(1.0)
             sample("warm")
-            with lab.ballast(keep_free=KEEP_FREE) as taken:
+            nodes = lab.numa_nodes()
+            with lab.ballast({n: KEEP_FREE // len(nodes) for n in nodes}) as taken:
                 print(f"d_pagecache: ballast {taken // MiB} MiB", flush=True)
                 lab.run("truncate", "-s", str(int(mem_total * HOG_RAM_MULTIPLE)), str(hog))
                 base = {n: stat(n).get("workingset_refault_file", 0) for n in NAMES}
+                sample("ballast")
+                low = stat("kept", "memory.events")["low"]
                 proc = subprocess.Popen(
                     ["systemd-run", "--wait", "--quiet", f"--unit={lab.PREFIX}pagecache-hog",
                      "--slice=system.slice", "dd", f"if={hog}", "of=/dev/null", "bs=1M"],
@@ -112,6 +124,7 @@ def main(quick: bool = False) -> Result:
                     time.sleep(1.0)
                 sample("hog")
                 end = {n: stat(n) for n in NAMES}  # before the files go (that drops the cache)
+                low = stat("kept", "memory.events")["low"] - low
             for _ in lab.sample_every(1.0, AFTER):
                 sample("after")
         finally:
@@ -122,7 +135,7 @@ def main(quick: bool = False) -> Result:
     lab.write_csv("d_pagecache", samples)
     refaults = {n: end[n].get("workingset_refault_file", 0) - base[n] for n in NAMES}
     result = Result(refaults["kept"], refaults["lost"], end["kept"]["file"] / MiB,
-                    end["lost"]["file"] / MiB, size / MiB)
+                    end["lost"]["file"] / MiB, size / MiB, low)
     print(f"d_pagecache: {result}", flush=True)
     return result
 

@@ -2,11 +2,13 @@
 """Experiment (f), seed 000 §4.2: memory locality with and without AllowedMemoryNodes.
 
 A tenant on node 1's CPUs (`cpus: "1,5"`) allocates ALLOC of memory while node 1 is
-nearly full of someone else's page cache (a file read by a job bound to node 1), as a busy
-host's node is. `bound` is slicectl's default, `numa: local` (AllowedMemoryNodes=1): the
-kernel must make room on node 1. `unbound` (`numa: any`) pins only the CPUs: the kernel
-takes the nearest free memory, on other nodes (zone_reclaim_mode 0, the default). Where the
-tenant's memory ended up is read from its memory.numa_stat (`anon N0=… N1=…`).
+nearly full, as a busy host's node is: most of it held by someone else (a huge-page ballast
+on node 1, lab.ballast), the rest page cache (a file of ALLOC + 64 MiB read by a job bound
+to node 1 with numactl), so that 64 MiB stay free. `bound` is slicectl's default,
+`numa: local` (AllowedMemoryNodes=1): the kernel must make room on node 1 (it reclaims the
+page cache). `unbound` (`numa: any`) pins only the CPUs: the kernel takes the nearest free
+memory, on other nodes (zone_reclaim_mode 0, the default). Where the tenant's memory ended
+up is read from its memory.numa_stat (`anon N0=… N1=…`).
 
 Under TCG every guest node is the same host RAM, so remote access costs nothing here and
 latency or throughput would tell nothing; locality, what the kernel decided, is real.
@@ -30,7 +32,9 @@ import lab  # noqa: E402
 
 MiB = 1 << 20
 NODE = 1
-ALLOC = 256 * MiB
+ALLOC = 128 * MiB
+CACHE = ALLOC + 64 * MiB  # page cache on node 1, reclaimable: room for ALLOC when bound
+FREE = 64 * MiB  # what stays free on node 1
 SETUPS = {"bound": "local", "unbound": "any"}
 RUNS, QUICK_RUNS = 3, 1
 HOG_FILE = Path("/var/tmp/ev-node-filler")
@@ -54,16 +58,11 @@ class Result:
     locality_unbound: float  # the same with the CPUs pinned only
 
 
-def node_free(node: int) -> int:
-    for line in Path(f"/sys/devices/system/node/node{node}/meminfo").read_text().splitlines():
-        if "MemFree:" in line:
-            return int(line.split()[-2]) * 1024
-    raise RuntimeError("no MemFree")
-
-
-def fill_node(node: int) -> None:
-    """Node `node` nearly full of page cache that a job bound to it read (system.slice)."""
-    size = node_free(node) - 64 * MiB
+def cache_on(node: int) -> None:
+    """Page cache on `node` (all but FREE of its free memory), read by a job bound to it in
+    system.slice. A file of a node's whole free memory took too long to read under TCG; the
+    huge-page ballast holds the rest."""
+    size = lab.node_meminfo(node, "MemFree") - FREE
     lab.run("truncate", "-s", str(size), str(HOG_FILE))
     lab.run("systemd-run", "--wait", "--quiet", "--collect", f"--unit={lab.PREFIX}filler",
             "--slice=system.slice", "numactl", f"--membind={node}", f"--cpunodebind={node}",
@@ -75,18 +74,19 @@ def run_once(setup: str, run: int) -> list[Row]:
     text = f'version: 1\ntenants:\n  db: {{cpus: "{cpus}", numa: {SETUPS[setup]}}}\n'
     lab.apply(lab.tenants_file(f"f_{setup}", text))
     lab.drop_caches()
-    fill_node(NODE)
-    script, done = lab.WORK / "allocate.py", lab.WORK / "allocated"
-    script.write_text(ALLOCATE.format(size=ALLOC))
-    done.unlink(missing_ok=True)
-    lab.start("allocate", "tenants-db.slice", f"exec python3 {script} {done}")
-    deadline = time.monotonic() + 300
-    while not done.exists():
-        if time.monotonic() > deadline:
-            raise RuntimeError("the allocation did not finish in 300 s")
-        time.sleep(0.5)
-    anon = lab.numa_stat(lab.control_group("tenants-db.slice"))
-    lab.stop_units()
+    with lab.ballast({NODE: CACHE + FREE}):
+        cache_on(NODE)
+        script, done = lab.WORK / "allocate.py", lab.WORK / "allocated"
+        script.write_text(ALLOCATE.format(size=ALLOC))
+        done.unlink(missing_ok=True)
+        lab.start("allocate", "tenants-db.slice", f"exec python3 {script} {done}")
+        deadline = time.monotonic() + 300
+        while not done.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the allocation did not finish in 300 s")
+            time.sleep(0.5)
+        anon = lab.numa_stat(lab.control_group("tenants-db.slice"))
+        lab.stop_units()
     return [Row(setup, run, node, size / MiB, int(node == NODE))
             for node, size in sorted(anon.items())]
 

@@ -208,9 +208,14 @@ def pressure_total(path: Path, kind: str = "some") -> int:
     raise RuntimeError(f"{path}: no {kind} line")
 
 
-def cpu_times() -> list[int]:
-    """/proc/stat's cpu line: user nice system idle iowait irq softirq steal (jiffies)."""
-    return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+def cpu_times(cpus: Iterable[int] | None = None) -> list[int]:
+    """/proc/stat's times: user nice system idle iowait irq softirq steal (jiffies), of the
+    whole machine (the `cpu` line) or summed over the lines of `cpus`."""
+    lines = Path("/proc/stat").read_text().splitlines()
+    wanted = {"cpu"} if cpus is None else {f"cpu{c}" for c in cpus}
+    picked = [[int(x) for x in line.split()[1:9]] for line in lines
+              if line.split(maxsplit=1)[0] in wanted]
+    return [sum(col) for col in zip(*picked, strict=True)]
 
 
 def idle_fraction(before: Sequence[int], after: Sequence[int]) -> float:
@@ -266,22 +271,41 @@ def meminfo(key: str) -> int:
     return int(number) * (1024 if unit == ["kB"] else 1)
 
 
-NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
+def node_meminfo(node: int, key: str) -> int:
+    """One value of a node's meminfo (`Node 1 MemFree:  123 kB`), in bytes."""
+    for line in Path(f"/sys/devices/system/node/node{node}/meminfo").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name.split()[-1] == key:
+            number, *unit = value.split()
+            return int(number) * (1024 if unit == ["kB"] else 1)
+    raise RuntimeError(f"node {node}: no {key} in its meminfo")
+
+
+def _node_hugepages(node: int) -> Path:
+    size = meminfo("Hugepagesize") // 1024
+    return Path(f"/sys/devices/system/node/node{node}/hugepages/hugepages-{size}kB/nr_hugepages")
 
 
 @contextmanager
-def ballast(keep_free: int) -> Iterator[int]:
-    """Take all of the host's free memory but `keep_free` bytes, as the rest of a busy host
-    would, and give it back at the end; yields the bytes taken.
+def ballast(keep_free: dict[int, int]) -> Iterator[int]:
+    """Take the free memory of each node in `keep_free` but the bytes given for it, as the
+    rest of a busy host would hold it, and give it back at the end; yields the bytes taken.
 
-    Reserved as huge pages: the kernel moves free memory into the pool at once and zeroes a
-    huge page only when a process maps it. A process allocating and touching the same 2.5 GiB
-    took 137-276 s under TCG on a busy host.
+    Reserved as huge pages, node by node: the kernel moves free memory into the pool at once
+    and zeroes a huge page only when a process maps it (a process allocating and touching
+    the same 2.5 GiB took 137-276 s under TCG on a busy host). Node by node and no more than
+    is free: asked for more than a node has free, or for a total (vm.nr_hugepages, which
+    fills the nodes in turn), the kernel reclaims page cache to make huge pages, and would
+    evict the very memory an experiment watches.
     """
-    before = int(NR_HUGEPAGES.read_text())
     page = meminfo("Hugepagesize")
-    NR_HUGEPAGES.write_text(f"{before + max(0, meminfo('MemFree') - keep_free) // page}\n")
+    files = {node: _node_hugepages(node) for node in keep_free}
+    before = {node: int(f.read_text()) for node, f in files.items()}
     try:
-        yield (int(NR_HUGEPAGES.read_text()) - before) * page
+        for node, f in files.items():
+            take = max(0, node_meminfo(node, "MemFree") - keep_free[node]) // page
+            f.write_text(f"{before[node] + take}\n")
+        yield sum(int(f.read_text()) - before[node] for node, f in files.items()) * page
     finally:
-        NR_HUGEPAGES.write_text(f"{before}\n")
+        for node, f in files.items():
+            f.write_text(f"{before[node]}\n")

@@ -80,11 +80,13 @@ def b_realloc() -> Path:
                 color=COLORS[tenant], label=f"{tenant}: {mine[0]['cpus']} → {mine[-1]['cpus']}")
     ax.axvspan(events["apply_start"], events["apply_end"], color="grey", alpha=0.15,
                label="slicectl apply --profile night")
-    ax.axvline(events["cpus_moved"], color="black", ls="--", lw=1, label="CPUs moved")
+    for tenant in ("alpha", "beta"):
+        ax.axvline(events[f"moved_{tenant}"], color=COLORS[tenant], ls="--", lw=1,
+                   label=f"{tenant}'s cpuset changed")
     ax.set(xlabel="time (s)", ylabel="operations per second", ylim=(0, None))
     ax.legend(fontsize=8, loc="lower left")
     return save(fig, "b_realloc", "(b) live reallocation: throughput follows the CPUs "
-                "(4 ↔ 2 CPUs, no restart)")
+                "(2 ↔ 1 CPUs, no restart)")
 
 
 def _phases(ax: Any, data: list[dict[str, str]]) -> None:
