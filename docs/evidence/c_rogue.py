@@ -18,6 +18,7 @@ Writes c_rogue.csv: t, phase, tenant, memory_pressure_pct, cpu_pressure_pct, mem
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -41,9 +42,13 @@ tenants:
   calm2: {cpus: "3,7", cpu_weight: 100, memory_max: 512M, memory_low: 128M}   # node 3
 """
 TENANT_NAMES = ("rogue", "calm1", "calm2")
-# A calm tenant's work: CPU, and 16 MiB allocated, touched and freed over and over.
-CALM = ("import os\nwhile True:\n    b = bytearray(16 << 20)\n"
-        "    for i in range(0, len(b), 4096):\n        b[i] = 1\n    del b\n")
+# A calm tenant's work: 16 MiB allocated, touched and freed over and over, with a pause
+# after each round: a service that leaves its CPUs some slack, so its CPU pressure is 0 unless
+# something else takes them (two loops on two CPUs showed pressure whenever the scheduler
+# put both on one CPU for a moment, hog or not).
+CALM = ("import time\nwhile True:\n    b = bytearray(16 << 20)\n"
+        "    for i in range(0, len(b), 4096):\n        b[i] = 1\n    del b\n"
+        "    time.sleep(0.02)\n")
 # The rogue's work: hold 128 MiB, then allocate, touch and free 64 MiB chunks forever: each
 # chunk takes it from ~130 MiB over memory_high (160M) to ~195 MiB, under memory_max (256M).
 # (stress-ng's vm stressor held 31 MiB here: see docs/evidence/README.md.)
@@ -70,9 +75,11 @@ class Sample:
 @dataclass(frozen=True)
 class Result:
     rogue_memory_pct: float  # rogue's memory pressure during the memory hog (mean)
-    calm_memory_pct: float  # the calm tenants' (highest sample) during it
+    calm_memory_pct: float  # the calm tenants' during it (mean; the higher of the two)
     rogue_cpu_pct: float  # rogue's CPU pressure during the CPU hog (mean)
-    calm_cpu_pct: float  # the calm tenants' (highest sample) during it
+    calm_cpu_pct: float  # the calm tenants' during it (mean; the higher of the two)
+    calm_peak_pct: float  # the calm tenants' highest 0.5 s sample of either, in any phase
+    #                       (also before the hogs: other work on their vCPUs, the host)
     rogue_peak_mib: float  # rogue's memory.current, highest sample during the memory hog
 
 
@@ -107,6 +114,12 @@ class Pressure:
         return [s for s in mine if s.tenant in tenants and s.t > first]
 
 
+def start_nowait(unit: str, command: str) -> subprocess.Popen[bytes]:
+    """Start `sh -c COMMAND` as a unit in the rogue tenant; don't wait for systemd-run."""
+    return subprocess.Popen(["systemd-run", "--quiet", "--collect", f"--unit={lab.PREFIX}{unit}",
+                             "--slice=tenants-rogue.slice", "--", "/bin/sh", "-c", command])
+
+
 def main(quick: bool = False) -> Result:
     phases = QUICK if quick else PHASES
     with lab.experiment():
@@ -120,22 +133,32 @@ def main(quick: bool = False) -> Result:
         time.sleep(2.0)
         psi = Pressure()
         psi.record("quiet", phases["quiet"])
-        lab.start("memory-hog", "tenants-rogue.slice", f"exec python3 {hog}")
+        # started and stopped without waiting, so that the sampling goes on (starting a unit
+        # and waiting for it took up to 70 s on a loaded host)
+        started = start_nowait("memory-hog", f"exec python3 {hog}")
         psi.record("memory hog", phases["memory hog"])
-        lab.run("systemctl", "stop", f"{lab.PREFIX}memory-hog.service", check=False)
+        started.wait()
+        stopped = subprocess.Popen(["systemctl", "stop", f"{lab.PREFIX}memory-hog.service"])
         psi.record("recover", phases["recover"])
-        for i in range(CPU_HOG_LOOPS):
-            lab.start(f"cpu-hog-{i}", "tenants-rogue.slice", lab.LOOP)
+        stopped.wait()
+        loops = " ".join([f"/bin/sh -c '{lab.LOOP}' &"] * CPU_HOG_LOOPS)
+        started = start_nowait("cpu-hog", f"{loops} wait")
         psi.record("cpu hog", phases["cpu hog"])
+        started.wait()
     lab.write_csv("c_rogue", psi.samples)
     calm = ("calm1", "calm2")
     mem = psi.during("memory hog", ("rogue",))
     cpu = psi.during("cpu hog", ("rogue",))
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    def calm_mean(phase: str, key: str) -> float:
+        return max(mean([getattr(s, key) for s in psi.during(phase, (t,))]) for t in calm)
     result = Result(
-        sum(s.memory_pressure_pct for s in mem) / len(mem),
-        max(s.memory_pressure_pct for s in psi.during("memory hog", calm)),
-        sum(s.cpu_pressure_pct for s in cpu) / len(cpu),
-        max(s.cpu_pressure_pct for s in psi.during("cpu hog", calm)),
+        mean([s.memory_pressure_pct for s in mem]), calm_mean("memory hog", "memory_pressure_pct"),
+        mean([s.cpu_pressure_pct for s in cpu]), calm_mean("cpu hog", "cpu_pressure_pct"),
+        max(max(s.memory_pressure_pct, s.cpu_pressure_pct) for phase in phases
+            for s in psi.during(phase, calm)),
         max(s.memory_mib for s in mem))
     print(f"c_rogue: {result}", flush=True)
     return result

@@ -71,20 +71,33 @@ def a_shares() -> Path:
 
 
 def b_realloc() -> Path:
+    sys.path.insert(0, str(HERE))
+    import b_realloc as experiment  # its alpha_share, the measure of "follows"
+
     data = rows("b_realloc")
     events = {r["event"]: float(r["t"]) for r in rows("b_realloc_events")}
-    fig, ax = plt.subplots(figsize=(10, 4.2))
+    fig, (ax, bottom) = plt.subplots(2, 1, figsize=(10, 6.4), sharex=True,
+                                     gridspec_kw={"height_ratios": [3, 2]})
     for tenant in ("alpha", "beta"):
         mine = [r for r in data if r["tenant"] == tenant]
         ax.plot([float(r["t"]) for r in mine], [float(r["ops_per_s"]) for r in mine],
-                color=COLORS[tenant], label=f"{tenant}: {mine[0]['cpus']} → {mine[-1]['cpus']}")
-    ax.axvspan(events["apply_start"], events["apply_end"], color="grey", alpha=0.15,
-               label="slicectl apply --profile night")
-    for tenant in ("alpha", "beta"):
-        ax.axvline(events[f"moved_{tenant}"], color=COLORS[tenant], ls="--", lw=1,
-                   label=f"{tenant}'s cpuset changed")
-    ax.set(xlabel="time (s)", ylabel="operations per second", ylim=(0, None))
-    ax.legend(fontsize=8, loc="lower left")
+                color=COLORS[tenant], lw=0.9,
+                label=f"{tenant}: CPUs {mine[0]['cpus']} → {mine[-1]['cpus']}")
+    share = experiment.alpha_share([experiment.Sample(float(r["t"]), r["tenant"],
+                                                      float(r["ops_per_s"]), r["cpus"])
+                                    for r in data])
+    bottom.plot([t for t, _ in share], [v for _, v in share], color=COLORS["alpha"])
+    for level, text in ((2 / 3, "2 CPUs of 3"), (1 / 3, "1 CPU of 3")):
+        bottom.axhline(level, color="grey", ls=":", lw=1)
+        bottom.text(0.5, level, text, fontsize=7, color="grey", va="bottom")
+    for axis in (ax, bottom):
+        axis.axvspan(events["apply_start"], events["apply_end"], color="grey", alpha=0.15,
+                     label="slicectl apply --profile night")
+        axis.axvline(min(events["moved_alpha"], events["moved_beta"]), color="black", ls="--",
+                     lw=1, label="cpusets changed")
+    ax.set(ylabel="operations per second (0.25 s)", ylim=(0, None))
+    ax.legend(fontsize=8, loc="upper left")
+    bottom.set(xlabel="time (s)", ylabel="alpha's share of the ops (1 s)", ylim=(0, 1))
     return save(fig, "b_realloc", "(b) live reallocation: throughput follows the CPUs "
                 "(2 ↔ 1 CPUs, no restart)")
 
@@ -100,6 +113,19 @@ def _phases(ax: Any, data: list[dict[str, str]]) -> None:
                     ha="center", va="bottom", fontsize=8)
 
 
+def _gaps(t: list[float], v: list[float], gap: float = 2.0) -> tuple[list[float], list[float]]:
+    """Break the line where samples are more than `gap` seconds apart (no made-up slope)."""
+    tt: list[float] = []
+    vv: list[float] = []
+    for i, (x, y) in enumerate(zip(t, v, strict=True)):
+        if i and x - t[i - 1] > gap:
+            tt.append(float("nan"))
+            vv.append(float("nan"))
+        tt.append(x)
+        vv.append(y)
+    return tt, vv
+
+
 def c_rogue() -> Path:
     data = rows("c_rogue")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True)
@@ -107,8 +133,8 @@ def c_rogue() -> Path:
                           (axes[1], "cpu_pressure_pct", "CPU")):
         for tenant in ("rogue", "calm1", "calm2"):
             mine = [r for r in data if r["tenant"] == tenant]
-            ax.plot([float(r["t"]) for r in mine], [float(r[key]) for r in mine],
-                    color=COLORS[tenant], label=tenant)
+            t, v = _gaps([float(r["t"]) for r in mine], [float(r[key]) for r in mine])
+            ax.plot(t, v, color=COLORS[tenant], label=tenant)
         _phases(ax, data)
         ax.axhline(1, color="grey", ls=":", lw=1)
         ax.set(xlabel="time (s)", ylabel=f"{what} pressure, some (% of time stalled)",
@@ -138,25 +164,32 @@ def d_pagecache() -> Path:
 
 
 def e_quota() -> Path:
-    data = rows("e_quota")
-    setups = ["unpinned", "pinned"]
-    tenants = [r["tenant"] for r in data if r["setup"] == "pinned" and r["tenant"] != "all"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    idle = [next(float(r["idle_pct"]) for r in data if r["setup"] == s) for s in setups]
-    bars = left.bar(setups, idle, color=["tab:red", "tab:green"])
-    left.bar_label(bars, fmt="%.1f%%")
-    left.set(ylabel="idle CPU time (% of 8 vCPUs)", ylim=(0, max(idle + [5]) * 1.3))
+    data = [r for r in rows("e_quota") if r["tenant"] == "all"]
+    shapes = [s for s in ("2cpu", "8cpu") if any(r["shape"] == s for r in data)]
+    titles = {"2cpu": "2 tenants × cpu_quota 100% on 2 vCPUs\n(the measurement)",
+              "8cpu": "4 tenants × cpu_quota 200% on 8 vCPUs\n(seed 003's shape; distorted "
+                      "by TCG)"}
+    fig, axes = plt.subplots(1, len(shapes), figsize=(5.5 * len(shapes), 4.6), squeeze=False)
     width = 0.38
-    for i, setup in enumerate(setups):
-        values = [next(float(r["ops_per_s"]) for r in data if r["setup"] == setup
-                       and r["tenant"] == t) for t in tenants]
-        right.bar([x + (i - 0.5) * width for x in range(len(tenants))], values, width,
-                  label=setup, color=["tab:red", "tab:green"][i])
-    right.set_xticks(range(len(tenants)), tenants)
-    right.set(ylabel="operations per second", ylim=(0, None))
-    right.legend(fontsize=8)
-    return save(fig, "e_quota", "(e) cpu_quota 200% × 4 tenants on 8 vCPUs, without and "
-                "with AllowedCPUs")
+    for ax, shape in zip(axes[0], shapes, strict=True):
+        mine = {r["setup"]: r for r in data if r["shape"] == shape}
+        setups = [s for s in ("unpinned", "pinned") if s in mine]
+        for i, (key, label, color) in enumerate((
+                ("idle_pct", "idle time of the tenants' CPUs", "tab:grey"),
+                ("throttled_pct", "time the tenants were throttled (mean)", "tab:red"))):
+            bars = ax.bar([x + (i - 0.5) * width for x in range(len(setups))],
+                          [float(mine[s][key]) for s in setups], width, label=label,
+                          color=color)
+            ax.bar_label(bars, fmt="%.1f%%", fontsize=8)
+        ax.set_xticks(range(len(setups)), [
+            f"{s}\n{float(mine[s]['ops_per_s']):.0f} ops/s, "
+            f"{float(mine[s]['cpu_cores']):.2f} cores used" for s in setups])
+        ax.set(title=titles[shape], ylabel="% of the time",
+               ylim=(0, max([5.0] + [float(mine[s][k]) for s in setups
+                                     for k in ("idle_pct", "throttled_pct")]) * 1.25))
+        ax.title.set_fontsize(9)
+        ax.legend(fontsize=8, loc="upper right")
+    return save(fig, "e_quota", "(e) the same CPU quotas without and with AllowedCPUs")
 
 
 def f_numa() -> Path:

@@ -35,15 +35,19 @@ def test_a_seed_004_cases_match_the_prediction_within_1pp() -> None:
 
 def test_b_throughput_follows_the_cpus_within_2s() -> None:
     result = b_realloc.main(quick=True)
-    assert result.follow_s <= 2.0, result
-    assert 1.6 <= result.day_ratio <= 2.5, result  # 2 CPUs vs 1
-    assert 0.4 <= result.night_ratio <= 0.625, result  # 1 vs 2
+    assert result.follow_s <= 2.0, result  # from the cpuset change, not the apply's start
+    # alpha does more by day (2 CPUs vs 1) and less at night (1 vs 2): at least 1.6x either
+    # way. More than 2x is what the testbed gives (the tenant on 1 vCPU time-shares 2
+    # workers on it and loses some of it to switching), so no upper bound.
+    assert result.day_ratio >= 1.6, result
+    assert result.night_ratio <= 1 / 1.6, result
 
 
 def test_c_a_rogue_tenants_pressure_stays_its_own() -> None:
     result = c_rogue.main(quick=True)
+    assert result.rogue_peak_mib > 160, result  # the hog went over memory_high
     assert result.rogue_memory_pct > 10, result
-    assert result.calm_memory_pct < 1, result
+    assert result.calm_memory_pct < 1, result  # means over the phase, as PSI's avg10 is
     assert result.rogue_cpu_pct > 50, result
     assert result.calm_cpu_pct < 1, result
 
@@ -56,9 +60,15 @@ def test_d_memory_low_keeps_the_page_cache() -> None:
 
 
 def test_e_quotas_without_pinning_leave_cpus_idle() -> None:
+    # The 2-vCPU shape (docs/evidence/README.md: why not seed 003's 8 CPUs under TCG).
     result = e_quota.main(quick=True)
-    assert result.idle_pinned_pct < 5, result
-    assert result.ops_pinned >= 0.9 * result.ops_unpinned, result
+    # pinned: each tenant's quota is its CPU; it uses it, unthrottled, nothing idle
+    assert result.idle_pinned_pct < 1, result
+    assert result.throttled_pinned_pct < 1, result
+    # unpinned: the same quotas throttle the tenants while their CPUs sit idle
+    assert result.throttled_unpinned_pct > 1, result
+    assert result.idle_unpinned_pct > result.idle_pinned_pct, result
+    assert result.cores_pinned >= result.cores_unpinned, result
 
 
 def test_f_allowed_memory_nodes_keeps_memory_local() -> None:
