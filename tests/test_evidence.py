@@ -39,7 +39,7 @@ def _recorded(name: str) -> bool:
     return (EVIDENCE / "data" / f"{name}.csv").exists()
 
 
-# Issue 17 is open: (a), (b), (d), (e) are recorded; (c) and (f) not yet (docs/evidence/
+# Issue 17 is open: (a) to (e) are recorded; (f) not yet (docs/evidence/
 # README.md says why). Each experiment without data is an expected failure that turns into a
 # failure (strict) the day its data is committed, so this marker must go then.
 NOT_RECORDED = pytest.mark.xfail(strict=True, reason="issue 17: no full run recorded yet")
