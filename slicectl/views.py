@@ -164,8 +164,7 @@ def placement_preview(topo: Topology, before: Layout, after: Layout, tenant: str
             lines.append(f"was  {placement_line(was)}\n", style="dim")
             lines.append(f"now  {placement_line(p)}\n", style="bold")
         moved |= p.cpus ^ (was.cpus if was is not None else frozenset())
-    if before.housekeeping != after.housekeeping:
-        moved |= before.housekeeping ^ after.housekeeping
+    moved |= before.housekeeping ^ after.housekeeping
     order = [p.tenant for p in after.tenants]
     return RichGroup(lines, to_rich(numa_map(topo, after, order, frozenset(moved))))
 

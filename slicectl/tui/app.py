@@ -12,6 +12,7 @@ loop, plans and their placement preview, edit → plan → apply, profile switch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -205,9 +206,9 @@ class SlicectlApp(App[int]):
         """The plan for the current config and profile, or None and why not."""
         return self.plan_for(self.config)
 
-    def plan_for(self, base: Config | None) -> tuple[Plan | None, str]:
+    def plan_for(self, base: Config | None, shares: bool = True) -> tuple[Plan | None, str]:
         """The plan for `base` (tenants.yaml as parsed) under the current profile, placed from
-        where apply left the tenants, or None and why not."""
+        where apply left the tenants, or None and why not; `shares`: as build_plan's."""
         if base is None or self.settings.topology is None:
             return None, ""
         from slicectl.apply import plan_from_manifest
@@ -217,8 +218,9 @@ class SlicectlApp(App[int]):
         try:
             config = base.with_profile(self.profile)
             if options is None:
-                return build_plan(config, self.settings.topology), ""
-            return plan_from_manifest(config, self.settings.topology, options.unit_dir), ""
+                return build_plan(config, self.settings.topology, shares=shares), ""
+            return plan_from_manifest(config, self.settings.topology, options.unit_dir,
+                                      shares=shares), ""
         except SlicectlError as e:
             return None, f"{e.message}" + (f" (hint: {e.hint})" if e.hint else "")
 
@@ -285,15 +287,17 @@ class SlicectlApp(App[int]):
         if not names:
             self.notify(f"{path} has no tenants to edit", severity="warning")
             return
-        self.push_screen(EditScreen(text, path, names, tenant, self.preview_placement),
-                         self._edited)
+        before, _ = self.plan_for(self.config, shares=False)  # once per dialog, not per key
+        self.push_screen(EditScreen(text, path, names, tenant,
+                                    partial(self.preview_placement, before)), self._edited)
 
-    def preview_placement(self, edited: Config, tenant: str) -> RenderableType | str:
-        """The placement an edit leads to, drawn on the NUMA map against today's plan."""
+    def preview_placement(self, before: Plan | None, edited: Config, tenant: str
+                          ) -> RenderableType | str:
+        """The placement an edit leads to, drawn on the NUMA map against `before` (today's
+        plan); no guaranteed-CPU prediction, which the preview does not show."""
         from slicectl.views import placement_preview
 
-        before, _ = self.current_plan()
-        after, problem = self.plan_for(edited)
+        after, problem = self.plan_for(edited, shares=False)
         if after is None:
             return f"cannot place this: {problem}" if problem else "no placement preview"
         if before is None or self.settings.topology is None:
