@@ -360,11 +360,10 @@ def build_plan(
             units.append(UnitPlan(unit=svc, path=f"{svc}.d/{DROPIN_NAME}",
                                   kind=FileKind.DROPIN, section=Section.of(svc),
                                   slice=config.slice_unit(t.name), tenant=t.name))
-    if not shares:
-        return Plan(source=config.path, profile=config.profile, topology=topo.source,
-                    layout=layout, units=tuple(units))
-    from slicectl.contention import predict_shares
+    predicted = None
+    if shares:
+        from slicectl.contention import predict_shares
 
+        predicted = predict_shares(config, layout, topo, competition)
     return Plan(source=config.path, profile=config.profile, topology=topo.source,
-                layout=layout, units=tuple(units),
-                shares=predict_shares(config, layout, topo, competition))
+                layout=layout, units=tuple(units), shares=predicted)
