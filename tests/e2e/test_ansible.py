@@ -19,6 +19,8 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -95,6 +97,7 @@ class Fleet:
     root: Path
     runs: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    tasks: dict[str, list[tuple[float, str]]] = field(default_factory=dict)  # banners, when
     after_first: dict[str, object] = field(default_factory=dict)  # host_state()
 
     @property
@@ -126,29 +129,59 @@ class Fleet:
                 "ANSIBLE_PIPELINING": "1", "ANSIBLE_NOCOLOR": "1",
                 "ANSIBLE_LOCAL_TEMP": str(self.root / "tmp"),
                 "ANSIBLE_REMOTE_TEMP": str(self.root / "tmp")}
-        deps = [p for p in os.environ.get("PYTHONPATH", "").split(":")
-                if p and Path(p) != CHECKOUT]
-        launcher = (f"import sys; sys.path[:0] = {deps!r}; sys.argv[0] = 'ansible-playbook'; "
+        launcher = (f"import sys; sys.path[:0] = {self.ansible_path()!r}; "
+                    "sys.argv[0] = 'ansible-playbook'; "
                     "from ansible.cli.playbook import main; sys.exit(main())")
         start = time.monotonic()
         cmd = [sys.executable, "-c", launcher, "-i", str(self.root / "inventory"), str(path),
                *args]
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env) as child:
+        lines: list[tuple[float, str]] = []  # stdout, with when each line came
+        with (open(self.root / f"{name}.stderr", "w+") as err,
+              subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
+                               env=env) as child):
+            assert child.stdout is not None
+            out = child.stdout
+            reader = threading.Thread(target=lambda: lines.extend(
+                (time.monotonic() - start, line) for line in out), daemon=True)
+            reader.start()
             try:
-                stdout, stderr = child.communicate(timeout=PLAYBOOK_TIMEOUT)
+                child.wait(timeout=PLAYBOOK_TIMEOUT)
             except subprocess.TimeoutExpired:
                 stuck = processes_below(child.pid)  # before the kill: what it waits on
                 child.kill()
-                stdout, stderr = child.communicate()
+                child.wait()
+                reader.join()
+                err.seek(0)
                 raise AssertionError(
                     f"ansible-playbook {name} timed out after {PLAYBOOK_TIMEOUT:.0f} s; its "
-                    f"processes then:\n{stuck}\nits output so far:\n{stdout}{stderr}"
+                    f"processes then:\n{stuck}\nits output so far (seconds from its start):\n"
+                    + "".join(f"{t:7.1f} {line}" for t, line in lines) + err.read()
                 ) from None
-        proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
+            reader.join()
+            err.seek(0)
+            stderr = err.read()
+        proc = subprocess.CompletedProcess(cmd, child.returncode, "".join(ln for _, ln in lines),
+                                           stderr)
         self.seconds[name] = time.monotonic() - start
+        self.tasks[name] = [(t, line.strip(" *\n")) for t, line in lines
+                            if line.startswith(("TASK [", "PLAY RECAP"))]
         self.runs[name] = proc
         return proc
+
+    def ansible_path(self) -> list[str]:
+        """Where ansible-playbook imports ansible-core and its packages from: a copy on the
+        guest's disk of the tar `tests/testbed/run` stages (ansible from the 9p share reads
+        every module and module payload across 9p: a role of nine tasks took over 15 minutes
+        under TCG), else the testbed's packages on the share."""
+        local = self.root / "ansible-packages"
+        if not local.exists() and (tar := WHEELS.parent / "ansible.tar").exists():
+            with tarfile.open(tar) as packages:
+                packages.extractall(local.with_suffix(".tmp"), filter="tar")
+            local.with_suffix(".tmp").rename(local)
+        if local.exists():
+            return [str(local)]
+        return [p for p in os.environ.get("PYTHONPATH", "").split(":")
+                if p and Path(p) != CHECKOUT]
 
     def role(self, name: str, *args: str) -> subprocess.CompletedProcess[str]:
         return self.playbook(name, PLAYBOOK, *args)
@@ -237,6 +270,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         (ETC / ".slicectl-manifest.json").unlink(missing_ok=True)
     print("ansible-playbook runs: " + ", ".join(f"{name} {seconds:.1f} s"
                                                 for name, seconds in fleet.seconds.items()))
+    for name, banners in fleet.tasks.items():  # where each run's time went
+        print(f"{name}: " + "; ".join(f"{t:.1f} s {banner}" for t, banner in banners))
 
 
 def test_first_run_installs_writes_and_applies(fleet: Fleet) -> None:
