@@ -176,7 +176,7 @@ class Fleet:
         local = self.root / "ansible-packages"
         if not local.exists() and (tar := WHEELS.parent / "ansible.tar").exists():
             with tarfile.open(tar) as packages:
-                packages.extractall(local.with_suffix(".tmp"), filter="tar")
+                packages.extractall(local.with_suffix(".tmp"))  # our own tar; 3.11.2 has no filter=
             local.with_suffix(".tmp").rename(local)
         if local.exists():
             return [str(local)]
