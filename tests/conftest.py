@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
+from examplecounts import QUICK, THOROUGH
+from hypothesis import settings
 
 if TYPE_CHECKING:
     # Imported lazily in the fixtures below, so that loading conftest does not import
@@ -19,6 +21,12 @@ if TYPE_CHECKING:
     from fakesystemd import FakeSystemd
 
     from slicectl.systemd import Systemd
+
+# --- hypothesis: example counts by profile (tests/examplecounts.py) -----------------------
+
+settings.register_profile("thorough", max_examples=THOROUGH)  # tests/run, CI: full counts
+settings.register_profile("quick", max_examples=QUICK)  # bare `python -m pytest`
+settings.load_profile("quick")  # --hypothesis-profile=thorough loads the other one after this
 
 # --- bytecode: slicectl's .pyc files written once, for the many `slicectl` processes -----------
 
@@ -35,6 +43,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
     if not hasattr(session.config, "workerinput"):  # once, in xdist's controller
         compileall.compile_dir(Path(__file__).resolve().parent.parent / "slicectl", quiet=1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `long` first (mypy, the fuzz and property tests, ...), the ones marked
+    `long(first=True)` before them; otherwise the order is unchanged.
+
+    pytest-xdist hands the tests out in this order, two at a time (`--maxschedchunk 2` in
+    pyproject.toml): a long test started last would run alone on one core at the end while
+    the other cores idle.
+    """
+    def rank(item: pytest.Item) -> int:
+        mark = item.get_closest_marker("long")
+        return 2 if mark is None else 0 if mark.kwargs.get("first") else 1
+
+    items.sort(key=rank)
 
 
 # --- D-Bus: a private dbus-daemon with a fake org.freedesktop.systemd1 -----------------------

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from cgtree import Motion, MovingTree
+from examplecounts import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -259,7 +260,8 @@ def fuzz_trees(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], MovingT
     return lambda: make_tree(tmp_path_factory.mktemp("fuzz") / "cg")
 
 
-@settings(max_examples=150, derandomize=True, deadline=None,
+@pytest.mark.long
+@settings(max_examples=examples(150), derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_fuzzed_files_never_break_status_top_or_record(

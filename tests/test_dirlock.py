@@ -153,6 +153,7 @@ def expected_files(config: Path, tmp_path: Path) -> dict[str, bytes]:
             if p.is_file() and p.name != MANIFEST_NAME}
 
 
+@pytest.mark.long
 def test_concurrent_generates_with_different_inputs_leave_one_runs_files(
         tmp_path: Path) -> None:
     """Two real processes at once, several times: the directory always holds exactly the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+from examplecounts import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -46,7 +47,7 @@ def tables(draw_: st.DrawFn) -> Table:
     return t
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(tables(), st.integers(10, 120))
 def test_a_table_is_drawn_as_rich_prints_it(table: Table, width: int) -> None:
     text = draw(table, width)
@@ -57,7 +58,7 @@ def test_a_table_is_drawn_as_rich_prints_it(table: Table, width: int) -> None:
         assert text == rich_text(table, width)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(texts, min_size=1, max_size=4).map("\n".join), st.integers(1, 40))
 def test_text_wraps_as_rich_wraps_it(text: str, width: int) -> None:
     item = Group(Styled("legend: ").append(text, "cyan"), Styled(text))

@@ -18,6 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+from examplecounts import examples
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from unitcheck import systemd_verify
@@ -169,8 +171,9 @@ def check_errors(err: str) -> None:
     assert "  hint: " in err, err
 
 
+@pytest.mark.long
 @seed(20261122)
-@settings(max_examples=80, deadline=None, derandomize=True,
+@settings(max_examples=examples(80), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(doc=documents(), style=st.integers(0, 5))
 def test_any_document_keeps_the_contract(tmp_path_factory: Any, doc: dict[str, Any],

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from examplecounts import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -554,10 +555,11 @@ def check_layout(cfg: Config, t: Topology, lay: Layout) -> None:
     assert lay.shared_pool == online - hk - frozenset().union(*(p.cpus for p in exclusive))
 
 
-PROPERTY = settings(max_examples=200, deadline=None,
+PROPERTY = settings(max_examples=examples(200), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
+@pytest.mark.long
 @given(st.data())
 @PROPERTY
 def test_random_placements_are_sound_and_deterministic(data: st.DataObject) -> None:
@@ -574,6 +576,7 @@ def test_random_placements_are_sound_and_deterministic(data: st.DataObject) -> N
     assert place(cfg, t) == lay
 
 
+@pytest.mark.long
 @given(st.data())
 @PROPERTY
 def test_single_tenant_that_fits_a_node_lands_on_one_node(data: st.DataObject) -> None:
@@ -592,6 +595,7 @@ def test_single_tenant_that_fits_a_node_lands_on_one_node(data: st.DataObject) -
     assert len(split) <= 1, f"cores split: {split}"
 
 
+@pytest.mark.long
 @given(st.data())
 @PROPERTY
 def test_changing_one_count_never_moves_the_others(data: st.DataObject) -> None:
@@ -726,10 +730,11 @@ def _check_locals(cfg: Config, t: Topology, lay: Layout) -> None:
 
 # 150 fixed examples each: the fixed order of placement before issue 10 failed 8 of the first
 # test's 61 feasible cases and 4 of the second's 85.
-EXHAUSTIVE = settings(max_examples=150, deadline=None, derandomize=True,
+EXHAUSTIVE = settings(max_examples=examples(150), deadline=None, derandomize=True,
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
+@pytest.mark.long
 @given(st.data())
 @EXHAUSTIVE
 def test_local_tenants_on_one_node_whenever_a_layout_exists(data: st.DataObject) -> None:
@@ -746,6 +751,7 @@ def test_local_tenants_on_one_node_whenever_a_layout_exists(data: st.DataObject)
     _check_locals(cfg, t, lay)
 
 
+@pytest.mark.long
 @given(st.data())
 @EXHAUSTIVE
 def test_no_shared_core_whenever_a_layout_on_whole_cores_exists(data: st.DataObject) -> None:
@@ -770,6 +776,7 @@ def test_no_shared_core_whenever_a_layout_on_whole_cores_exists(data: st.DataObj
         assert len({owner.get(c) for c in core} - {None}) <= 1, f"core {core} is shared"
 
 
+@pytest.mark.long
 @given(st.data())
 @PROPERTY
 def test_notes_name_every_shared_core_and_nothing_else(data: st.DataObject) -> None:

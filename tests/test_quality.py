@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Layers (DESIGN §1), by the first name under slicectl/. The core is pure: it imports only the
@@ -41,6 +43,7 @@ def test_ruff() -> None:
     assert proc.returncode == 0, f"ruff check . failed:\n{proc.stdout}{proc.stderr}"
 
 
+@pytest.mark.long(first=True)  # the longest test: mypy from a fresh clone has no cache
 def test_mypy_strict() -> None:
     proc = run(sys.executable, "-m", "mypy")
     assert proc.returncode == 0, f"mypy failed:\n{proc.stdout}{proc.stderr}"

@@ -311,6 +311,7 @@ def test_numa_can_be_asked_for_or_turned_off(tree: MovingTree) -> None:
         assert s.sample().cgroups[DB1].numa is not None
 
 
+@pytest.mark.long
 def test_close_while_another_thread_samples(tmp_path: Path) -> None:
     """The TUI samples in a worker thread and closes the sampler on exit: close() waits for
     the sample in flight, and sampling afterwards is a SamplerError, never a read of closed

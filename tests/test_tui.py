@@ -126,6 +126,7 @@ async def test_a_slice_unfolds_to_its_services() -> None:
         assert "64.0M / 2.0G↑ / 512.0M" in cron  # memory.high comes from system.slice
 
 
+@pytest.mark.long
 async def test_navigation_detail_numa_help_and_quit(tree: MovingTree, tmp_path: Path) -> None:
     db1 = tree.root / "tenants.slice" / "tenants-db1.slice"
     (db1 / "cgroup.procs").write_text("4242\n")

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from examplecounts import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -486,7 +487,7 @@ STEPS = st.lists(st.one_of(
 
 
 @given(steps=STEPS, config=st.sampled_from(sorted(CONFIGS)), force=st.booleans())
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=examples(60), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_generate_is_all_or_nothing_and_never_writes_someone_elses_file(
         baseline: dict[str, dict[str, bytes]], steps: list[tuple[str, str]], config: str,

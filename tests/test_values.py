@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from examplecounts import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,7 +73,7 @@ def test_format_cpulist_accepts_unsorted_duplicates() -> None:
 
 
 @given(st.frozensets(st.integers(0, 300), max_size=60))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_cpulist_round_trip(cpus: frozenset[int]) -> None:
     text = format_cpulist(cpus)
     assert parse_cpulist(text) == cpus
@@ -99,7 +100,7 @@ def test_from_bitmask_accepts_padded_masks_and_int_lists() -> None:
 
 
 @given(st.frozensets(st.integers(0, 1023), max_size=80), st.integers(0, 8))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_bitmask_round_trip(cpus: frozenset[int], padding: int) -> None:
     mask = to_bitmask(cpus)
     assert from_bitmask(mask) == cpus
@@ -152,7 +153,7 @@ def test_format_size_shortest_exact(size: int, text: str) -> None:
 
 
 @given(st.integers(0, 2**50))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_size_round_trip(size: int) -> None:
     assert parse_size(format_size(size)) == size
 
@@ -209,7 +210,7 @@ def test_format_duration(us: int, text: str) -> None:
 
 
 @given(st.integers(0, 10**12))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_duration_round_trip(us: int) -> None:
     assert parse_duration_us(format_duration_us(us)) == us
 
