@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cgtree import NUMA_HOSTS, MovingTree, build_numa_fixture
+from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from tuikit import (
@@ -63,6 +63,39 @@ async def test_overview_lists_slices_and_updates(tree: MovingTree) -> None:
         assert styles["tenants-db1.slice"] == "red"
         assert styles["system.slice"] == ""
         assert "READ-ONLY" in static_text(app, "#banner")
+
+
+async def test_rows_changed_off_screen_and_lines_scrolled_sideways(tmp_path: Path) -> None:
+    """A line is drawn when first painted: a row that changed while off screen shows its
+    current cells once scrolled to; scrolled sideways, a line is the unscrolled one shifted."""
+    tree = MovingTree(tmp_path / "cgroup")
+    tree.add("tenants.slice")
+    for i in range(40):
+        tree.add(f"tenants.slice/tenants-t{i:02d}.slice",
+                 Motion(cpu_cores=0.1 * (i % 5), memory_bytes=(i + 1) << 20))
+    async with running(monitor_settings(tree.root)) as (app, pilot):
+        table = app.screen.query_one(SliceTable)
+        await wait_for(pilot, lambda: table.row_count == 41)
+        seen = app.samples
+        tree.advance(1.0)
+        await wait_for(pilot, lambda: app.samples >= seen + 2)
+        await pilot.press("end")
+        last = table.row_count - 1
+        shown = table.render_line(last - int(table.scroll_y) + 1).text
+        cells = table.get_row_at(last)
+        assert shown.split()[:4] == [cells[0].strip(), *cells[1].split()]  # name, cores / N
+        assert cells[1] != "- / 8"
+        # still values (sparklines full) so that the screen holds while it is scrolled
+        await wait_for(pilot, lambda: app.samples >= seen + 20)
+        await pilot.press("home")
+        width = table.size.width
+        before = [table.render_line(y).text for y in range(6)]
+        table.scroll_to(x=7, animate=False)
+        await pilot.pause()
+        after = [table.render_line(y).text for y in range(6)]
+        assert all(len(line) == width for line in before + after)
+        assert [line[7:] for line in before] == [line[:-7] for line in after]
+        assert before[0].startswith("slice") and "cpu cores/allowed" in after[0]
 
 
 async def test_polls_never_overlap(tree: MovingTree) -> None:

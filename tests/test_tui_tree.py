@@ -11,6 +11,7 @@ from slicectl.metrics import SliceMetrics, compute
 from slicectl.sampler import Sampler
 from slicectl.tui.model import SortKey
 from slicectl.tui.tree import (
+    SliceTree,
     effective_limits,
     limit_cells,
     limits_from,
@@ -106,3 +107,39 @@ def test_services_and_scopes_are_leaves_of_their_slice() -> None:
     cron = effective_limits(ms)["/system.slice/cron.service"]
     assert (cron.memory_max.value, cron.memory_max.source) == (512 << 20, None)
     assert (cron.memory_high.value, cron.memory_high.source) == (2 * G, "/system.slice")
+
+
+def test_a_kept_tree_follows_new_slices_limits_and_values() -> None:
+    """The overview keeps one SliceTree (nesting and limits reused while unchanged): after
+    each change it shows what a fresh tree_lines shows."""
+    tree = SliceTree()
+    ms = fixture_metrics()
+
+    def shown(metrics: list[SliceMetrics], key: SortKey = SortKey.MEMORY
+              ) -> list[tuple[str, float | None, str | None]]:
+        kept = tree.lines(metrics, collapsed=set(), key=key)
+        fresh = tree_lines(metrics, collapsed=set(), key=key)
+        assert kept == fresh
+        return [(line.name, line.effective.memory_max.value, line.effective.memory_max.source)
+                for line in kept]
+
+    before = shown(ms)
+    tenants = next(m for m in ms if m.unit == "tenants.slice")
+    db1 = next(m for m in ms if m.unit == "tenants-db1.slice")
+    # a value moves: the order among siblings follows
+    web = next(m for m in ms if m.unit == "tenants-web.slice")
+    busier = [replace(m, memory_current=99 * G) if m is web else m for m in ms]
+    assert before[2:4] == [("    tenants-db1.slice", 24 * G, None),
+                           ("    tenants-web.slice", 4 * G, None)]
+    assert [name for name, *_ in shown(busier)][2:4] == [
+        "    tenants-web.slice", "    tenants-db1.slice"]
+    # a parent's limit changes: its children's effective limit follows
+    capped = [replace(m, memory_max=G) if m is tenants else m for m in busier]
+    assert shown(capped)[2:4] == [("    tenants-web.slice", G, "/tenants.slice"),
+                                  ("    tenants-db1.slice", G, "/tenants.slice")]
+    # a slice appears, then goes
+    new = replace(db1, unit="tenants-new.slice", cgroup="/tenants.slice/tenants-new.slice")
+    assert "    tenants-new.slice" in [name for name, *_ in shown([*capped, new])]
+    assert shown(ms) == before
+    assert [line.metrics for line in tree.lines(ms, collapsed=set(), needle="db1")] == [
+        tenants, db1]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -61,20 +61,32 @@ def worst_pressure(m: SliceMetrics) -> float:
     return worst
 
 
+def name_order(m: SliceMetrics) -> tuple[str, str]:
+    """The key of the NAME ordering (unit name, then cgroup path for equal names)."""
+    return (m.unit, m.cgroup)
+
+
 def sort_metrics(metrics: Iterable[SliceMetrics], key: SortKey,
                  reverse: bool = False) -> list[SliceMetrics]:
     """Busiest first for the numeric keys, alphabetical for NAME; `reverse` flips either."""
-    by_name = sorted(metrics, key=lambda m: (m.unit, m.cgroup))
+    return order_by(sorted(metrics, key=name_order), key, reverse)
+
+
+def order_by(by_name: list[SliceMetrics], key: SortKey,
+             reverse: bool = False) -> list[SliceMetrics]:
+    """`sort_metrics` of slices already in NAME order."""
     if key is SortKey.NAME:
         return by_name[::-1] if reverse else by_name
-    value = {
-        SortKey.CPU: lambda m: m.cpu_cores or 0.0,
-        SortKey.MEMORY: lambda m: float(m.memory_current or 0),
-        SortKey.PRESSURE: worst_pressure,
-        SortKey.THROTTLED: lambda m: m.throttled_percent or 0.0,
-    }[key]
     # sorted() is stable: equal values keep the name order in both directions.
-    return sorted(by_name, key=value, reverse=not reverse)
+    return sorted(by_name, key=_SORT_VALUE[key], reverse=not reverse)
+
+
+_SORT_VALUE: dict[SortKey, Callable[[SliceMetrics], float]] = {
+    SortKey.CPU: lambda m: m.cpu_cores or 0.0,
+    SortKey.MEMORY: lambda m: float(m.memory_current or 0),
+    SortKey.PRESSURE: worst_pressure,
+    SortKey.THROTTLED: lambda m: m.throttled_percent or 0.0,
+}
 
 
 def _level(v: float | None, scale: float) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from slicectl.metrics import SliceMetrics
 from slicectl.monitor import size_text
-from slicectl.tui.model import SortKey, sort_metrics
+from slicectl.tui.model import SortKey, name_order, order_by
 
 EXPANDED, COLLAPSED, LEAF = "▾ ", "▸ ", "  "
 INDENT = "  "
@@ -101,37 +101,65 @@ def tree_lines(metrics: Sequence[SliceMetrics], *, collapsed: set[str] | frozens
     """The visible lines of the tree, depth first; siblings in `key` order. A slice in
     `collapsed` hides its subtree. With `needle`, only slices whose name contains it (case
     folded) and their ancestors are shown, unfolded."""
-    by_path = {m.cgroup: m for m in metrics}
-    children: dict[str | None, list[SliceMetrics]] = {}
-    for m in metrics:
-        children.setdefault(parent_of(m.cgroup, by_path), []).append(m)
-    keep: set[str] | None = None
-    if needle:
-        folded = needle.casefold()
-        keep = set()
-        for m in metrics:
-            if folded in m.unit.casefold():
-                path: str | None = m.cgroup
-                while path is not None and path not in keep:
-                    keep.add(path)
-                    path = parent_of(path, by_path)
-    effective = effective_limits(metrics)
-    lines: list[TreeLine] = []
+    return SliceTree().lines(metrics, collapsed=collapsed, needle=needle, key=key,
+                             reverse=reverse)
 
-    def walk(parent: str | None, depth: int) -> None:
-        kids = children.get(parent, [])
-        if keep is not None:
-            kids = [m for m in kids if m.cgroup in keep]
-        for m in sort_metrics(kids, key, reverse):
-            below = children.get(m.cgroup, [])
-            n = len(below) if keep is None else sum(c.cgroup in keep for c in below)
-            open_ = keep is not None or m.cgroup not in collapsed
-            lines.append(TreeLine(m, depth, n, open_, effective[m.cgroup]))
-            if n and open_:
-                walk(m.cgroup, depth + 1)
 
-    walk(None, 0)
-    return lines
+class SliceTree:
+    """`tree_lines` for one screen, sample after sample: the nesting (who is whose parent,
+    siblings in name order) is worked out again only when the set of cgroups changed, and the
+    effective limits only when a limit did (BENCHMARKS.md, tui.100.host)."""
+
+    def __init__(self) -> None:
+        self._paths: list[str] = []
+        self._parents: dict[str, str | None] = {}
+        self._children: dict[str | None, list[str]] = {}  # siblings in name order
+        self._limits: list[tuple[int | None, int | None, float | None]] = []
+        self._effective: dict[str, Effective] = {}
+
+    def lines(self, metrics: Sequence[SliceMetrics], *, collapsed: set[str] | frozenset[str],
+              needle: str = "", key: SortKey = SortKey.CPU, reverse: bool = False
+              ) -> list[TreeLine]:
+        """As `tree_lines`."""
+        by_path = {m.cgroup: m for m in metrics}
+        paths = list(by_path)
+        if paths != self._paths:
+            self._nest(metrics, by_path)
+        limits = [(m.memory_high, m.memory_max, m.quota_cores) for m in metrics]
+        if limits != self._limits or paths != self._paths:
+            self._effective = effective_limits(metrics)
+        self._paths, self._limits = paths, limits
+        children, effective = self._children, self._effective
+        keep: set[str] | None = None
+        if needle:
+            folded = needle.casefold()
+            keep = set()
+            for m in metrics:
+                if folded in m.unit.casefold():
+                    path: str | None = m.cgroup
+                    while path is not None and path not in keep:
+                        keep.add(path)
+                        path = self._parents[path]
+        lines: list[TreeLine] = []
+
+        def walk(parent: str | None, depth: int) -> None:
+            kids = [by_path[p] for p in children.get(parent, ()) if keep is None or p in keep]
+            for m in order_by(kids, key, reverse):
+                below = children.get(m.cgroup, ())
+                n = len(below) if keep is None else sum(c in keep for c in below)
+                open_ = keep is not None or m.cgroup not in collapsed
+                lines.append(TreeLine(m, depth, n, open_, effective[m.cgroup]))
+                if n and open_:
+                    walk(m.cgroup, depth + 1)
+
+        walk(None, 0)
+        return lines
+
+    def _nest(self, metrics: Sequence[SliceMetrics], by_path: dict[str, SliceMetrics]) -> None:
+        self._parents = {m.cgroup: parent_of(m.cgroup, by_path) for m in metrics}
+        self._children = {}
+        for m in sorted(metrics, key=name_order):
+            self._children.setdefault(self._parents[m.cgroup], []).append(m.cgroup)
 
 
 def is_unit(cgroup: str) -> bool:

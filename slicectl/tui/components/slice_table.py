@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import NamedTuple
 
-from rich.cells import cell_len
+from rich.cells import cell_len, get_character_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
@@ -37,6 +37,18 @@ class Row(NamedTuple):
     key: str
     cells: tuple[str, ...]
     style: str = ""
+
+
+class Line(NamedTuple):
+    """A row as drawn: its cells padded to the column widths and joined."""
+
+    text: str
+    narrow: bool  # every character takes one cell (so characters and cells agree)
+
+
+def _narrow(text: str) -> bool:
+    return (text.isascii() and text.isprintable()) or all(
+        get_character_cell_size(c) == 1 for c in set(text))
 
 
 def _pad(text: str, width: int, right: bool) -> str:
@@ -81,8 +93,8 @@ class SliceTable(ScrollView, can_focus=True):
         self.widths = [cell_len(h) for h in self.headers]
         self.rows: list[Row] = []
         self.cursor = 0
-        self._lines: list[str] = []  # each row's text, padded to the column widths
-        self._header = ""
+        self._lines: list[Line | None] = []  # each row's text, padded to the column widths
+        self._header = Line("", True)
         self._styles: dict[tuple[str, bool], Style] = {}
         self._layout()
 
@@ -101,14 +113,17 @@ class SliceTable(ScrollView, can_focus=True):
     def show(self, rows: Sequence[Row]) -> None:
         """Show these rows in this order; the cursor stays on its key when it still exists."""
         keep = self.selected
-        old_lines, old_rows = self._lines, self.rows
+        old_rows, old_lines = self.rows, self._lines
         self.rows = list(rows)
         # An unchanged row is the same object (OverviewRows): its line is as well, and only
-        # new rows can widen a column.
+        # new rows can widen a column. Lines are drawn when first painted (most rows are off
+        # screen).
         known = dict(zip(map(id, old_rows), old_lines, strict=True))
-        new = [r for r in self.rows if id(r) not in known]
-        widths = [max(w, *(cell_len(r.cells[i]) for r in new)) if new else w
-                  for i, w in enumerate(self.widths)]
+        new = [r.cells for r in self.rows if id(r) not in known]
+        widths = self.widths
+        if new:
+            widths = [max(w, *map(cell_len, column))
+                      for w, column in zip(widths, zip(*new, strict=True), strict=True)]
         keys = [r.key for r in self.rows]
         if keep is not None and keep in keys:
             self.cursor = keys.index(keep)
@@ -118,9 +133,9 @@ class SliceTable(ScrollView, can_focus=True):
             self._layout()
             self.refresh()
         else:
-            self._lines = [known.get(id(r)) or self._line(r.cells) for r in self.rows]
-            self._refresh_changed(old_rows, old_lines)
-        self.virtual_size = Size(len(self._header), len(self.rows) + 1)
+            self._lines = [known.get(id(r)) for r in self.rows]
+            self._refresh_changed(old_rows)
+        self.virtual_size = Size(len(self._header[0]), len(self.rows) + 1)
         if keep != self.selected:
             self._scroll_to_cursor()
 
@@ -143,23 +158,32 @@ class SliceTable(ScrollView, can_focus=True):
 
     def _layout(self) -> None:
         self._header = self._line(self.headers)
-        self._lines = [self._line(r.cells) for r in self.rows]
+        self._lines = [None] * len(self.rows)
 
-    def _line(self, cells: Sequence[str]) -> str:
+    def _line(self, cells: Sequence[str]) -> Line:
         gap = " " * GAP
-        return gap.join([_pad(c, w, r) for c, w, r in zip(cells, self.widths, self.right,
+        text = gap.join([_pad(c, w, r) for c, w, r in zip(cells, self.widths, self.right,
                                                           strict=True)])
+        return Line(text, _narrow(text))
 
-    def _refresh_changed(self, old_rows: list[Row], old_lines: list[str]) -> None:
-        """Repaint the lines whose text, style or cursor changed (all of them when the
+    def _line_at(self, index: int) -> Line:
+        """The drawn line of row `index` (drawn now if it was not yet)."""
+        line = self._lines[index]
+        if line is None:
+            line = self._lines[index] = self._line(self.rows[index].cells)
+        return line
+
+    def _refresh_changed(self, old_rows: list[Row]) -> None:
+        """Repaint the lines whose cells, style or cursor changed (all of them when the
         number of rows did)."""
         if len(old_rows) != len(self.rows):
             self.refresh()
             return
         top = int(self.scroll_y)
         end = min(len(self.rows), top + max(self.size.height - 1, 0))
-        changed = [i for i in range(top, end)
-                   if self._lines[i] != old_lines[i] or self.rows[i].style != old_rows[i].style]
+        rows = self.rows
+        changed = [i for i in range(top, end) if rows[i] is not old_rows[i] and (
+            rows[i].cells != old_rows[i].cells or rows[i].style != old_rows[i].style)]
         # Consecutive changed lines are repainted as one region (one refresh, not one each).
         for _, run in groupby(enumerate(changed), key=lambda pair: pair[1] - pair[0]):
             lines = [i for _, i in run]
@@ -189,13 +213,17 @@ class SliceTable(ScrollView, can_focus=True):
             if style is None:
                 style = self._styles[("#header", False)] = (
                     self.rich_style + self.get_component_rich_style("slice-table--header"))
-            text = self._header
+            line = self._header
         else:
             index = int(self.scroll_y) + y - 1
             if index >= len(self.rows):
                 return Strip.blank(width, self.rich_style)
             style = self._style(self.rows[index].style, index == self.cursor and self.has_focus)
-            text = self._lines[index]
+            line = self._line_at(index)
+        text, narrow = line
+        if narrow:  # a character per cell: cropped and padded as a string, one segment
+            text = text[x:x + width]
+            return Strip([Segment(text + " " * (width - len(text)), style)], width)
         return Strip([Segment(text, style)]).crop_extend(x, x + width, style)
 
     # -- the cursor ------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from slicectl.tui.components.banner import ReadOnlyBanner, StatusLine
 from slicectl.tui.components.slice_table import RIGHT, OverviewRows, SliceTable, overview_headers
 from slicectl.tui.model import SortKey
 from slicectl.tui.screens.base import DataScreen
-from slicectl.tui.tree import tree_lines, unit_holders, with_children
+from slicectl.tui.tree import SliceTree, unit_holders, with_children
 
 
 class OverviewScreen(DataScreen):
@@ -35,6 +35,7 @@ class OverviewScreen(DataScreen):
         super().__init__()
         self.numa = numa
         self._rows = OverviewRows(numa)
+        self._tree = SliceTree()
         self.collapsed: set[str] = set()  # cgroups whose subtree is folded away
         self._seen: set[str] = set()  # cgroups shown before (new ones get the default fold)
         self.needle = ""  # the `/` filter
@@ -60,8 +61,8 @@ class OverviewScreen(DataScreen):
         if seen - self._seen:
             self.collapsed |= unit_holders(app.metrics) - self._seen
             self._seen = seen
-        lines = tree_lines(app.metrics, collapsed=self.collapsed, needle=self.needle,
-                           key=app.sort_key, reverse=app.sort_reverse)
+        lines = self._tree.lines(app.metrics, collapsed=self.collapsed, needle=self.needle,
+                                 key=app.sort_key, reverse=app.sort_reverse)
         self.query_one(SliceTable).show(self._rows.rows(lines, app.history,
                                                         app.settings.host_memory))
         arrow = "↑" if app.sort_reverse else "↓"
