@@ -12,7 +12,9 @@ caught once per file, never per sample. Which fields held garbage (rather than b
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields as dataclass_fields
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from slicectl.cpulist import parse_cpulist
@@ -289,14 +291,23 @@ def parse_changed(
 
 def build_sample(unit: str, path: str, inode: int, parsed: list[Values]) -> CgroupSample:
     """The sample of one cgroup from the parsed values of its files, in `FILES` order."""
-    fields: dict[str, Any] = {}
-    bad: list[str] = []
-    for spec, values in zip(FILES, parsed, strict=True):
-        fields.update(zip(spec.fields, values, strict=True))
-        if type(values) is _Garbled:
-            bad += values.bad
-    return CgroupSample(unit=unit, path=path, inode=inode,
-                        unreadable=frozenset(bad) if bad else _READABLE, **fields)
+    values = [v for file_values in parsed for v in file_values]
+    bad = [f for file_values in parsed if type(file_values) is _Garbled for f in file_values.bad]
+    values.append(frozenset(bad) if bad else _READABLE)
+    return CgroupSample(unit, path, inode, *_IN_FIELD_ORDER(values))
 
 
+def _field_order() -> Callable[[list[Any]], tuple[Any, ...]]:
+    """Picks, from the values of all files in `FILES` order and then `unreadable`,
+    CgroupSample's fields after unit, path and inode, in the order of its constructor. Each
+    field is filled by exactly one file: a field no file fills, or two files fill, fails
+    here, at import."""
+    filled = [f for spec in FILES for f in spec.fields] + ["unreadable"]
+    wanted = [f.name for f in dataclass_fields(CgroupSample)][3:]
+    if sorted(filled) != sorted(wanted):
+        raise AssertionError(f"FILES and CgroupSample disagree: {set(filled) ^ set(wanted)}")
+    return itemgetter(*[filled.index(name) for name in wanted])
+
+
+_IN_FIELD_ORDER = _field_order()
 _READABLE: frozenset[str] = frozenset()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from operator import attrgetter
 
 from slicectl.samples import CgroupSample, NodeMemory, Pressure, Snapshot
 
@@ -72,14 +73,16 @@ class NumaMetrics:
         """The locality of one sample; None when memory.numa_stat was not read."""
         if s.numa is None:
             return None
-        total = sum(n.total for n in s.numa)
+        on_node = [(n.node, n.anon + n.file) for n in s.numa]
+        total = sum([size for _, size in on_node])
         local_nodes = _nodes_of(s.cpus, node_cpus)
         local = outside = None
         if total:
             if local_nodes is not None:
-                local = sum(n.total for n in s.numa if n.node in local_nodes) / total * 100
+                local = sum([size for n, size in on_node if n in local_nodes]) / total * 100
             allowed = s.mems  # None: no cpuset controller, every node allowed
-            away = 0 if allowed is None else sum(n.total for n in s.numa if n.node not in allowed)
+            away = 0 if allowed is None else sum([size for n, size in on_node
+                                                  if n not in allowed])
             outside = away / total * 100
         host = host_mems or (frozenset(node_cpus) if node_cpus else None)
         bound = s.mems is not None and host is not None and s.mems < host
@@ -292,31 +295,22 @@ def classify(
     return frozenset(flags)
 
 
+# The counters that only grow while a cgroup exists (one that went back means a new cgroup).
+_COUNTERS = attrgetter("usage_usec", "nr_periods", "nr_throttled", "throttled_usec",
+                       "workingset_refault", "events_low", "events_high", "events_max",
+                       "events_oom", "events_oom_kill")
+_PRESSURES = attrgetter("cpu_pressure", "memory_pressure", "io_pressure")
+
+
 def _comparable(prev: CgroupSample | None, cur: CgroupSample, dt: float) -> bool:
     """Whether deltas between prev and cur mean anything: same cgroup, long enough, monotonic."""
     if prev is None or prev.inode != cur.inode or dt < MIN_RATE_WINDOW:
         return False
-    pairs = (
-        (prev.usage_usec, cur.usage_usec),
-        (prev.nr_periods, cur.nr_periods),
-        (prev.nr_throttled, cur.nr_throttled),
-        (prev.throttled_usec, cur.throttled_usec),
-        (prev.workingset_refault, cur.workingset_refault),
-        (prev.events_low, cur.events_low),
-        (prev.events_high, cur.events_high),
-        (prev.events_max, cur.events_max),
-        (prev.events_oom, cur.events_oom),
-        (prev.events_oom_kill, cur.events_oom_kill),
-    )
-    for a, b in pairs:
+    for a, b in zip(_COUNTERS(prev), _COUNTERS(cur), strict=True):
         if a is not None and b is not None and b < a:
             return False
-    for pa, pb in (
-        (prev.cpu_pressure, cur.cpu_pressure),
-        (prev.memory_pressure, cur.memory_pressure),
-        (prev.io_pressure, cur.io_pressure),
-    ):
-        if pa is not None and pb is not None:
+    for pa, pb in zip(_PRESSURES(prev), _PRESSURES(cur), strict=True):
+        if pa is not None and pb is not None and pa is not pb:
             if pb.some.total < pa.some.total:
                 return False
             if pa.full is not None and pb.full is not None and pb.full.total < pa.full.total:
