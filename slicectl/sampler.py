@@ -195,6 +195,8 @@ class Sampler:
         full read; see IDLE_FULL_EVERY); raises _Vanished."""
         if cg.last is None or cg.events_fd < 0 or not (self._refresh + cg.slot) % IDLE_FULL_EVERY:
             return False
+        if cg.last.tasks:  # it had tasks at its last read: read it in full without asking
+            return False
         try:
             state = os.pread(cg.events_fd, 64, 0)
         except OSError as e:

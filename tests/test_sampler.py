@@ -229,7 +229,9 @@ def test_empty_cgroup_is_reread_only_every_nth_refresh_or_after_invalidate(
     from slicectl.sampler import IDLE_FULL_EVERY
 
     web = "tenants.slice/tenants-web.slice"
-    (tree.root / web / "cgroup.events").write_text("populated 0\nfrozen 0\n")  # no task in it
+    tree.cgroups[web].tasks = 0  # no task in it: pids.current 0 ...
+    tree.advance(0)
+    (tree.root / web / "cgroup.events").write_text("populated 0\nfrozen 0\n")  # ... not populated
     first = sampler.sample().cgroups[web]
     tree.cgroups[web].memory_current = 123 << 20  # e.g. its page cache was reclaimed
     tree.advance(1.0)
@@ -245,6 +247,13 @@ def test_empty_cgroup_is_reread_only_every_nth_refresh_or_after_invalidate(
     (tree.root / web / "cgroup.events").write_text("populated 0\nfrozen 0\n")
     after = sampler.sample().cgroups[DB1].usage_usec
     assert before is not None and after is not None and after > before
+    # One that had tasks at its last read is read in full without asking cgroup.events
+    # (whatever that says, e.g. a zombie's pids.current outlives "populated 0").
+    for k in range(IDLE_FULL_EVERY):
+        tree.cgroups[DB1].memory_current = (70 + k) << 20
+        tree.advance(0)
+        (tree.root / DB1 / "cgroup.events").write_text("populated 0\nfrozen 0\n")
+        assert sampler.sample().cgroups[DB1].memory_current == (70 + k) << 20
     # invalidate(): the next sample reads everything (limits may have changed after apply).
     tree.cgroups[web].memory_max = "1073741824"
     tree.advance(0)

@@ -11,6 +11,7 @@ loop, plans and their placement preview, edit → plan → apply, profile switch
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -41,6 +42,14 @@ if TYPE_CHECKING:
     from slicectl.plan import Plan
     from slicectl.topology import Topology
     from slicectl.tui.screens.edit import EditResult
+
+
+# Python's cyclic GC makes a young-generation pass every 700 allocations; a refresh of 100
+# moving slices allocates thousands of short-lived objects (samples, metrics, rows, strips),
+# nearly all freed by reference counting anyway, so passes ran several times per refresh
+# (BENCHMARKS.md, tui.100.host). While the app runs: a pass every GC_YOUNG allocations, and
+# what start-up made (Textual's widgets, styles, imports) frozen out of the full passes.
+GC_YOUNG = 20_000
 
 
 @dataclass
@@ -105,10 +114,12 @@ class SlicectlApp(App[int]):
         self._polling = False
         self._pending: PendingChange | None = None
         self._shares: tuple[object, float, CpuShares | None] | None = None
+        self._gc_threshold = gc.get_threshold()
 
     # -- polling --------------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        gc.set_threshold(GC_YOUNG, *self._gc_threshold[1:])
         self.sub_title = f"every {self.interval:g}s"
         self.push_screen(OverviewScreen(numa=self.sampler.numa))
         for note in self.notes:
@@ -145,7 +156,13 @@ class SlicectlApp(App[int]):
         self.history.add(message.metrics)
         self.samples += 1
         self.refresh_screens()
+        if self.samples == 1:
+            gc.freeze()  # start-up is over: what it made stays
         self._arm()
+
+    def on_unmount(self) -> None:
+        gc.unfreeze()
+        gc.set_threshold(*self._gc_threshold)
 
     def on_sample_failed(self, message: SampleFailed) -> None:
         self._polling = False
