@@ -315,7 +315,7 @@ def test_check_diff_reports_changes_and_touches_nothing(fleet: Fleet) -> None:
     assert recap(proc)["changed"] == 1, output(proc)
     # The diff: the drop-ins and the live properties, before and after.
     assert f"+++ after: {ETC}/tenants-db.slice.d/50-slicectl.conf" in proc.stdout, output(proc)
-    assert f"-MemoryMax={256 << 20}" in proc.stdout and f"+MemoryMax={200 << 20}" in proc.stdout
+    assert "-MemoryMax=256M" in proc.stdout and "+MemoryMax=200M" in proc.stdout  # as written
     assert f"-tenants-db.slice: MemoryMax={256 << 20}" in proc.stdout
     assert f"+tenants-db.slice: MemoryMax={200 << 20}" in proc.stdout
     assert "-tenants-web.slice: CPUWeight=200" in proc.stdout
