@@ -35,16 +35,6 @@ RUN = _module("evidence_run", EVIDENCE / "run")
 NAMES = list(RUN.EXPERIMENTS.values())
 
 
-def _recorded(name: str) -> bool:
-    return (EVIDENCE / "data" / f"{name}.csv").exists()
-
-
-# Issue 17 is open: (a) to (e) are recorded; (f) not yet (docs/evidence/
-# README.md says why). Each experiment without data is an expected failure that turns into a
-# failure (strict) the day its data is committed, so this marker must go then.
-NOT_RECORDED = pytest.mark.xfail(strict=True, reason="issue 17: no full run recorded yet")
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_each_experiment_has_a_script_and_an_e2e_assertion(name: str) -> None:
     assert (EVIDENCE / f"{name}.py").is_file()
@@ -57,8 +47,7 @@ def test_each_experiment_has_a_script_and_an_e2e_assertion(name: str) -> None:
     assert f"`docs/evidence/{name}.py`" in readme, f"docs/evidence/README.md: no section for {name}"
 
 
-@pytest.mark.parametrize("name", [n if _recorded(n) else pytest.param(n, marks=NOT_RECORDED)
-                                  for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_each_experiment_has_data_and_a_plot(name: str) -> None:
     data = EVIDENCE / "data" / f"{name}.csv"
     with data.open() as f:

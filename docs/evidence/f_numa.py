@@ -62,13 +62,21 @@ def cache_on(node: int) -> None:
     """Page cache on `node` (all but FREE of its free memory), read by a job on its CPUs in
     system.slice: the kernel's local allocation puts it there while the node has free memory.
     A file of a node's whole free memory took too long to read under TCG, so the huge-page
-    ballast holds the rest; and `numactl --membind` made even this read hang (a run's 190 MiB
-    did not finish in 600 s with the guest idle), so the job is bound by CPUs only."""
+    ballast holds the rest. The reader is `dd` to /dev/null: the earlier reader, `cat`, wrote
+    the file to its standard output, which systemd-run sends to the journal, and 190 MiB of it
+    did not get through journald in 600 s (with `numactl --membind`) nor in 300 s (with
+    `--cpunodebind`)."""
     size = lab.node_meminfo(node, "MemFree") - FREE
     lab.run("truncate", "-s", str(size), str(HOG_FILE))
     lab.run("systemd-run", "--wait", "--quiet", "--collect", f"--unit={lab.PREFIX}filler",
             "--slice=system.slice", "numactl", f"--cpunodebind={node}",
-            "cat", str(HOG_FILE), timeout=300)
+            "dd", f"if={HOG_FILE}", "of=/dev/null", "bs=1M", "status=none", timeout=300)
+
+
+def node_memory(node: int) -> str:
+    """A node's free memory and page cache, for the log."""
+    free, cache = (lab.node_meminfo(node, k) / MiB for k in ("MemFree", "FilePages"))
+    return f"node {node}: {free:.0f} MiB free, {cache:.0f} MiB page cache"
 
 
 def run_once(setup: str, run: int) -> list[Row]:
@@ -76,8 +84,11 @@ def run_once(setup: str, run: int) -> list[Row]:
     text = f'version: 1\ntenants:\n  db: {{cpus: "{cpus}", numa: {SETUPS[setup]}}}\n'
     lab.apply(lab.tenants_file(f"f_{setup}", text))
     lab.drop_caches()
-    with lab.ballast({NODE: CACHE + FREE}):
+    with lab.ballast({NODE: CACHE + FREE}) as taken:
+        print(f"f_numa: {setup} run {run}: ballast {taken / MiB:.0f} MiB, "
+              f"{node_memory(NODE)}", flush=True)
         cache_on(NODE)
+        print(f"f_numa: {setup} run {run}: page cache read, {node_memory(NODE)}", flush=True)
         script, done = lab.WORK / "allocate.py", lab.WORK / "allocated"
         script.write_text(ALLOCATE.format(size=ALLOC))
         done.unlink(missing_ok=True)
@@ -88,6 +99,9 @@ def run_once(setup: str, run: int) -> list[Row]:
                 raise RuntimeError("the allocation did not finish in 300 s")
             time.sleep(0.5)
         anon = lab.numa_stat(lab.control_group("tenants-db.slice"))
+        print(f"f_numa: {setup} run {run}: allocated, {node_memory(NODE)}; the tenant's anon "
+              f"memory per node (MiB): { {n: round(b / MiB) for n, b in anon.items()} }",
+              flush=True)
         lab.stop_units()
     return [Row(setup, run, node, size / MiB, int(node == NODE))
             for node, size in sorted(anon.items())]
