@@ -6,8 +6,8 @@ set -u
 cd "${SLICECTL_CHECKOUT:?not inside the testbed}" || exit 1
 # Two tiers of their own, run by naming them (tests/testbed/e2e tests/e2e/test_X.py), because
 # the default tier must fit in CI: the evidence experiments' shortened runs (~25 min under
-# TCG), and the Ansible role (its first run did not finish in 900 s: slow, not hung, since
-# ansible-playbook reads ansible over 9p; issue 15 is open until it runs in CI again).
+# TCG), and the Ansible collection's playbooks (~21 min: every module task costs about 20 s
+# under TCG; tests/testbed/README.md).
 paths=(tests/e2e --ignore=tests/e2e/test_evidence.py --ignore=tests/e2e/test_ansible.py)
 for arg in "$@"; do [[ $arg == tests/* ]] && paths=(); done  # caller chose the tests
 exec python3 -m pytest -c /dev/null --rootdir="$SLICECTL_CHECKOUT" --confcutdir=tests/e2e \
