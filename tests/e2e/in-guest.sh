@@ -6,7 +6,7 @@ set -u
 cd "${SLICECTL_CHECKOUT:?not inside the testbed}" || exit 1
 # Two tiers of their own, run by naming them (tests/testbed/e2e tests/e2e/test_X.py), because
 # the default tier must fit in CI: the evidence experiments' shortened runs (~25 min under
-# TCG), and the Ansible collection's playbooks (~21 min: every module task costs about 20 s
+# TCG), and the Ansible collection's playbooks (~16 min: every module task costs about 20 s
 # under TCG; tests/testbed/README.md).
 paths=(tests/e2e --ignore=tests/e2e/test_evidence.py --ignore=tests/e2e/test_ansible.py)
 for arg in "$@"; do [[ $arg == tests/* ]] && paths=(); done  # caller chose the tests
