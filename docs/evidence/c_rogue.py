@@ -138,8 +138,7 @@ class Pressure:
 
 def start_nowait(unit: str, command: str) -> subprocess.Popen[bytes]:
     """Start `sh -c COMMAND` as a unit in the rogue tenant; don't wait for systemd-run."""
-    return subprocess.Popen(["systemd-run", "--quiet", "--collect", f"--unit={lab.PREFIX}{unit}",
-                             "--slice=tenants-rogue.slice", "--", "/bin/sh", "-c", command])
+    return subprocess.Popen(lab.start_command(unit, "tenants-rogue.slice", command))
 
 
 def main(quick: bool = False) -> Result:

@@ -81,10 +81,15 @@ def plan_json(path: Path, *args: str) -> dict[str, Any]:
 
 def start(unit: str, slice_: str, command: str, *properties: str) -> int:
     """A transient service running `sh -c COMMAND` in SLICE; returns its main PID."""
-    props = [f"--property={p}" for p in properties]
-    run("systemd-run", "--quiet", "--collect", f"--unit={PREFIX}{unit}", f"--slice={slice_}",
-        *props, "--", "/bin/sh", "-c", command)
+    run(*start_command(unit, slice_, command, *properties))
     return main_pid(f"{PREFIX}{unit}.service")
+
+
+def start_command(unit: str, slice_: str, command: str, *properties: str) -> list[str]:
+    """The systemd-run command line of `start`, for a caller that must not wait for it."""
+    props = [f"--property={p}" for p in properties]
+    return ["systemd-run", "--quiet", "--collect", f"--unit={PREFIX}{unit}", f"--slice={slice_}",
+            *props, "--", "/bin/sh", "-c", command]
 
 
 def main_pid(unit: str) -> int:
@@ -267,7 +272,12 @@ def sample_every(interval: float, duration: float) -> Iterable[float]:
 def meminfo(key: str) -> int:
     """One /proc/meminfo value, in bytes (kB values) or as is (counts)."""
     info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
-    number, *unit = info[key].split()
+    return _meminfo_value(info[key])
+
+
+def _meminfo_value(value: str) -> int:
+    """`  123 kB` in bytes, a count (`  12`) as is."""
+    number, *unit = value.split()
     return int(number) * (1024 if unit == ["kB"] else 1)
 
 
@@ -276,8 +286,7 @@ def node_meminfo(node: int, key: str) -> int:
     for line in Path(f"/sys/devices/system/node/node{node}/meminfo").read_text().splitlines():
         name, _, value = line.partition(":")
         if name.split()[-1] == key:
-            number, *unit = value.split()
-            return int(number) * (1024 if unit == ["kB"] else 1)
+            return _meminfo_value(value)
     raise RuntimeError(f"node {node}: no {key} in its meminfo")
 
 
