@@ -264,8 +264,6 @@ def test_generate_without_a_usable_cache_folder(tmp_path: Path) -> None:
 
 def test_unwritable_cache_renders_the_same(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import jinja2.bccache
-
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     expected = render(example_plan())
 
@@ -276,7 +274,7 @@ def test_unwritable_cache_renders_the_same(tmp_path: Path,
     # so a folder's mode cannot make it fail for the tests run as root.
     for entry in cached(tmp_path):
         entry.unlink()
-    monkeypatch.setattr(jinja2.bccache.tempfile, "NamedTemporaryFile", refuse)
+    monkeypatch.setattr("jinja2.bccache.tempfile.NamedTemporaryFile", refuse)
     assert render(example_plan()) == expected
     assert cached(tmp_path) == []
 
