@@ -13,7 +13,6 @@ parsers and ranges already live in `parsers`, `kinds` and `settings`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,6 +65,8 @@ class _Collector:
         """Known keys, and the closest one while suggestions last."""
         self._suggested += 1
         if self._suggested <= self.SUGGESTIONS:
+            import difflib  # here: only a file with a wrong key pays for importing it
+
             close = difflib.get_close_matches(str(key)[:60], known, n=1)
             if close:
                 return f"did you mean {close[0]!r}? {what}: {', '.join(known)}"

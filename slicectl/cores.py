@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from slicectl.cpulist import format_cpulist
+from slicectl.records import record
 from slicectl.topology import Topology
 
 Core = tuple[int, ...]
@@ -29,7 +30,7 @@ class _Sorted:
     shared: list[int] = field(default_factory=list)  # housekeeping/another tenant holds some
 
 
-@dataclass(frozen=True)
+@record
 class _Saved:
     free: set[int]
     owner: dict[int, str]

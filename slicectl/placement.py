@@ -17,18 +17,18 @@ Rules (DESIGN §4), each traced to the seeds:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from slicectl.config import Config, Tenant
 from slicectl.cores import Claims
 from slicectl.cpulist import format_cpulist
 from slicectl.errors import PlacementError, Problem
 from slicectl.packing import Ask, place_asks
+from slicectl.records import record
 from slicectl.settings import Numa
 from slicectl.topology import Topology
 
 
-@dataclass(frozen=True)
+@record
 class TenantPlacement:
     """Where one tenant runs: its CPUs, the nodes they are on, and its memory nodes."""
 
@@ -40,7 +40,7 @@ class TenantPlacement:
     pool: bool  # True: runs on the shared pool (no `cpus` asked)
 
 
-@dataclass(frozen=True)
+@record
 class Layout:
     """The placement of every tenant plus the housekeeping CPUs and the shared pool.
 

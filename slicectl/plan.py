@@ -9,7 +9,7 @@ Plans round-trip through JSON (docs/plan-json.md).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from slicectl.errors import PlacementError
 from slicectl.kinds import PlanValue
 from slicectl.placement import Layout, TenantPlacement, place
 from slicectl.protection import FIX, SOURCE, overcommit, protects
+from slicectl.records import record
 from slicectl.settings import (
     ALLOWED_CPUS,
     ALLOWED_MEMORY_NODES,
@@ -68,7 +69,7 @@ def format_property(name: str, value: PlanValue) -> str:
     return PROP_BY_NAME[name].kind.file(value)
 
 
-@dataclass(frozen=True)
+@record
 class UnitPlan:
     """One file slicectl generates: a unit file, or a drop-in for an existing unit."""
 
@@ -116,7 +117,7 @@ class UnitPlan:
         )
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """Everything slicectl wants on a host, derived from tenants.yaml and the topology."""
 
@@ -224,7 +225,7 @@ def _confine_props(c: Confinement | None, hk: frozenset[int], housekeeping_unit:
     return props
 
 
-@dataclass(frozen=True)
+@record
 class ScheduleCommand:
     """How a timer's service runs slicectl: the executable and the tenants file on the host."""
 

@@ -8,8 +8,7 @@ reports it as `protection-overcommit`; both call `overcommit` here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from slicectl.records import record
 from slicectl.tenants import HOUSEKEEPING_UNITS, Config, Tenant
 from slicectl.topology import Topology
 from slicectl.values import INFINITY, format_size, size_bytes
@@ -18,7 +17,7 @@ FIX = "lower memory_low/memory_min so all protections fit in RAM minus housekeep
 SOURCE = "systemd.resource-control(5)"
 
 
-@dataclass(frozen=True)
+@record
 class Overcommit:
     """Protections that do not fit: where the running total passes the budget, and why."""
 

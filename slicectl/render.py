@@ -9,7 +9,8 @@ jinja2 is imported here only, and only when rendering: `slicectl --help` never p
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+import stat
+from typing import TYPE_CHECKING, Any
 
 from slicectl import __version__
 from slicectl.errors import RenderError, shown
@@ -67,11 +68,85 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
         loader=jinja2.FileSystemLoader([d for d in (templates_dir, default_templates_dir())
                                         if d]),
         undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
+        bytecode_cache=_bytecode_cache(),
+        **_OPTIONS,
     )
+
+
+# How templates are read; the compiled templates in the cache depend on these too.
+_OPTIONS: dict[str, Any] = {"keep_trailing_newline": True, "trim_blocks": True,
+                            "lstrip_blocks": True, "autoescape": False}
+
+
+def template_cache_dir() -> str | None:
+    """Where generate and apply keep compiled templates: $XDG_CACHE_HOME/slicectl, else
+    ~/.cache/slicectl (None: no home to keep them in)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, empty or relative: the XDG default
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "slicectl") if os.path.isabs(base) else None
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """jinja2's cache of compiled templates (the built-in ones and --templates DIR's alike),
+    which spares each `generate` and `apply` compiling them (BENCHMARKS.md). jinja2 compares
+    each template's source with the one the cache holds and compiles a changed template
+    again. A cache folder that cannot be made, read or written, or that someone else could
+    change, is left alone: the templates are compiled as without it."""
+    import hashlib
+
+    import jinja2
+
+    folder = template_cache_dir()
+    if folder is None or not _private_folder(folder):
+        return None
+
+    class QuietCache(jinja2.FileSystemBytecodeCache):
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except Exception:  # unreadable or damaged: compile instead, as without a cache
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:  # read-only, full, gone: the template is compiled next time too
+                pass
+
+    # The file names carry what the compiled code depends on besides the template's source
+    # (jinja2 checks that): jinja2's version and the options above.
+    tag = hashlib.sha1(repr((jinja2.__version__, sorted(_OPTIONS.items()))).encode()
+                       ).hexdigest()[:12]
+    return QuietCache(folder, f"jinja2-{tag}-%s.cache")
+
+
+def _private_folder(folder: str) -> bool:
+    """Make `folder` (mode 0700) if missing; whether only this user or root can change it and
+    the folders above it. The cache holds code slicectl runs: a folder another user could
+    write, or rename through a folder above it (`sudo -E` keeps a user's HOME), is not used."""
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.stat(folder)
+        if st.st_uid not in (os.geteuid(), 0) or st.st_mode & 0o022:
+            return False
+        # Both ways to the folder: the one named (through symbolic links) and the real one.
+        return all(_parents_private(p) for p in (os.path.abspath(folder),
+                                                 os.path.realpath(folder)))
+    except OSError:
+        return False
+
+
+def _parents_private(path: str) -> bool:
+    """Whether every folder above `path` is this user's or root's and writable by nobody
+    else (or sticky, like /tmp: others may add entries there but not move ours)."""
+    while (parent := os.path.dirname(path)) != path:
+        st = os.stat(parent)
+        if st.st_uid not in (os.geteuid(), 0) or (
+                st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            return False
+        path = parent
+    return True
 
 
 def _context(u: UnitPlan, head: list[str]) -> dict[str, object]:

@@ -8,10 +8,11 @@ property needs no field here; the few the core reasons about have typed accessor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from slicectl.errors import ConfigError, Problem
+from slicectl.records import record
 from slicectl.settings import BY_KEY, Numa, Role
 from slicectl.values import Size
 
@@ -62,7 +63,7 @@ class _Resources:
         return self.resources.get("memory_swap_max")
 
 
-@dataclass(frozen=True)
+@record
 class Tenant(_Resources):
     """One tenant: becomes `<slice>-<name>.slice`."""
 
@@ -88,7 +89,7 @@ class Tenant(_Resources):
         return replace(self, **fields_, resources={**self.resources, **resources})
 
 
-@dataclass(frozen=True)
+@record
 class Confinement(_Resources):
     """Limits for a housekeeping unit (system.slice, user.slice, cron.service, …)."""
 
@@ -103,7 +104,7 @@ class Confinement(_Resources):
         return self.lines.get(key, self.line)
 
 
-@dataclass(frozen=True)
+@record
 class Config:
     """A validated tenants.yaml."""
 

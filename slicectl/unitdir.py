@@ -33,6 +33,7 @@ from slicectl.dirlock import LOCK_TIMEOUT, LockTimeout, locked_dir, make_dirs
 from slicectl.errors import OutputError, shown
 from slicectl.parsers import UNIT_NAME_RE
 from slicectl.plan import DROPIN_NAME
+from slicectl.records import record
 
 if TYPE_CHECKING:
     from slicectl.config import Config
@@ -117,7 +118,7 @@ def _edited_error(path: Path, manifest: Path, action: str) -> OutputError:
         f"--force (`slicectl generate --force`, `slicectl apply --force`) to {action} it")
 
 
-@dataclass(frozen=True)
+@record
 class Manifest:
     """What slicectl generated in a directory, and where it placed each tenant."""
 
@@ -167,7 +168,7 @@ def _string_map(value: object) -> dict[str, str]:
     return value
 
 
-@dataclass(frozen=True)
+@record
 class FileChanges:
     """What writing a set of files would do to a directory."""
 

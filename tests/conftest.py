@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -58,6 +59,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 2 if mark is None else 0 if mark.kwargs.get("first") else 1
 
     items.sort(key=rank)
+
+
+# --- compiled templates: this test process's own cache, not the user's ---------------------
+
+_TEMPLATE_CACHE = tempfile.mkdtemp(prefix="slicectl-test-cache-")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """generate and apply keep compiled templates in $XDG_CACHE_HOME/slicectl: the tests
+    (and the `slicectl` processes they start) use a folder of their own, made empty for each
+    test process, so they neither read nor fill the user's cache."""
+    os.environ["XDG_CACHE_HOME"] = _TEMPLATE_CACHE
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_TEMPLATE_CACHE, ignore_errors=True)
 
 
 # --- D-Bus: a private dbus-daemon with a fake org.freedesktop.systemd1 -----------------------

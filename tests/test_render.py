@@ -4,8 +4,11 @@ real `systemd-analyze verify` on plans for every fixture topology."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -213,6 +216,79 @@ def test_missing_template(tmp_path: Path) -> None:
     assert str(e.value) in (f"template slice.j2 not found in {empty}",
                             f"template dropin.j2 not found in {empty}")
     assert e.value.hint == "--templates DIR must hold slice.j2 and dropin.j2"
+
+
+# --- the cache of compiled templates ($XDG_CACHE_HOME/slicectl) ------------------------------
+
+
+def generate_files(out: Path, cache_home: Path, *extra: str) -> dict[str, bytes]:
+    """`slicectl generate` of web-batch into `out` with XDG_CACHE_HOME=`cache_home`; the files
+    it wrote (it must succeed and say nothing on stderr)."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache_home))
+    proc = subprocess.run([sys.executable, "-m", "slicectl", "generate",
+                           str(ROOT / "examples" / "web-batch.yaml"), "--topology",
+                           str(TOPOLOGIES / "xeon-2s-smt.json"), "--out", str(out), *extra],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+    return {str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*"))
+            if f.is_file()}
+
+
+def cached(cache_home: Path) -> list[Path]:
+    folder = cache_home / "slicectl"
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def test_warm_cache_generates_the_same_bytes(tmp_path: Path) -> None:
+    cold = generate_files(tmp_path / "cold", tmp_path / "cache")
+    entries = cached(tmp_path / "cache")
+    assert len(entries) == 2  # slice.j2 and dropin.j2, compiled
+    stamps = [(p.name, p.stat().st_mtime_ns) for p in entries]
+    warm = generate_files(tmp_path / "warm", tmp_path / "cache")
+    assert warm == cold
+    assert [(p.name, p.stat().st_mtime_ns) for p in cached(tmp_path / "cache")] == stamps
+    assert oct((tmp_path / "cache" / "slicectl").stat().st_mode & 0o777) == "0o700"
+
+
+def test_generate_without_a_usable_cache_folder(tmp_path: Path) -> None:
+    expected = generate_files(tmp_path / "ref", tmp_path / "cache")
+    not_a_folder = tmp_path / "file"  # $XDG_CACHE_HOME/slicectl cannot be made under a file
+    not_a_folder.write_text("")
+    assert generate_files(tmp_path / "a", not_a_folder) == expected
+    shared = tmp_path / "shared"  # writable by others: not used (it holds code slicectl runs)
+    (shared / "slicectl").mkdir(parents=True)
+    (shared / "slicectl").chmod(0o777)
+    assert generate_files(tmp_path / "b", shared) == expected
+    assert cached(shared) == []
+
+
+def test_unwritable_cache_renders_the_same(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    expected = render(example_plan())
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    # Every cache write fails as on a read-only or full file system; root may write anywhere,
+    # so a folder's mode cannot make it fail for the tests run as root.
+    for entry in cached(tmp_path):
+        entry.unlink()
+    monkeypatch.setattr("jinja2.bccache.tempfile.NamedTemporaryFile", refuse)
+    assert render(example_plan()) == expected
+    assert cached(tmp_path) == []
+
+
+def test_cache_recompiles_a_changed_template(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    templates = copy_templates(tmp_path)
+    before = render(example_plan(), str(templates))["cron.service.d/50-slicectl.conf"]
+    assert cached(tmp_path / "cache")
+    dropin = templates / "dropin.j2"
+    dropin.write_text(dropin.read_text() + "# site: rack 7\n")
+    after = render(example_plan(), str(templates))["cron.service.d/50-slicectl.conf"]
+    assert after == before + "# site: rack 7\n"
 
 
 # --- systemd-analyze verify ----------------------------------------------------------------
