@@ -52,6 +52,15 @@ def _narrow(text: str) -> bool:
         get_character_cell_size(c) == 1 for c in set(text))
 
 
+def _width(column: Sequence[str]) -> int:
+    """The cells the widest of these texts takes (a column of printable ASCII, most of them,
+    is measured in one pass)."""
+    joined = "".join(column)
+    if joined.isascii() and joined.isprintable():
+        return max(map(len, column))
+    return max(map(cell_len, column))
+
+
 def _pad(text: str, width: int, right: bool) -> str:
     """`text` in `width` cells, cut when longer, aligned left or right."""
     n = len(text) if text.isascii() else cell_len(text)
@@ -124,7 +133,7 @@ class SliceTable(ScrollView, can_focus=True):
         new = [r.cells for r in self.rows if id(r) not in known]
         widths = self.widths
         if new:
-            widths = [max(w, *map(cell_len, column))
+            widths = [max(w, _width(column))
                       for w, column in zip(widths, zip(*new, strict=True), strict=True)]
         keys = [r.key for r in self.rows]
         if keep is not None and keep in keys:
