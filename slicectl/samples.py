@@ -19,8 +19,8 @@ _T = TypeVar("_T")
 @dataclass_transform(frozen_default=True)
 def value_class(cls: type[_T]) -> type[_T]:
     """A frozen slots dataclass as far as mypy (strict) checks, built without the frozen
-    `__init__` at run time: that one stores each field through `object.__setattr__`, 10x the
-    cost of a plain slots `__init__` for the 40 fields of a sample or a slice's metrics, and
+    `__init__` at run time: that one stores each field through `object.__setattr__`, many times
+    the cost of a plain slots `__init__` for the 40 fields of a sample or a slice's metrics, and
     the TUI builds hundreds of these a second (BENCHMARKS.md, tui.100.host). Equality and the
     hash are the frozen dataclass's; only assignment, which mypy rejects, does not raise."""
     make: Callable[[type[Any]], type[_T]] = dataclass(slots=True, eq=True, unsafe_hash=True)
