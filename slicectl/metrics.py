@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from enum import StrEnum
 from operator import attrgetter
 
-from slicectl.samples import CgroupSample, NodeMemory, Pressure, Snapshot, value_class
+from slicectl.records import slotted_record
+from slicectl.samples import CgroupSample, NodeMemory, Pressure, Snapshot
 
 # The host's NUMA nodes and the CPUs of each (topology.Node.id -> Node.cpus).
 NodeCpus = Mapping[int, frozenset[int]]
@@ -33,7 +34,7 @@ class Trouble(StrEnum):
     REMOTE_MEMORY = "remote-memory"
 
 
-@value_class
+@slotted_record
 class PsiMetrics:
     """One PSI line: avg10 as the kernel reports it and the rate over our interval (%)."""
 
@@ -41,7 +42,7 @@ class PsiMetrics:
     rate: float | None
 
 
-@value_class
+@slotted_record
 class PressureMetrics:
     """`some` and `full` stall shares of one resource."""
 
@@ -49,7 +50,7 @@ class PressureMetrics:
     full: PsiMetrics | None
 
 
-@value_class
+@slotted_record
 class NumaMetrics:
     """Where a slice's memory is (memory.numa_stat) against where it runs and may allocate.
 
@@ -95,7 +96,7 @@ def _nodes_of(cpus: frozenset[int] | None, node_cpus: NodeCpus | None) -> frozen
     return frozenset(n for n, on in node_cpus.items() if on and (cpus is None or on & cpus))
 
 
-@value_class
+@slotted_record
 class SliceMetrics:
     """What `status`, `top` and the TUI show for one slice; None = unknown or unlimited."""
 

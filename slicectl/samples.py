@@ -9,22 +9,10 @@ held something that could not be read (garbage is never an error, DESIGN.md §7)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar, dataclass_transform
+from typing import NamedTuple
 
-_T = TypeVar("_T")
-
-
-@dataclass_transform(frozen_default=True)
-def value_class(cls: type[_T]) -> type[_T]:
-    """A frozen slots dataclass as far as mypy (strict) checks, built without the frozen
-    `__init__` at run time: that one stores each field through `object.__setattr__`, many times
-    the cost of a plain slots `__init__` for the 40 fields of a sample or a slice's metrics, and
-    the TUI builds hundreds of these a second (BENCHMARKS.md, tui.100.host). Equality and the
-    hash are the frozen dataclass's; only assignment, which mypy rejects, does not raise."""
-    make: Callable[[type[Any]], type[_T]] = dataclass(slots=True, eq=True, unsafe_hash=True)
-    return make(cls)
+from slicectl.records import slotted_record
 
 
 class PsiLine(NamedTuple):
@@ -56,7 +44,7 @@ class NodeMemory(NamedTuple):
         return self.anon + self.file
 
 
-@value_class
+@slotted_record
 class CgroupSample:
     """One cgroup's counters and limits at one instant, field by field as the kernel shows them.
 
