@@ -178,13 +178,12 @@ def bench_exporter() -> dict[str, Any]:
 TUI_SCRIPT = """
 import asyncio, sys, time
 from pathlib import Path
-from slicectl.sampler import Sampler
-from slicectl.tui import tui_settings
+from slicectl.tui import tui_sampler, tui_settings
 from slicectl.tui.app import SlicectlApp
 
 async def main() -> None:
     settings = tui_settings(None, Path(sys.argv[2]), 1.0)
-    with Sampler(settings.cgroup_root, units=True) as sampler:  # as `slicectl tui` samples
+    with tui_sampler(settings.cgroup_root) as sampler:  # as `slicectl tui` samples
         app = SlicectlApp(settings, sampler)
         async with app.run_test(size=(120, 40)) as pilot:
             while app.samples < 2:

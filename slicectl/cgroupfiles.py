@@ -76,14 +76,23 @@ def _after(data: bytes, key: tuple[bytes, bytes]) -> bytes | None:
     return data[i:j] if j >= 0 else data[i:]
 
 
-def _keyed(data: bytes, key: tuple[bytes, bytes]) -> Any:
-    """The value of one key in a flat-keyed file such as cpu.stat; None if absent, _GARBAGE
-    if it cannot be read."""
-    value = _after(data, key)
-    if value is None:
-        return None
-    n = _int(value)
-    return _GARBAGE if n is None else n
+def _keyed(data: bytes, keys: tuple[tuple[bytes, bytes], ...]) -> list[Any]:
+    """The values of these keys (from `_key`) in a flat-keyed file such as cpu.stat: None
+    where absent, _GARBAGE where unreadable. (`_int` inline: this runs a dozen times per
+    cgroup per refresh.)"""
+    out: list[Any] = []
+    for key in keys:
+        value = _after(data, key)
+        if value is None:
+            out.append(None)
+            continue
+        try:
+            n = int(value)
+        except ValueError:
+            out.append(_GARBAGE)
+            continue
+        out.append(n if 0 <= n <= _INT_MAX else _GARBAGE)
+    return out
 
 
 def _flat_keyed(*keys: str) -> Callable[[bytes], Values]:
@@ -91,7 +100,7 @@ def _flat_keyed(*keys: str) -> Callable[[bytes], Values]:
     patterns = tuple(map(_key, keys))
 
     def parse(data: bytes) -> Values:
-        return tuple([_keyed(data, k) for k in patterns])
+        return tuple(_keyed(data, patterns))
 
     return parse
 
@@ -106,21 +115,20 @@ def _cpu_max(data: bytes) -> Values:
 
 
 _STAT_KEYS = ("anon", "file", "active_file", "inactive_file")
-_STAT_SIZES = _flat_keyed(*_STAT_KEYS)
-_REFAULT, _REFAULT_ANON, _REFAULT_FILE = map(
-    _key, ("workingset_refault", "workingset_refault_anon", "workingset_refault_file")
-)
+# The sizes, then the refaults of kernels since 5.9 (anon and file); before, one counter.
+_STAT_READ = tuple(map(_key, (*_STAT_KEYS, "workingset_refault_anon",
+                              "workingset_refault_file")))
+_REFAULT = (_key("workingset_refault"),)
 
 
 def _memory_stat(data: bytes) -> Values:
     """memory.stat: the sizes of `_STAT_KEYS`, then workingset refaults (anon + file)."""
-    refault = _keyed(data, _REFAULT_ANON)
+    *sizes, refault, more = _keyed(data, _STAT_READ)
     if refault is None:  # kernels before 5.9 only have the combined counter
-        refault = _keyed(data, _REFAULT)
+        refault = _keyed(data, _REFAULT)[0]
     elif refault is not _GARBAGE:
-        more = _keyed(data, _REFAULT_FILE)
         refault = _GARBAGE if more is _GARBAGE else refault + (more or 0)
-    return (*_STAT_SIZES(data), refault)
+    return (*sizes, refault)
 
 
 def _psi_line(p: list[bytes], at: int) -> PsiLine:

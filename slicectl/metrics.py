@@ -10,10 +10,10 @@ NUMA locality needs the host's node -> CPUs map, which the caller reads (sysfs) 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from operator import attrgetter
 
+from slicectl.records import slotted_record
 from slicectl.samples import CgroupSample, NodeMemory, Pressure, Snapshot
 
 # The host's NUMA nodes and the CPUs of each (topology.Node.id -> Node.cpus).
@@ -34,7 +34,7 @@ class Trouble(StrEnum):
     REMOTE_MEMORY = "remote-memory"
 
 
-@dataclass(frozen=True, slots=True)
+@slotted_record
 class PsiMetrics:
     """One PSI line: avg10 as the kernel reports it and the rate over our interval (%)."""
 
@@ -42,7 +42,7 @@ class PsiMetrics:
     rate: float | None
 
 
-@dataclass(frozen=True, slots=True)
+@slotted_record
 class PressureMetrics:
     """`some` and `full` stall shares of one resource."""
 
@@ -50,7 +50,7 @@ class PressureMetrics:
     full: PsiMetrics | None
 
 
-@dataclass(frozen=True, slots=True)
+@slotted_record
 class NumaMetrics:
     """Where a slice's memory is (memory.numa_stat) against where it runs and may allocate.
 
@@ -96,7 +96,7 @@ def _nodes_of(cpus: frozenset[int] | None, node_cpus: NodeCpus | None) -> frozen
     return frozenset(n for n, on in node_cpus.items() if on and (cpus is None or on & cpus))
 
 
-@dataclass(frozen=True, slots=True)
+@slotted_record
 class SliceMetrics:
     """What `status`, `top` and the TUI show for one slice; None = unknown or unlimited."""
 

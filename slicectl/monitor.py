@@ -202,6 +202,8 @@ def io_cell(m: SliceMetrics) -> str:
 def row_style(m: SliceMetrics) -> str:
     """The rich style of the most serious trouble flag, or "" when all is well."""
     flags = m.trouble
+    if not flags:
+        return ""
     return next((style for t, style in TROUBLE_STYLE.items() if t in flags), "")
 
 

@@ -28,5 +28,13 @@ if TYPE_CHECKING:
     @dataclass_transform(frozen_default=True, field_specifiers=(field,))
     def record(cls: type[T]) -> type[T]:
         """An immutable dataclass (see the module's docstring)."""
+
+    @dataclass_transform(frozen_default=True, field_specifiers=(field,))
+    def slotted_record(cls: type[T]) -> type[T]:
+        """A `record` with `__slots__`, for the values built by the hundred every refresh
+        (samples, metrics, the TUI's tree lines): frozen's `__init__` stores each field
+        through `object.__setattr__`, many times a plain slots `__init__` for their 40
+        fields (BENCHMARKS.md, tui.100.host)."""
 else:
     record = dataclass(unsafe_hash=True)
+    slotted_record = dataclass(slots=True, unsafe_hash=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import resource
+import stat
 import threading
 import time
 from pathlib import Path
@@ -34,6 +35,10 @@ DEFAULT_ROOT = Path(defaults.CGROUP_ROOT)
 _READ_SIZE = 65536
 # A vanished cgroup's open files fail with ENODEV on kernfs; ENOENT/ESRCH show up in races.
 _GONE = frozenset({errno.ENOENT, errno.ENODEV, errno.ESRCH})
+# Names of the cgroups _scan keeps: slices (and init.scope at the top), with `units` the
+# services and scopes in slices too.
+_TOP_SUFFIXES = (".slice", "init.scope")
+_UNIT_SUFFIXES = (".slice", ".service", ".scope")
 # File descriptors left for everything else the process opens (terminal, logs, sockets).
 _FD_RESERVE = 256
 # An empty cgroup ("populated 0" in cgroup.events) has no task that could move its counters
@@ -86,14 +91,17 @@ class Sampler:
         online_cpus: frozenset[int] | None = None,
         numa: bool | None = None,
         units: bool = False,
+        skip: frozenset[str] = frozenset(),
     ) -> None:
         """`numa`: read memory.numa_stat; by default when the root cgroup's
         cpuset.mems.effective lists more than one memory node (elsewhere it cannot matter).
         `units`: also sample the services and scopes inside slices (the TUI's tree), not
-        only the slices."""
+        only the slices. `skip`: names of `FILES` not to read (their fields stay None) for a
+        reader that shows none of their figures."""
         self.root = Path(root)
         self.rediscover_every = rediscover_every
         self.units = units
+        self.skip = skip
         if not (self.root / "cgroup.controllers").is_file():
             what = "does not exist" if not self.root.exists() else "is not a cgroup v2 root"
             raise SamplerError(
@@ -259,8 +267,9 @@ class Sampler:
     def _open_files(self, dfd: int, fds: list[int]) -> None:
         """Append a descriptor per `FILES` entry to fds: -1 where absent or not wanted."""
         for spec in FILES:
-            fd = -1 if spec.numa and not self.numa else _open_at(spec.name, dfd)
-            if fd < 0 and spec.fallback:
+            wanted = (self.numa or not spec.numa) and spec.name not in self.skip
+            fd = _open_at(spec.name, dfd) if wanted else -1
+            if fd < 0 and wanted and spec.fallback:
                 fd = _open_at(spec.fallback, dfd)
             fds.append(fd)
 
@@ -336,18 +345,23 @@ class Sampler:
         (with `units`, the services and scopes in slices too)."""
         found: dict[str, int] = {}
         prefix = path + "/" if path else ""
-        units = self.units and bool(path)
+        folder = os.path.join(self._root, path)
         try:
-            with os.scandir(os.path.join(self._root, path)) as it:
-                for entry in it:
-                    name = entry.name
-                    if (name.endswith(".slice") or (not path and name == "init.scope")
-                            or (units and name.endswith((".service", ".scope")))) and (
-                        entry.is_dir(follow_symlinks=False)
-                    ):
-                        found[prefix + name] = entry.stat(follow_symlinks=False).st_ino
+            names = os.listdir(folder)
         except FileNotFoundError:
-            pass
+            return found
+        # A cgroup directory lists dozens of interface files: one suffix test each (listdir
+        # makes no DirEntry per name), the exact test and a stat only for what passes it.
+        suffixes = _TOP_SUFFIXES if not path else _UNIT_SUFFIXES if self.units else (".slice",)
+        for name in [n for n in names if n.endswith(suffixes)]:
+            if not path and not name.endswith(".slice") and name != "init.scope":
+                continue
+            try:
+                st = os.lstat(os.path.join(folder, name))
+            except FileNotFoundError:
+                continue  # gone since the listing: its parent's next look drops it
+            if stat.S_ISDIR(st.st_mode):
+                found[prefix + name] = st.st_ino
         return found
 
     def _collect(self, path: str, found: dict[str, int]) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from slicectl.records import slotted_record
+
 
 class PsiLine(NamedTuple):
     """One line of a PSI file: share of time stalled (%) and total stall time (µs)."""
@@ -42,7 +44,7 @@ class NodeMemory(NamedTuple):
         return self.anon + self.file
 
 
-@dataclass(frozen=True, slots=True)
+@slotted_record
 class CgroupSample:
     """One cgroup's counters and limits at one instant, field by field as the kernel shows them.
 

@@ -12,6 +12,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -243,7 +244,7 @@ def garbage(draw: st.DrawFn, original: bytes) -> bytes:
 
 def assert_readable(s: CgroupSample) -> None:
     """What the sampler promises of every value: None, or a number the kernel could show."""
-    for name in CgroupSample.__slots__:
+    for name in (f.name for f in fields(CgroupSample)):
         value = getattr(s, name)
         if isinstance(value, int) and not isinstance(value, bool):
             assert 0 <= value <= INT_MAX or name == "inode", (name, value)

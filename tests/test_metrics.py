@@ -39,6 +39,15 @@ def sample(**values: object) -> CgroupSample:
     return dataclasses.replace(base, **values)  # type: ignore[arg-type]
 
 
+def test_samples_and_metrics_are_values() -> None:
+    """slotted_record: built without the frozen __init__, compared and hashed by value."""
+    a, b = sample(), sample()
+    assert a == b and hash(a) == hash(b) and a != sample(tasks=8)
+    m1, m2 = (SliceMetrics.from_samples(a, s, 1.0) for s in (b, sample()))
+    assert m1 == m2 and len({m1, m2}) == 1 and m1.cpu_pressure == m2.cpu_pressure
+    assert m1 != SliceMetrics.from_samples(a, sample(usage_usec=2_000_000), 1.0)
+
+
 def test_cpu_cores_and_percent_of_allowed_cpus() -> None:
     m = SliceMetrics.from_samples(sample(), sample(usage_usec=1_500_000), 0.5)
     assert m.cpu_cores == pytest.approx(1.0)

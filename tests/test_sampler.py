@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import resource
@@ -13,6 +14,7 @@ from cgtree import Motion, MovingTree
 
 from slicectl.errors import SamplerError
 from slicectl.sampler import FILES_PER_CGROUP, Sampler
+from slicectl.tui import tui_sampler
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cgroup"
 DB1 = "tenants.slice/tenants-db1.slice"
@@ -355,6 +357,34 @@ def test_close_while_another_thread_samples(tmp_path: Path) -> None:
         thread.join(10)
         assert not thread.is_alive() and errors == []
         assert sampler.paths == []
+
+
+def test_skip_leaves_those_files_unread_and_the_rest_as_read(tree: MovingTree) -> None:
+    tree.motion[DB1].io_read_bps = 4096
+    tree.advance(1.0)
+    with Sampler(tree.root) as full, Sampler(tree.root, skip=frozenset({"io.stat"})) as some:
+        every, fewer = full.sample().cgroups[DB1], some.sample().cgroups[DB1]
+    assert every.io_read_bytes == 4096 and fewer.io_read_bytes is None
+    assert fewer == dataclasses.replace(every, io_read_bytes=None, io_write_bytes=None)
+
+
+def test_the_tuis_sampler_reads_the_tree_without_io_stat(tmp_path: Path) -> None:
+    tree = MovingTree(tmp_path / "cg")
+    tree.add("system.slice/cron.service", Motion(io_write_bps=512))
+    tree.advance(1.0)
+    with tui_sampler(tree.root) as sampler:
+        got = sampler.sample().cgroups
+    assert sorted(got) == ["system.slice", "system.slice/cron.service"]
+    assert got["system.slice/cron.service"].io_write_bytes is None
+
+
+def test_only_slices_and_the_top_init_scope_are_cgroups_to_sample(tmp_path: Path) -> None:
+    tree = MovingTree(tmp_path / "cg")
+    for path in ("init.scope", "other-init.scope", "a.slice/init.scope", "a.slice/b.slice"):
+        tree.add(path)
+    (tree.root / "a.slice" / "c.slice").write_text("")  # a file, not a cgroup
+    with Sampler(tree.root) as s:
+        assert s.paths == ["a.slice", "a.slice/b.slice", "init.scope"]
 
 
 def test_units_adds_the_services_and_scopes_inside_slices(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from slicectl.sampler import Sampler
 from slicectl.topology import Cpu, Node, Topology
+from slicectl.tui import tui_sampler
 from slicectl.tui.app import SlicectlApp, TuiSettings
 from slicectl.tui.components.slice_table import SliceTable
 
@@ -99,7 +99,7 @@ def static_rendered(app: SlicectlApp, selector: str, width: int = 120) -> str:
 @asynccontextmanager
 async def running(settings: TuiSettings, size: tuple[int, int] = (80, 24)
                   ) -> AsyncIterator[tuple[SlicectlApp, Pilot[int]]]:
-    with Sampler(settings.cgroup_root, units=True) as sampler:  # as run_tui samples
+    with tui_sampler(settings.cgroup_root) as sampler:  # as run_tui samples
         app = SlicectlApp(settings, sampler)
         async with app.run_test(size=size) as pilot:
             await wait_for(pilot, lambda: app.samples >= 1)

@@ -15,9 +15,22 @@ from slicectl.errors import SlicectlError
 
 if TYPE_CHECKING:
     from slicectl.apply import ApplyOptions
+    from slicectl.sampler import Sampler
     from slicectl.tui.app import TuiSettings
 
-__all__ = ["run_tui", "tui_settings"]
+__all__ = ["run_tui", "tui_sampler", "tui_settings"]
+
+# Interface files no screen of the TUI shows a figure of (it has no IO column): its sampler
+# leaves them unread, a read per cgroup per refresh (BENCHMARKS.md, tui.100.host).
+UNSHOWN_FILES = frozenset({"io.stat"})
+
+
+def tui_sampler(cgroup_root: Path) -> Sampler:
+    """The sampler `slicectl tui` reads with: the slices and the services and scopes in them
+    (the tree shows them), without `UNSHOWN_FILES`; raises SamplerError (no cgroup v2 root)."""
+    from slicectl.sampler import Sampler
+
+    return Sampler(Path(cgroup_root), units=True, skip=UNSHOWN_FILES)
 
 
 def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
@@ -67,10 +80,8 @@ def run_tui(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
             options: ApplyOptions | None = None, proc_root: Path | None = None) -> int:
     """`slicectl tui`: raises SamplerError (no cgroup v2 root), ConfigError or TopologyError
     before the screen is taken over; returns the exit status."""
-    from slicectl.sampler import Sampler
-
-    # The cgroup root first: the likeliest mistake. `units`: the tree shows services too.
-    with Sampler(Path(cgroup_root), units=True) as sampler:
+    # The cgroup root first: the likeliest mistake.
+    with tui_sampler(cgroup_root) as sampler:
         settings = tui_settings(tenants, cgroup_root, interval, sysfs, topology_file,
                                 options=options, proc_root=proc_root)
         from slicectl.tui.app import SlicectlApp

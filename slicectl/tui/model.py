@@ -15,11 +15,12 @@ from pathlib import Path
 
 from slicectl import defaults
 from slicectl.cpulist import format_cpulist
-from slicectl.metrics import MIN_RATE_WINDOW, SliceMetrics
+from slicectl.metrics import MIN_RATE_WINDOW, PressureMetrics, SliceMetrics
 from slicectl.monitor import size_text
 
 HISTORY = 120  # samples kept per slice: two minutes at the default interval
 SPARK = "▁▂▃▄▅▆▇█"
+_TOP = len(SPARK) - 1
 # The interval ladder for `+`/`-`; the floor is the cpu controller's accuracy window
 # (seed 002: accounting over windows shorter than ~30 ms reads 0% or 50% instead of 25%).
 INTERVALS = (MIN_RATE_WINDOW, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
@@ -96,7 +97,8 @@ def _level(v: float | None, scale: float) -> str:
         return " "
     if scale <= 0:
         return SPARK[0]
-    return SPARK[max(0, min(len(SPARK) - 1, int(v / scale * (len(SPARK) - 1) + 0.5)))]
+    level = int(v / scale * _TOP + 0.5)
+    return SPARK[0 if level < 0 else _TOP if level > _TOP else level]
 
 
 def spark(values: Sequence[float | None], width: int, top: float) -> str:
@@ -184,8 +186,7 @@ class SliceHistory:
         return text
 
 
-def _some(m: SliceMetrics, which: str) -> float | None:
-    p = getattr(m, f"{which}_pressure")
+def _some(p: PressureMetrics | None) -> float | None:
     if p is None:
         return None
     return float(p.some.rate if p.some.rate is not None else p.some.avg10)
@@ -207,9 +208,9 @@ class History:
                 h = self.slices[m.cgroup] = SliceHistory.empty()
             h.cpu.append(m.cpu_cores)
             h.memory.append(None if m.memory_current is None else float(m.memory_current))
-            h.psi_cpu.append(_some(m, "cpu"))
-            h.psi_memory.append(_some(m, "memory"))
-            h.psi_io.append(_some(m, "io"))
+            h.psi_cpu.append(_some(m.cpu_pressure))
+            h.psi_memory.append(_some(m.memory_pressure))
+            h.psi_io.append(_some(m.io_pressure))
             h.count += 1
         for gone in set(self.slices) - seen:
             del self.slices[gone]

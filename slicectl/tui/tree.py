@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from slicectl.metrics import SliceMetrics
 from slicectl.monitor import size_text
+from slicectl.records import slotted_record
 from slicectl.tui.model import SortKey, name_order, order_by
 
 EXPANDED, COLLAPSED, LEAF = "▾ ", "▸ ", "  "
@@ -39,7 +40,7 @@ class Effective:
     quota_cores: Limit
 
 
-@dataclass(frozen=True, slots=True)
+@slotted_record
 class TreeLine:
     """One line of the tree: a slice, its depth and fold state, and its effective limits."""
 

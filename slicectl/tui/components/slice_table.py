@@ -29,6 +29,7 @@ from slicectl.tui.model import History, cpu_scale, memory_scale
 from slicectl.tui.tree import TreeLine, limit_cells
 
 GAP = 1  # blank cells between columns
+NARROW_MEMO = 4096  # cells whose narrowness a table remembers (then it starts again)
 
 
 class Row(NamedTuple):
@@ -49,6 +50,15 @@ class Line(NamedTuple):
 def _narrow(text: str) -> bool:
     return (text.isascii() and text.isprintable()) or all(
         get_character_cell_size(c) == 1 for c in set(text))
+
+
+def _width(column: Sequence[str]) -> int:
+    """The cells the widest of these texts takes (a column of printable ASCII, most of them,
+    is measured in one pass)."""
+    joined = "".join(column)
+    if joined.isascii() and joined.isprintable():
+        return max(map(len, column))
+    return max(map(cell_len, column))
 
 
 def _pad(text: str, width: int, right: bool) -> str:
@@ -96,6 +106,7 @@ class SliceTable(ScrollView, can_focus=True):
         self._lines: list[Line | None] = []  # each row's text, padded to the column widths
         self._header = Line("", True)
         self._styles: dict[tuple[str, bool], Style] = {}
+        self._narrow_cells: dict[str, bool] = {}
         self._layout()
 
     # -- what callers use -------------------------------------------------------------------
@@ -122,7 +133,7 @@ class SliceTable(ScrollView, can_focus=True):
         new = [r.cells for r in self.rows if id(r) not in known]
         widths = self.widths
         if new:
-            widths = [max(w, *map(cell_len, column))
+            widths = [max(w, _width(column))
                       for w, column in zip(widths, zip(*new, strict=True), strict=True)]
         keys = [r.key for r in self.rows]
         if keep is not None and keep in keys:
@@ -164,7 +175,20 @@ class SliceTable(ScrollView, can_focus=True):
         gap = " " * GAP
         text = gap.join([_pad(c, w, r) for c, w, r in zip(cells, self.widths, self.right,
                                                           strict=True)])
-        return Line(text, _narrow(text))
+        # A line is narrow when each of its cells is (the gap and padding are spaces).
+        return Line(text, all([c.isprintable() if c.isascii() else self._narrow_cell(c)
+                               for c in cells]))
+
+    def _narrow_cell(self, text: str) -> bool:
+        """`_narrow` of a cell that is not ASCII, remembered: those (sparklines, the tree's
+        marks) repeat from refresh to refresh, and testing each character's width is most of
+        drawing a line."""
+        narrow = self._narrow_cells.get(text)
+        if narrow is None:
+            if len(self._narrow_cells) >= NARROW_MEMO:
+                self._narrow_cells.clear()
+            narrow = self._narrow_cells[text] = _narrow(text)
+        return narrow
 
     def _line_at(self, index: int) -> Line:
         """The drawn line of row `index` (drawn now if it was not yet)."""
