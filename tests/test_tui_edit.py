@@ -10,7 +10,7 @@ import pytest
 from cgtree import MovingTree, make_root
 from fakesystemd import FakeSystemd
 from textual.widgets import Input, OptionList
-from tuikit import YAML, make_topology, running, static_rendered, static_text, wait_for
+from tuikit import YAML, make_topology, running, showing, static_rendered, static_text, wait_for
 
 from slicectl.apply import ApplyOptions, apply_plan
 from slicectl.config import load_config
@@ -57,7 +57,7 @@ async def test_edit_plan_apply_updates_host_file_and_view(tmp_path: Path,
         assert weight.value == "300"
         weight.value = "500"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+        await wait_for(pilot, lambda: showing(app, DiffScreen, "#diff-text"))
         diff = static_text(app, "#diff-text")
         assert "tenants-db1.slice: CPUWeight 300 -> 500" in diff
         assert "tenants.yaml will be rewritten" in diff
@@ -81,7 +81,7 @@ async def test_profile_switch_applies_live_without_touching_the_file(
         options = app.screen.query_one(OptionList)
         options.highlighted = 1  # (base), night
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+        await wait_for(pilot, lambda: showing(app, DiffScreen, "#diff-text"))
         assert "AllowedCPUs" in static_text(app, "#diff-text")
         await pilot.press("y")
         await wait_for(pilot, lambda: app.profile == "night")
@@ -99,7 +99,7 @@ async def test_failed_apply_rolls_back_and_leaves_the_file(
         await pilot.press("e")
         app.screen.query_one("#f-cpu_weight", Input).value = "700"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+        await wait_for(pilot, lambda: showing(app, DiffScreen, "#diff-text"))
         await pilot.press("y")
         await wait_for(pilot, lambda: app._pending is None)  # noqa: SLF001
         assert (tmp_path / "tenants.yaml").read_text() == YAML
@@ -148,7 +148,7 @@ async def test_placement_edit_previews_the_map_then_applies(tmp_path: Path,
         await wait_for(pilot, lambda: "expected true or false" in static_text(app, "#edit-error"))
         form["exclusive"].value = "true"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+        await wait_for(pilot, lambda: showing(app, DiffScreen, "#diff-text"))
         assert "tenants-db1.slice: AllowedCPUs" in static_text(app, "#diff-text")
         await pilot.press("y")
         await wait_for(pilot, lambda: app._pending is None)  # noqa: SLF001

@@ -8,10 +8,12 @@ import io
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from cgtree import Motion, MovingTree
 from rich.console import Console
 from textual.pilot import Pilot
+from textual.screen import Screen
 from textual.widgets import Static
 
 from slicectl.topology import Cpu, Node, Topology
@@ -82,6 +84,13 @@ def tree_names(app: SlicectlApp) -> list[str]:
     """The slice cells of the overview as shown: indented, with ▾/▸ on parents."""
     table = app.screen.query_one(SliceTable)
     return [table.get_row_at(i)[0] for i in range(table.row_count)]
+
+
+def showing(app: SlicectlApp, screen: type[Screen[Any]], selector: str) -> bool:
+    """Whether the app shows a `screen` whose widget `selector` is mounted (a screen becomes
+    the app's screen before its children are composed: on a busy machine a query between the
+    two finds nothing)."""
+    return isinstance(app.screen, screen) and bool(app.screen.query(selector))
 
 
 def static_text(app: SlicectlApp, selector: str) -> str:
