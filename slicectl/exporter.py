@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import functools
 import gzip
+import operator
 import socket
 import sys
 import threading
@@ -44,7 +45,6 @@ from prometheus_client.exposition import (
 )
 from prometheus_client.openmetrics.exposition import ALLOWUTF8, UNDERSCORES
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
-from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
@@ -64,6 +64,7 @@ from slicectl.exportmetrics import (
     Row,
     SeriesMemo,
 )
+from slicectl.exportprocess import ProcessMetrics
 from slicectl.metrics import NodeCpus
 from slicectl.sampler import Sampler
 
@@ -124,9 +125,22 @@ class SliceText:
         self._headers = {om: tuple(encode([_family(spec, ())], om).removesuffix(b"# EOF\n")
                                    for spec in SLICE_METRICS) for om in (False, True)}
         self._kept: dict[str, tuple[Out, tuple[bytes, ...]]] = {}
+        # The last text, its format and the rows it was written from, in order.
+        self._last: tuple[bool, list[Out], bytes] = (False, [], b"")
 
     def render(self, cgroups: list[tuple[str, Out]], om: bool) -> bytes:
-        """Every per-slice family, header then samples, in SLICE_METRICS order."""
+        """Every per-slice family, header then samples, in SLICE_METRICS order; the very
+        same bytes as last time when no cgroup changed (the same rows, in the same order)."""
+        last_om, last_rows, last_text = self._last
+        rows = [out for _, out in cgroups]
+        if last_om is om and last_text and len(rows) == len(last_rows) and all(
+                map(operator.is_, rows, last_rows)):
+            return last_text
+        text = self._render(cgroups, om)
+        self._last = (om, rows, text)
+        return text
+
+    def _render(self, cgroups: list[tuple[str, Out]], om: bool) -> bytes:
         kept: dict[str, tuple[Out, tuple[bytes, ...]]] = {}
         texts = []
         for path, rows in cgroups:
@@ -262,7 +276,7 @@ def registry_of(collector: SliceCollector) -> CollectorRegistry:
     """A registry with the slices and the exporter's own process metrics (CPU, memory)."""
     registry = CollectorRegistry()
     registry.register(collector)
-    ProcessCollector(registry=registry)
+    registry.register(ProcessMetrics())
     return registry
 
 
@@ -273,11 +287,18 @@ class Exposition:
     def __init__(self, collector: SliceCollector) -> None:
         self.collector = collector
         self.registry = registry_of(collector)
-        self.process = ProcessCollector(registry=None)
+        self.process = ProcessMetrics()
+
+    def parts(self, om: bool = False) -> tuple[bytes, bytes]:
+        """The exposition in two pieces: the slices' families (the same bytes object while
+        no cgroup changes), then the exporter's own and the process'. Served as they are, the
+        megabytes of the first are not copied again for every scrape."""
+        slices, own = self.collector.exposition(om)
+        return slices, encode([*own, *self.process.collect()], om)
 
     def render(self, om: bool = False) -> bytes:
-        slices, own = self.collector.exposition(om)
-        return slices + encode([*own, *self.process.collect()], om)
+        """The whole exposition in one piece."""
+        return b"".join(self.parts(om))
 
 
 def _fast_format(encoder: Callable[..., bytes]) -> bool | None:
@@ -306,13 +327,15 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
         if (environ["REQUEST_METHOD"] != "GET" or environ.get("PATH_INFO") == "/favicon.ico"
                 or "name[]" in parse_qs(environ.get("QUERY_STRING", "")) or om is None):
             return library(environ, start_response)  # type: ignore[no-any-return]
-        output = exposition.render(om)
+        output: Iterable[bytes] = exposition.parts(om)
         headers = [("Content-Type", content_type)]
         if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
-            output = gzip.compress(output)
+            output = [gzip.compress(b"".join(output))]
             headers.append(("Content-Encoding", "gzip"))
+        # (wsgiref counts the length of a one-piece body only)
+        headers.append(("Content-Length", str(sum(map(len, output)))))
         start_response("200 OK", headers)
-        return [output]
+        return output
 
     return app
 

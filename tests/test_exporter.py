@@ -29,12 +29,14 @@ from fakesystemd import FakeSystemd
 from prometheus_client.exposition import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.process_collector import ProcessCollector
 
 from slicectl.apply import ApplyOptions, apply_plan
 from slicectl.config import load_config
 from slicectl.drift import DriftWatch
 from slicectl.exporter import Exposition, SliceCollector, manifest_tenants, registry_of
 from slicectl.exportmetrics import METRICS, SLICE_METRICS
+from slicectl.exportprocess import FdCounter, ProcessMetrics
 from slicectl.sampler import Sampler
 from slicectl.unitdir import MANIFEST_NAME, Manifest
 
@@ -202,6 +204,10 @@ def test_served_bytes_are_the_librarys_scrape_after_scrape(tmp_path: Path, om: b
         exposition = Exposition(ours)
         for step in range(4):
             served = exposition.render(om)
+            # nothing moved since: the slices' text is the very bytes written a moment ago
+            again = exposition.parts(om)
+            assert again[0] is exposition.parts(om)[0]
+            assert VOLATILE.sub(rb"\1", b"".join(again)) == VOLATILE.sub(rb"\1", served)
             # the library over the same state: the tree only moves between steps
             with Sampler(tree.root) as fresh:
                 theirs = library(SliceCollector(fresh, node_cpus=ours.memo.node_cpus,
@@ -222,6 +228,55 @@ def test_served_bytes_are_the_librarys_scrape_after_scrape(tmp_path: Path, om: b
 PROCESS_METRICS = {"process_cpu_seconds_total", "process_virtual_memory_bytes",
                    "process_resident_memory_bytes", "process_start_time_seconds",
                    "process_open_fds", "process_max_fds"}
+
+
+def open_fds_listed() -> int:
+    """The open descriptors as prometheus_client counts them, less the one it lists with."""
+    return len(os.listdir("/proc/self/fd")) - 1
+
+
+def test_process_metrics_are_the_librarys_with_open_fds_counted_without_a_listing() -> None:
+    """The same families, help, types and order as prometheus_client's ProcessCollector;
+    process_open_fds is the number of open descriptors, counted whichever way the kernel
+    allows (the size of /proc/self/fd since Linux 6.2, else poll()), holes and all."""
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(300)]
+    try:
+        for fd in held[::3]:
+            os.close(fd)
+        ours = {m.name: m for m in ProcessMetrics().collect()}
+        listed = open_fds_listed()
+        theirs = {m.name: m for m in ProcessCollector(registry=None).collect()}
+        assert [(m.name, m.type, m.documentation) for m in ours.values()] == [
+            (m.name, m.type, m.documentation) for m in theirs.values()]
+        assert {m.name.removesuffix("_total") for m in ours.values()} == {
+            p.removesuffix("_total") for p in PROCESS_METRICS}
+        for name in ("process_start_time_seconds", "process_max_fds"):
+            assert ours[name].samples[0].value == theirs[name].samples[0].value, name
+        assert ours["process_open_fds"].samples[0].value == listed
+        assert theirs["process_open_fds"].samples[0].value == listed + 1
+        counter = FdCounter()
+        assert counter.count() == counter.polled() == open_fds_listed()
+        os.close(held.pop())
+        assert counter.count() == counter.polled() == open_fds_listed()
+    finally:
+        for fd in held[1::3] + held[2::3]:
+            os.close(fd)
+
+
+def test_open_fds_by_poll_counts_a_descriptor_above_a_lowered_limit() -> None:
+    """poll() takes no more entries than the soft RLIMIT_NOFILE; a descriptor opened before
+    the limit was lowered lies above it, and is counted all the same."""
+    script = (
+        "import os, resource\n"
+        "from slicectl.exportprocess import FdCounter\n"
+        "high = os.dup2(os.open('/dev/null', os.O_RDONLY), 3000)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE,\n"
+        "                   (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "print(FdCounter().polled(), len(os.listdir('/proc/self/fd')) - 1)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, cwd=ROOT)
+    polled, listed = proc.stdout.split()
+    assert polled == listed and int(listed) >= 4, proc.stdout
 
 
 # --- the command: HTTP, OpenMetrics, textfile, promtool, bad input -------------------------
@@ -275,6 +330,8 @@ def exporter(tree: MovingTree) -> Iterator[Exporter]:
 
 def test_http_text_and_openmetrics_and_garbage_is_still_200(
         exporter: Exporter, tree: MovingTree) -> None:
+    with urllib.request.urlopen(exporter.url, timeout=30) as r:  # sent in pieces
+        assert int(r.headers["Content-Length"]) == len(r.read()) > 0
     status, ctype, text = exporter.get()
     assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
     assert 'slicectl_cpu_quota_cpus{slice="tenants-db1.slice",tenant=""} 2.0' in text
