@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -124,7 +124,7 @@ class SliceText:
                        for i, spec in enumerate(SLICE_METRICS)}
         self._headers = {om: tuple(encode([_family(spec, ())], om).removesuffix(b"# EOF\n")
                                    for spec in SLICE_METRICS) for om in (False, True)}
-        self._kept: dict[str, tuple[Out, tuple[bytes, ...]]] = {}
+        self._kept: dict[str, _Written] = {}
         # The last text, its format and the rows it was written from, in order.
         self._last: tuple[bool, list[Out], bytes] = (False, [], b"")
 
@@ -141,33 +141,57 @@ class SliceText:
         return text
 
     def _render(self, cgroups: list[tuple[str, Out]], om: bool) -> bytes:
-        kept: dict[str, tuple[Out, tuple[bytes, ...]]] = {}
+        kept: dict[str, _Written] = {}
         texts = []
         for path, rows in cgroups:
             hit = self._kept.get(path)
-            text = hit[1] if hit is not None and hit[0] is rows else self._lines(rows)
-            kept[path] = (rows, text)
-            texts.append(text)
+            if hit is None or hit.rows is not rows:
+                hit = self._write(rows, hit)
+            kept[path] = hit
+            texts.append(hit.text)
         self._kept = kept
         parts: list[bytes] = []
         columns = zip(*texts, strict=True) if texts else ((),) * len(SLICE_METRICS)  # by metric
         for header, column in zip(self._headers[om], columns, strict=True):
             parts.append(header)
-            parts.append(b"".join(column))
+            parts.append("".join(column).encode())
         return b"".join(parts)
 
-    def _lines(self, rows: Out) -> tuple[bytes, ...]:
-        """One cgroup's sample lines, by metric position."""
-        lines: list[list[str]] = [[] for _ in SLICE_METRICS]
-        labelstrs: dict[tuple[object, tuple[str, ...]], str] = {}
-        for name, labels, value in rows:
+    def _write(self, rows: Out, before: _Written | None) -> _Written:
+        """One cgroup's sample lines, by metric position. A row equal to the one at the same
+        place `before` (a limit, a counter that did not move) keeps its line, and a row whose
+        value alone changed keeps its line's name and labels."""
+        old_rows, old_lines = (before.rows, before.lines) if before is not None else ([], [])
+        same_shape = len(old_rows) == len(rows)
+        by_metric: list[list[str]] = [[] for _ in SLICE_METRICS]
+        lines: list[str] = []
+        for k, row in enumerate(rows):
+            name, labels, value = row
             i, order = self._index[name]
-            labelstr = labelstrs.get((order, labels))
-            if labelstr is None:
-                labelstr = labelstrs[(order, labels)] = ",".join(
-                    f'{k}="{_escape(labels[j])}"' for k, j in order)
-            lines[i].append(f"{name}{{{labelstr}}} {go_float(value)}\n")
-        return tuple("".join(x).encode() for x in lines)
+            if same_shape and old_rows[k] == row:
+                line = old_lines[k]
+            else:
+                if same_shape and old_rows[k][:2] == (name, labels):
+                    old = old_lines[k]
+                    prefix = old[:old.rindex(" ") + 1]  # a value never holds a space
+                else:
+                    prefix = f"{name}{{{self._labels(order, labels)}}} "
+                line = f"{prefix}{go_float(value)}\n"
+            lines.append(line)
+            by_metric[i].append(line)
+        return _Written(rows, tuple("".join(x) for x in by_metric), lines)
+
+    @staticmethod
+    def _labels(order: tuple[tuple[str, int], ...], labels: tuple[str, ...]) -> str:
+        return ",".join(f'{k}="{_escape(labels[j])}"' for k, j in order)
+
+
+class _Written(NamedTuple):
+    """One cgroup's rows as written: its text by metric position, and its line per row."""
+
+    rows: Out
+    text: tuple[str, ...]
+    lines: list[str]
 
 
 def manifest_tenants(unit_dir: Path) -> dict[str, str]:
