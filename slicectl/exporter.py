@@ -9,10 +9,12 @@ cgroup file: `cgroupfiles` does, once, for every reader.
 The per-slice families, tens of thousands of samples at 1,000 slices, are not handed to the
 library one sample object at a time: `SliceText` writes each cgroup's sample lines once and
 keeps them while the cgroup does not change (the sampler hands back the same sample, the memo
-the same rows), so a scrape of idle slices joins kept bytes. The lines are the library's, byte
-for byte (tests/test_exporter.py compares them); the library still writes the headers, the
-exporter's own families and the process metrics, and serves what the fast path leaves out
-(`name[]` filters, other methods).
+the same rows), so a scrape of idle slices serves the bytes written before, and a changed
+cgroup rewrites only the lines whose values changed. The lines are the library's, byte for
+byte (tests/test_exporter.py compares them); the library still writes the headers, the
+exporter's own families and the process metrics (`exportprocess`: its families, with the open
+descriptors counted without listing them), and serves what the fast path leaves out (`name[]`
+filters, other methods).
 
 A value that cannot be read drops its series and counts in `slicectl_exporter_errors_total`;
 a scrape never fails because of the host (the health metrics are always there).

@@ -14,10 +14,12 @@ as an error (`CgroupSample.unreadable`); a file the cgroup does not have is left
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from slicectl.cgroupfiles import FILES
 from slicectl.metrics import NodeCpus, NumaMetrics
@@ -193,6 +195,16 @@ def _numa(s: CgroupSample, labels: tuple[str, str], node_cpus: NodeCpus | None,
         out.append((_LOCAL.name, labels, numa.local_percent / 100))
 
 
+class _LastRows(NamedTuple):
+    """What `SeriesMemo.rows` was last given and returned."""
+
+    samples: list[CgroupSample]
+    host: tuple[int, frozenset[int] | None]
+    tenants: dict[str, str]
+    out: list[tuple[str, Out]]
+    errors: Counter[str]
+
+
 class SeriesMemo:
     """The series of snapshot after snapshot, for one exporter over one sampler.
 
@@ -205,12 +217,27 @@ class SeriesMemo:
     def __init__(self, node_cpus: NodeCpus | None = None) -> None:
         self.node_cpus = node_cpus
         self._rows: dict[str, tuple[CgroupSample, str, Out]] = {}
+        self._last: _LastRows | None = None
 
     def rows(self, snap: Snapshot, tenants: Mapping[str, str]
              ) -> tuple[list[tuple[str, Out]], Counter[str]]:
         """(cgroup path, its rows) in path order, and the unreadable values by source file;
         `tenants` maps the unit names of slicectl's slices to their tenants. A cgroup that
-        did not change (same sample, same tenant) gets the same rows object as last time."""
+        did not change (same sample, same tenant) gets the same rows object as last time, and
+        a tree where none changed the same list."""
+        samples = list(snap.cgroups.values())
+        host = (snap.host_cpus, snap.host_mems)
+        last = self._last
+        if (last is not None and last.host == host and last.tenants == tenants
+                and len(last.samples) == len(samples)
+                and all(map(operator.is_, samples, last.samples))):
+            return last.out, last.errors.copy()  # (a sample is its cgroup's: same paths too)
+        out, errors = self._rows_of(snap, tenants)
+        self._last = _LastRows(samples, host, dict(tenants), out, errors.copy())
+        return out, errors
+
+    def _rows_of(self, snap: Snapshot, tenants: Mapping[str, str]
+                 ) -> tuple[list[tuple[str, Out]], Counter[str]]:
         errors: Counter[str] = Counter()
         memo: dict[str, tuple[CgroupSample, str, Out]] = {}
         out: list[tuple[str, Out]] = []

@@ -202,7 +202,7 @@ def test_served_bytes_are_the_librarys_scrape_after_scrape(tmp_path: Path, om: b
         ours = SliceCollector(sampler, node_cpus={0: frozenset(range(4)),
                                                   1: frozenset(range(4, 8))}, tenants=lambda: names)
         exposition = Exposition(ours)
-        for step in range(4):
+        for step in range(5):
             served = exposition.render(om)
             # nothing moved since: the slices' text is the very bytes written a moment ago
             again = exposition.parts(om)
@@ -221,7 +221,10 @@ def test_served_bytes_are_the_librarys_scrape_after_scrape(tmp_path: Path, om: b
                 tree.add("tenants.slice/tenants-new.slice")
             if step == 2:
                 (tree.root / DB1 / "memory.max").write_bytes(b"garbage\n")
+            if step == 3:
+                names["tenants-idle.slice"] = "idle"  # only a tenant changes, no file
     assert b'tenant="a\\"b\\\\c\\nd"' in served  # escaped as the formats say
+    assert b'slicectl_tasks{slice="tenants-idle.slice",tenant="idle"}' in served
     assert b"+Inf" in served and b"slicectl_memory_numa_bytes{node=" in served
 
 
