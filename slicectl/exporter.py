@@ -18,6 +18,12 @@ filters, other methods).
 
 A value that cannot be read drops its series and counts in `slicectl_exporter_errors_total`;
 a scrape never fails because of the host (the health metrics are always there).
+
+Why this module runs past 400 lines: the collector (what the library's encoders and `name[]`
+filters read), `SliceText` (the same samples written by hand) and the WSGI app that picks
+between them must agree on one set of families and one order; they are kept together so a
+change to one is seen next to the others. What stands alone is elsewhere: the metric table
+(`exportmetrics`), the process metrics (`exportprocess`), the command (`cli/exporter`).
 """
 
 from __future__ import annotations
