@@ -12,7 +12,7 @@ every scrape: the costliest part of a scrape of idle slices (BENCHMARKS.md, expo
 - Older kernels (Debian 12's 6.1): one poll() over every descriptor number the process' fd
   table holds (FDSize in /proc/self/status, above every open descriptor). With no events asked
   for and no timeout it waits for nothing and reports POLLNVAL exactly for the numbers that are
-  not open (poll(2)).
+  not open (poll(2)). Where ctypes cannot load, the listing after all.
 
 Neither opens a descriptor to count, so the value is one less than the library's, whose count
 includes the descriptor it lists /proc/self/fd with. The other families are read as the
@@ -55,7 +55,10 @@ class FdCounter:
         if len(self._table) != size * _INTS_PER_POLLFD:
             self._table = array("i", [0]) * (size * _INTS_PER_POLLFD)
             self._table[::_INTS_PER_POLLFD] = array("i", range(size))
-        poll = self._poll or self._libc_poll()
+        try:
+            poll = self._poll or self._libc_poll()
+        except (ImportError, OSError, MemoryError):  # no ctypes here: count as the library does
+            return len(os.listdir(f"{_PROC}/fd")) - 1
         address = self._table.buffer_info()[0]
         # poll(2) refuses more entries than the soft RLIMIT_NOFILE (EINVAL), and a descriptor
         # opened before a lower limit was set may lie above it: poll the table in steps.

@@ -266,6 +266,18 @@ def test_process_metrics_are_the_librarys_with_open_fds_counted_without_a_listin
             os.close(fd)
 
 
+def test_open_fds_without_ctypes_are_listed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where ctypes cannot load (a hardened unit, a stripped Python), poll() is out of reach:
+    the descriptors are listed as prometheus_client lists them, the listing's own left out."""
+    counter = FdCounter()
+
+    def no_ctypes() -> None:
+        raise MemoryError("ffi_closure_alloc failed")
+
+    monkeypatch.setattr(counter, "_libc_poll", no_ctypes)
+    assert counter.polled() == open_fds_listed()
+
+
 def test_open_fds_by_poll_counts_a_descriptor_above_a_lowered_limit() -> None:
     """poll() takes no more entries than the soft RLIMIT_NOFILE; a descriptor opened before
     the limit was lowered lies above it, and is counted all the same."""
