@@ -9,8 +9,11 @@ cgroup file: `cgroupfiles` does, once, for every reader.
 The per-slice families, tens of thousands of samples at 1,000 slices, are not handed to the
 library one sample object at a time: `SliceText` writes each cgroup's sample lines once and
 keeps them while the cgroup does not change (the sampler hands back the same sample, the memo
-the same rows), so a scrape of idle slices serves the bytes written before, and a changed
-cgroup rewrites only the lines whose values changed. The lines are the library's, byte for
+the same rows); a changed cgroup rewrites only the lines whose values changed, and a family is
+joined again only when one of its lines changed. The response is sent in pieces, one per
+family, so no scrape copies the megabytes into one buffer (whose size, come and gone every
+scrape, made the C allocator's heap creep: BENCHMARKS.md, exporter.1000). Only the cgroups of
+the last scrape are kept. The lines are the library's, byte for
 byte (tests/test_exporter.py compares them); the library still writes the headers, the
 exporter's own families and the process metrics (`exportprocess`: its families, with the open
 descriptors counted without listing them), and serves what the fast path leaves out (`name[]`
@@ -32,6 +35,7 @@ import errno
 import functools
 import gzip
 import operator
+import re
 import socket
 import sys
 import threading
@@ -118,12 +122,14 @@ def _escape(value: str) -> str:
 
 
 class SliceText:
-    """The per-slice families as exposition text, each cgroup's lines kept while its rows
-    are the same object (an unchanged cgroup: `SeriesMemo.rows`).
+    """The per-slice families as exposition text, kept between scrapes at two levels: each
+    cgroup's sample lines by metric while its rows are the same object (an unchanged cgroup:
+    `SeriesMemo.rows`), and each metric's samples of every cgroup (its column) while no
+    cgroup's lines of that metric changed.
 
     A sample line is the same in the text format and in OpenMetrics (`name{labels} value`,
     labels sorted by name, the value as Go prints floats); only the families' headers differ,
-    and those the library writes, once.
+    and those the library writes, once. Only the cgroups of the last scrape are kept.
     """
 
     def __init__(self) -> None:
@@ -132,74 +138,93 @@ class SliceText:
                        for i, spec in enumerate(SLICE_METRICS)}
         self._headers = {om: tuple(encode([_family(spec, ())], om).removesuffix(b"# EOF\n")
                                    for spec in SLICE_METRICS) for om in (False, True)}
-        self._kept: dict[str, _Written] = {}
-        # The last text, its format and the rows it was written from, in order.
-        self._last: tuple[bool, list[Out], bytes] = (False, [], b"")
+        self._kept: dict[str, _Written] = {}  # by path, in the order of the last scrape
+        self._columns = [b""] * len(SLICE_METRICS)
+        self._last: list[tuple[str, Out]] | None = None  # what the columns were joined from
 
-    def render(self, cgroups: list[tuple[str, Out]], om: bool) -> bytes:
-        """Every per-slice family, header then samples, in SLICE_METRICS order; the very
-        same bytes as last time when no cgroup changed (the same rows, in the same order)."""
-        last_om, last_rows, last_text = self._last
-        rows = [out for _, out in cgroups]
-        if last_om is om and last_text and len(rows) == len(last_rows) and all(
-                map(operator.is_, rows, last_rows)):
-            return last_text
-        text = self._render(cgroups, om)
-        self._last = (om, rows, text)
-        return text
+    def __len__(self) -> int:
+        """The cgroups whose lines are kept: those of the last scrape."""
+        return len(self._kept)
 
-    def _render(self, cgroups: list[tuple[str, Out]], om: bool) -> bytes:
-        kept: dict[str, _Written] = {}
-        texts = []
+    def render(self, cgroups: list[tuple[str, Out]], om: bool) -> list[bytes]:
+        """Every per-slice family, header then samples, in SLICE_METRICS order, as pieces to
+        send one after the other: a column whose lines did not change is the very bytes
+        object of the last scrape, and none is joined with the others into one buffer."""
+        if cgroups is not self._last:
+            written = self._update(cgroups)
+            for i in self._changed(written):
+                self._columns[i] = b"".join([w.text[i] for w in self._kept.values()])
+            self._last = cgroups
+        headers = self._headers[om]
+        return [piece for i, column in enumerate(self._columns) for piece in (headers[i], column)]
+
+    def _update(self, cgroups: list[tuple[str, Out]]) -> list[tuple[_Written, _Written]] | None:
+        """Keep the lines of `cgroups`, those of the cgroups of the last scrape only. The
+        cgroups rewritten (before, after), or None when the cgroups are not the same ones."""
+        kept = self._kept
+        if len(cgroups) != len(kept) or any(map(operator.ne, kept, (p for p, _ in cgroups))):
+            self._kept = {path: self._write(rows, kept.get(path)) for path, rows in cgroups}
+            return None
+        written = []
         for path, rows in cgroups:
-            hit = self._kept.get(path)
-            if hit is None or hit.rows is not rows:
-                hit = self._write(rows, hit)
-            kept[path] = hit
-            texts.append(hit.text)
-        self._kept = kept
-        parts: list[bytes] = []
-        columns = zip(*texts, strict=True) if texts else ((),) * len(SLICE_METRICS)  # by metric
-        for header, column in zip(self._headers[om], columns, strict=True):
-            parts.append(header)
-            parts.append("".join(column).encode())
-        return b"".join(parts)
+            before = kept[path]
+            if before.rows is not rows:
+                kept[path] = after = self._write(rows, before)
+                written.append((before, after))
+        return written
+
+    @staticmethod
+    def _changed(written: list[tuple[_Written, _Written]] | None) -> Iterable[int]:
+        """The metric positions whose column must be joined again."""
+        if written is None:
+            return range(len(SLICE_METRICS))
+        return {i for before, after in written
+                for i, (old, new) in enumerate(zip(before.text, after.text, strict=True))
+                if old != new}
 
     def _write(self, rows: Out, before: _Written | None) -> _Written:
         """One cgroup's sample lines, by metric position. A row equal to the one at the same
         place `before` (a limit, a counter that did not move) keeps its line, and a row whose
         value alone changed keeps its line's name and labels."""
-        old_rows, old_lines = (before.rows, before.lines) if before is not None else ([], [])
-        same_shape = len(old_rows) == len(rows)
-        by_metric: list[list[str]] = [[] for _ in SLICE_METRICS]
-        lines: list[str] = []
+        old_rows = before.rows if before is not None else []
+        old_lines = self._lines(before) if before is not None and len(old_rows) == len(rows) \
+            else None
+        by_metric: list[list[bytes]] = [[] for _ in SLICE_METRICS]
         for k, row in enumerate(rows):
             name, labels, value = row
             i, order = self._index[name]
-            if same_shape and old_rows[k] == row:
+            if old_lines is not None and old_rows[k] == row:
                 line = old_lines[k]
             else:
-                if same_shape and old_rows[k][:2] == (name, labels):
+                if old_lines is not None and old_rows[k][:2] == (name, labels):
                     old = old_lines[k]
-                    prefix = old[:old.rindex(" ") + 1]  # a value never holds a space
+                    prefix = old[:old.rindex(b" ") + 1]  # a value never holds a space
                 else:
-                    prefix = f"{name}{{{self._labels(order, labels)}}} "
-                line = f"{prefix}{go_float(value)}\n"
-            lines.append(line)
+                    prefix = f"{name}{{{self._labels(order, labels)}}} ".encode()
+                line = prefix + go_float(value).encode() + b"\n"
             by_metric[i].append(line)
-        return _Written(rows, tuple("".join(x) for x in by_metric), lines)
+        return _Written(rows, tuple(b"".join(x) for x in by_metric))
+
+    def _lines(self, written: _Written) -> list[bytes]:
+        """A cgroup's lines as written, one per row in row order (its columns' text split:
+        each metric's lines are in the order of its rows)."""
+        split = [iter(_LINE.findall(text)) for text in written.text]
+        return [next(split[self._index[name][0]]) for name, _, _ in written.rows]
 
     @staticmethod
     def _labels(order: tuple[tuple[str, int], ...], labels: tuple[str, ...]) -> str:
         return ",".join(f'{k}="{_escape(labels[j])}"' for k, j in order)
 
 
+# One sample line: a label value's newline is written escaped (`\n`), never as itself.
+_LINE = re.compile(rb"[^\n]*\n")
+
+
 class _Written(NamedTuple):
-    """One cgroup's rows as written: its text by metric position, and its line per row."""
+    """One cgroup's rows as written: its sample lines by metric position."""
 
     rows: Out
-    text: tuple[str, ...]
-    lines: list[str]
+    text: tuple[bytes, ...]
 
 
 def manifest_tenants(unit_dir: Path) -> dict[str, str]:
@@ -254,14 +279,14 @@ class SliceCollector(Collector):
                 yield _family(spec, series[spec.name])
             yield from self._own(start, len(cgroups))
 
-    def exposition(self, om: bool) -> tuple[bytes, list[Metric]]:
-        """The per-slice families as text (OpenMetrics if `om`), and the exporter's own: what
-        `collect` yields, written as the library would write it."""
+    def exposition(self, om: bool) -> tuple[list[bytes], list[Metric]]:
+        """The per-slice families as pieces of text (OpenMetrics if `om`; `SliceText.render`),
+        and the exporter's own: what `collect` yields, written as the library would write it."""
         with self._lock:
             start = time.perf_counter()
             cgroups = self._read()
-            text = self.text.render(cgroups, om)
-            return text, list(self._own(start, len(cgroups)))
+            pieces = self.text.render(cgroups, om)
+            return pieces, list(self._own(start, len(cgroups)))
 
     def _read(self) -> list[tuple[str, Out]]:
         """Every cgroup's rows, now; none when the cgroup tree cannot be read at all."""
@@ -321,12 +346,13 @@ class Exposition:
         self.registry = registry_of(collector)
         self.process = ProcessMetrics()
 
-    def parts(self, om: bool = False) -> tuple[bytes, bytes]:
-        """The exposition in two pieces: the slices' families (the same bytes object while
-        no cgroup changes), then the exporter's own and the process'. Served as they are, the
-        megabytes of the first are not copied again for every scrape."""
+    def parts(self, om: bool = False) -> list[bytes]:
+        """The exposition in pieces: the slices' families (`SliceText.render`: a family whose
+        samples did not change is the same bytes object as last time), then the exporter's
+        own and the process'. Served as they are, the megabytes of the slices are neither
+        joined into one buffer nor copied again for every scrape."""
         slices, own = self.collector.exposition(om)
-        return slices, encode([*own, *self.process.collect()], om)
+        return [*slices, encode([*own, *self.process.collect()], om)]
 
     def render(self, om: bool = False) -> bytes:
         """The whole exposition in one piece."""
@@ -359,7 +385,7 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
         if (environ["REQUEST_METHOD"] != "GET" or environ.get("PATH_INFO") == "/favicon.ico"
                 or "name[]" in parse_qs(environ.get("QUERY_STRING", "")) or om is None):
             return library(environ, start_response)  # type: ignore[no-any-return]
-        output: Iterable[bytes] = exposition.parts(om)
+        output = exposition.parts(om)
         headers = [("Content-Type", content_type)]
         if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
             output = [gzip.compress(b"".join(output))]

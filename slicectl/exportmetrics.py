@@ -219,6 +219,10 @@ class SeriesMemo:
         self._rows: dict[str, tuple[CgroupSample, str, Out]] = {}
         self._last: _LastRows | None = None
 
+    def __len__(self) -> int:
+        """The cgroups whose rows are kept: those of the last snapshot."""
+        return len(self._rows)
+
     def rows(self, snap: Snapshot, tenants: Mapping[str, str]
              ) -> tuple[list[tuple[str, Out]], Counter[str]]:
         """(cgroup path, its rows) in path order, and the unreadable values by source file;

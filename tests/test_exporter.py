@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import operator
 import os
 import re
 import shutil
@@ -206,7 +207,7 @@ def test_served_bytes_are_the_librarys_scrape_after_scrape(tmp_path: Path, om: b
             served = exposition.render(om)
             # nothing moved since: the slices' text is the very bytes written a moment ago
             again = exposition.parts(om)
-            assert again[0] is exposition.parts(om)[0]
+            assert all(map(operator.is_, again[:-1], exposition.parts(om)[:-1]))
             assert VOLATILE.sub(rb"\1", b"".join(again)) == VOLATILE.sub(rb"\1", served)
             # the library over the same state: the tree only moves between steps
             with Sampler(tree.root) as fresh:
@@ -226,6 +227,29 @@ def test_served_bytes_are_the_librarys_scrape_after_scrape(tmp_path: Path, om: b
     assert b'tenant="a\\"b\\\\c\\nd"' in served  # escaped as the formats say
     assert b'slicectl_tasks{slice="tenants-idle.slice",tenant="idle"}' in served
     assert b"+Inf" in served and b"slicectl_memory_numa_bytes{node=" in served
+
+
+def test_kept_lines_are_those_of_the_last_scrape_only(tmp_path: Path) -> None:
+    """Cgroups come and go (a new name each round, one recreated, one removed): what the
+    exporter keeps between scrapes is the lines of the cgroups of the last scrape, no more,
+    so its memory does not grow with the cgroups it has seen (BENCHMARKS.md, exporter.1000)."""
+    tree = MovingTree(tmp_path / "cg", cpus="0-7", mems="0-1")
+    tree.add("system.slice", Motion(cpu_cores=0.2))
+    tree.add("tenants.slice")
+    for i in range(20):
+        tree.add(f"tenants.slice/tenants-t{i}.slice")
+    with Sampler(tree.root) as sampler:
+        collector = SliceCollector(sampler)
+        exposition = Exposition(collector)
+        for step in range(30):
+            body = exposition.render()
+            served = re.search(rb"^slicectl_exporter_cgroups (\S+)$", body, re.M)
+            assert served and float(served[1]) == 22  # 2 slices, 20 tenants
+            assert len(collector.text) == len(collector.memo) == 22, step
+            tree.remove(f"tenants.slice/tenants-t{step}.slice")
+            tree.add(f"tenants.slice/tenants-t{step + 20}.slice")
+            tree.recreate(f"tenants.slice/tenants-t{step + 1}.slice")
+            tree.advance(1.0)
 
 
 PROCESS_METRICS = {"process_cpu_seconds_total", "process_virtual_memory_bytes",
