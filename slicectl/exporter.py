@@ -160,13 +160,22 @@ class SliceText:
 
     def _update(self, cgroups: list[tuple[str, Out]]) -> list[tuple[_Written, _Written]] | None:
         """Keep the lines of `cgroups`, those of the cgroups of the last scrape only. The
-        cgroups rewritten (before, after), or None when the cgroups are not the same ones."""
-        kept = self._kept
-        if len(cgroups) != len(kept) or any(map(operator.ne, kept, (p for p, _ in cgroups))):
+        cgroups rewritten (before, after), or None when the cgroups are not the same ones.
+        `SeriesMemo.rows` hands back the very (path, rows) pair of a cgroup that did not
+        change, in the same place: only the pairs that are not the same are looked at."""
+        kept, last = self._kept, self._last
+        if last is None or len(cgroups) != len(last):
+            moved = None
+        else:
+            moved = [k for k, same in enumerate(map(operator.is_, cgroups, last)) if not same]
+            if any(cgroups[k][0] != last[k][0] for k in moved):
+                moved = None
+        if moved is None:
             self._kept = {path: self._write(rows, kept.get(path)) for path, rows in cgroups}
             return None
         written = []
-        for path, rows in cgroups:
+        for k in moved:
+            path, rows = cgroups[k]
             before = kept[path]
             if before.rows is not rows:
                 kept[path] = after = self._write(rows, before)

@@ -203,6 +203,7 @@ class _LastRows(NamedTuple):
     tenants: dict[str, str]
     out: list[tuple[str, Out]]
     errors: Counter[str]
+    positions: list[int]  # where each of `samples` (the sampler's order) is in `out`
 
 
 class SeriesMemo:
@@ -233,15 +234,38 @@ class SeriesMemo:
         host = (snap.host_cpus, snap.host_mems)
         last = self._last
         if (last is not None and last.host == host and last.tenants == tenants
-                and len(last.samples) == len(samples)
-                and all(map(operator.is_, samples, last.samples))):
-            return last.out, last.errors.copy()  # (a sample is its cgroup's: same paths too)
-        out, errors = self._rows_of(snap, tenants)
-        self._last = _LastRows(samples, host, dict(tenants), out, errors.copy())
+                and len(last.samples) == len(samples)):
+            moved = [k for k, same in enumerate(map(operator.is_, samples, last.samples))
+                     if not same]
+            if not moved:  # (a sample is its cgroup's: same paths too)
+                return last.out, last.errors.copy()
+            if all(samples[k].path == last.samples[k].path for k in moved):
+                out, errors = self._patch(last, samples, moved, snap)
+                self._last = last._replace(samples=samples, out=out, errors=errors.copy())
+                return out, errors
+        out, errors, positions = self._rows_of(snap, tenants)
+        self._last = _LastRows(samples, host, dict(tenants), out, errors.copy(), positions)
         return out, errors
 
+    def _patch(self, last: _LastRows, samples: list[CgroupSample], moved: list[int],
+               snap: Snapshot) -> tuple[list[tuple[str, Out]], Counter[str]]:
+        """The last rows with those of the cgroups at `moved` (their places in the sampler's
+        order) made again: the same cgroups and tenants as last time, a few samples new."""
+        out = last.out.copy()
+        errors = last.errors.copy()
+        for k in moved:
+            s, before = samples[k], last.samples[k]
+            tenant = last.tenants.get(s.unit, "")
+            rows = _slice_rows(s, (s.unit, tenant), snap.host_cpus, self.node_cpus,
+                               snap.host_mems)
+            self._rows[s.path] = (s, tenant, rows)
+            out[last.positions[k]] = (s.path, rows)
+            errors.subtract(FILE_OF[field] for field in before.unreadable)
+            errors.update(FILE_OF[field] for field in s.unreadable)
+        return out, +errors  # (no source left at 0)
+
     def _rows_of(self, snap: Snapshot, tenants: Mapping[str, str]
-                 ) -> tuple[list[tuple[str, Out]], Counter[str]]:
+                 ) -> tuple[list[tuple[str, Out]], Counter[str], list[int]]:
         errors: Counter[str] = Counter()
         memo: dict[str, tuple[CgroupSample, str, Out]] = {}
         out: list[tuple[str, Out]] = []
@@ -258,7 +282,8 @@ class SeriesMemo:
             for field in s.unreadable:
                 errors[FILE_OF[field]] += 1
         self._rows = memo
-        return out, errors
+        place = {path: j for j, (path, _) in enumerate(out)}
+        return out, errors, [place[path] for path in snap.cgroups]
 
     def series(self, snap: Snapshot, tenants: Mapping[str, str]) -> tuple[Series, Counter[str]]:
         """Rows of every per-slice metric (see `rows`), by metric."""

@@ -36,7 +36,7 @@ from slicectl.apply import ApplyOptions, apply_plan
 from slicectl.config import load_config
 from slicectl.drift import DriftWatch
 from slicectl.exporter import Exposition, SliceCollector, manifest_tenants, registry_of
-from slicectl.exportmetrics import METRICS, SLICE_METRICS
+from slicectl.exportmetrics import METRICS, SLICE_METRICS, SeriesMemo
 from slicectl.exportprocess import FdCounter, ProcessMetrics
 from slicectl.sampler import Sampler
 from slicectl.unitdir import MANIFEST_NAME, Manifest
@@ -250,6 +250,28 @@ def test_kept_lines_are_those_of_the_last_scrape_only(tmp_path: Path) -> None:
             tree.add(f"tenants.slice/tenants-t{step + 20}.slice")
             tree.recreate(f"tenants.slice/tenants-t{step + 1}.slice")
             tree.advance(1.0)
+
+
+def test_rows_of_a_few_changed_cgroups_are_those_of_a_fresh_memo(tmp_path: Path) -> None:
+    """When only some cgroups changed, the memo makes their rows again and keeps the others'
+    (and their errors): the rows and errors are what a memo that never saw the tree before
+    makes, while values move and a file turns to garbage and back."""
+    tree = MovingTree(tmp_path / "cg", cpus="0-7", mems="0-1")
+    tree.add("system.slice", Motion(cpu_cores=0.2, psi_some={"memory": 3.0}))
+    tree.add("tenants.slice")
+    tree.add(DB1, Motion(cpu_cores=1.5, events={"high": 1}), memory_max=str(G))
+    tree.add("tenants.slice/tenants-idle.slice")
+    names = {"tenants-db1.slice": "db1"}
+    memo = SeriesMemo()
+    with Sampler(tree.root) as sampler:
+        for step in range(6):
+            snap = sampler.sample()
+            out, errors = memo.rows(snap, names)
+            assert (out, errors) == SeriesMemo().rows(snap, names), step
+            assert sum(errors.values()) == (1 if step in (2, 3) else 0), step
+            tree.advance(1.0)
+            garbage = b"garbage\n" if step in (1, 2) else f"{G}\n".encode()
+            (tree.root / DB1 / "memory.max").write_bytes(garbage)
 
 
 PROCESS_METRICS = {"process_cpu_seconds_total", "process_virtual_memory_bytes",
