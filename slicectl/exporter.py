@@ -9,13 +9,24 @@ cgroup file: `cgroupfiles` does, once, for every reader.
 The per-slice families, tens of thousands of samples at 1,000 slices, are not handed to the
 library one sample object at a time: `SliceText` writes each cgroup's sample lines once and
 keeps them while the cgroup does not change (the sampler hands back the same sample, the memo
-the same rows), so a scrape of idle slices joins kept bytes. The lines are the library's, byte
-for byte (tests/test_exporter.py compares them); the library still writes the headers, the
-exporter's own families and the process metrics, and serves what the fast path leaves out
-(`name[]` filters, other methods).
+the same rows); a changed cgroup rewrites only the lines whose values changed, and a family is
+joined again only when one of its lines changed. The response is sent in pieces, one per
+family, so no scrape copies the megabytes into one buffer (whose size, come and gone every
+scrape, made the C allocator's heap creep: BENCHMARKS.md, exporter.1000). Only the cgroups of
+the last scrape are kept. The lines are the library's, byte for
+byte (tests/test_exporter.py compares them); the library still writes the headers, the
+exporter's own families and the process metrics (`exportprocess`: its families, with the open
+descriptors counted without listing them), and serves what the fast path leaves out (`name[]`
+filters, other methods).
 
 A value that cannot be read drops its series and counts in `slicectl_exporter_errors_total`;
 a scrape never fails because of the host (the health metrics are always there).
+
+Why this module runs past 400 lines: the collector (what the library's encoders and `name[]`
+filters read), `SliceText` (the same samples written by hand) and the WSGI app that picks
+between them must agree on one set of families and one order; they are kept together so a
+change to one is seen next to the others. What stands alone is elsewhere: the metric table
+(`exportmetrics`), the process metrics (`exportprocess`), the command (`cli/exporter`).
 """
 
 from __future__ import annotations
@@ -23,6 +34,8 @@ from __future__ import annotations
 import errno
 import functools
 import gzip
+import operator
+import re
 import socket
 import sys
 import threading
@@ -30,7 +43,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -44,7 +57,6 @@ from prometheus_client.exposition import (
 )
 from prometheus_client.openmetrics.exposition import ALLOWUTF8, UNDERSCORES
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
-from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
@@ -64,6 +76,7 @@ from slicectl.exportmetrics import (
     Row,
     SeriesMemo,
 )
+from slicectl.exportprocess import ProcessMetrics
 from slicectl.metrics import NodeCpus
 from slicectl.sampler import Sampler
 
@@ -109,12 +122,14 @@ def _escape(value: str) -> str:
 
 
 class SliceText:
-    """The per-slice families as exposition text, each cgroup's lines kept while its rows
-    are the same object (an unchanged cgroup: `SeriesMemo.rows`).
+    """The per-slice families as exposition text, kept between scrapes at two levels: each
+    cgroup's sample lines by metric while its rows are the same object (an unchanged cgroup:
+    `SeriesMemo.rows`), and each metric's samples of every cgroup (its column) while no
+    cgroup's lines of that metric changed.
 
     A sample line is the same in the text format and in OpenMetrics (`name{labels} value`,
     labels sorted by name, the value as Go prints floats); only the families' headers differ,
-    and those the library writes, once.
+    and those the library writes, once. Only the cgroups of the last scrape are kept.
     """
 
     def __init__(self) -> None:
@@ -123,37 +138,102 @@ class SliceText:
                        for i, spec in enumerate(SLICE_METRICS)}
         self._headers = {om: tuple(encode([_family(spec, ())], om).removesuffix(b"# EOF\n")
                                    for spec in SLICE_METRICS) for om in (False, True)}
-        self._kept: dict[str, tuple[Out, tuple[bytes, ...]]] = {}
+        self._kept: dict[str, _Written] = {}  # by path, in the order of the last scrape
+        self._columns = [b""] * len(SLICE_METRICS)
+        self._last: list[tuple[str, Out]] | None = None  # what the columns were joined from
 
-    def render(self, cgroups: list[tuple[str, Out]], om: bool) -> bytes:
-        """Every per-slice family, header then samples, in SLICE_METRICS order."""
-        kept: dict[str, tuple[Out, tuple[bytes, ...]]] = {}
-        texts = []
-        for path, rows in cgroups:
-            hit = self._kept.get(path)
-            text = hit[1] if hit is not None and hit[0] is rows else self._lines(rows)
-            kept[path] = (rows, text)
-            texts.append(text)
-        self._kept = kept
-        parts: list[bytes] = []
-        columns = zip(*texts, strict=True) if texts else ((),) * len(SLICE_METRICS)  # by metric
-        for header, column in zip(self._headers[om], columns, strict=True):
-            parts.append(header)
-            parts.append(b"".join(column))
-        return b"".join(parts)
+    def __len__(self) -> int:
+        """The cgroups whose lines are kept: those of the last scrape."""
+        return len(self._kept)
 
-    def _lines(self, rows: Out) -> tuple[bytes, ...]:
-        """One cgroup's sample lines, by metric position."""
-        lines: list[list[str]] = [[] for _ in SLICE_METRICS]
-        labelstrs: dict[tuple[object, tuple[str, ...]], str] = {}
-        for name, labels, value in rows:
+    def render(self, cgroups: list[tuple[str, Out]], om: bool) -> list[bytes]:
+        """Every per-slice family, header then samples, in SLICE_METRICS order, as pieces to
+        send one after the other: a column whose lines did not change is the very bytes
+        object of the last scrape, and none is joined with the others into one buffer."""
+        if cgroups is not self._last:
+            written = self._update(cgroups)
+            for i in self._changed(written):
+                self._columns[i] = b"".join([w.text[i] for w in self._kept.values()])
+            self._last = cgroups
+        headers = self._headers[om]
+        return [piece for i, column in enumerate(self._columns) for piece in (headers[i], column)]
+
+    def _update(self, cgroups: list[tuple[str, Out]]) -> list[tuple[_Written, _Written]] | None:
+        """Keep the lines of `cgroups`, those of the cgroups of the last scrape only. The
+        cgroups rewritten (before, after), or None when the cgroups are not the same ones.
+        `SeriesMemo.rows` hands back the very (path, rows) pair of a cgroup that did not
+        change, in the same place: only the pairs that are not the same are looked at."""
+        kept, last = self._kept, self._last
+        if last is None or len(cgroups) != len(last):
+            moved = None
+        else:
+            moved = [k for k, same in enumerate(map(operator.is_, cgroups, last)) if not same]
+            if any(cgroups[k][0] != last[k][0] for k in moved):
+                moved = None
+        if moved is None:
+            self._kept = {path: self._write(rows, kept.get(path)) for path, rows in cgroups}
+            return None
+        written = []
+        for k in moved:
+            path, rows = cgroups[k]
+            before = kept[path]
+            if before.rows is not rows:
+                kept[path] = after = self._write(rows, before)
+                written.append((before, after))
+        return written
+
+    @staticmethod
+    def _changed(written: list[tuple[_Written, _Written]] | None) -> Iterable[int]:
+        """The metric positions whose column must be joined again."""
+        if written is None:
+            return range(len(SLICE_METRICS))
+        return {i for before, after in written
+                for i, (old, new) in enumerate(zip(before.text, after.text, strict=True))
+                if old != new}
+
+    def _write(self, rows: Out, before: _Written | None) -> _Written:
+        """One cgroup's sample lines, by metric position. A row equal to the one at the same
+        place `before` (a limit, a counter that did not move) keeps its line, and a row whose
+        value alone changed keeps its line's name and labels."""
+        old_rows = before.rows if before is not None else []
+        old_lines = self._lines(before) if before is not None and len(old_rows) == len(rows) \
+            else None
+        by_metric: list[list[bytes]] = [[] for _ in SLICE_METRICS]
+        for k, row in enumerate(rows):
+            name, labels, value = row
             i, order = self._index[name]
-            labelstr = labelstrs.get((order, labels))
-            if labelstr is None:
-                labelstr = labelstrs[(order, labels)] = ",".join(
-                    f'{k}="{_escape(labels[j])}"' for k, j in order)
-            lines[i].append(f"{name}{{{labelstr}}} {go_float(value)}\n")
-        return tuple("".join(x).encode() for x in lines)
+            if old_lines is not None and old_rows[k] == row:
+                line = old_lines[k]
+            else:
+                if old_lines is not None and old_rows[k][:2] == (name, labels):
+                    old = old_lines[k]
+                    prefix = old[:old.rindex(b" ") + 1]  # a value never holds a space
+                else:
+                    prefix = f"{name}{{{self._labels(order, labels)}}} ".encode()
+                line = prefix + go_float(value).encode() + b"\n"
+            by_metric[i].append(line)
+        return _Written(rows, tuple(b"".join(x) for x in by_metric))
+
+    def _lines(self, written: _Written) -> list[bytes]:
+        """A cgroup's lines as written, one per row in row order (its columns' text split:
+        each metric's lines are in the order of its rows)."""
+        split = [iter(_LINE.findall(text)) for text in written.text]
+        return [next(split[self._index[name][0]]) for name, _, _ in written.rows]
+
+    @staticmethod
+    def _labels(order: tuple[tuple[str, int], ...], labels: tuple[str, ...]) -> str:
+        return ",".join(f'{k}="{_escape(labels[j])}"' for k, j in order)
+
+
+# One sample line: a label value's newline is written escaped (`\n`), never as itself.
+_LINE = re.compile(rb"[^\n]*\n")
+
+
+class _Written(NamedTuple):
+    """One cgroup's rows as written: its sample lines by metric position."""
+
+    rows: Out
+    text: tuple[bytes, ...]
 
 
 def manifest_tenants(unit_dir: Path) -> dict[str, str]:
@@ -208,14 +288,14 @@ class SliceCollector(Collector):
                 yield _family(spec, series[spec.name])
             yield from self._own(start, len(cgroups))
 
-    def exposition(self, om: bool) -> tuple[bytes, list[Metric]]:
-        """The per-slice families as text (OpenMetrics if `om`), and the exporter's own: what
-        `collect` yields, written as the library would write it."""
+    def exposition(self, om: bool) -> tuple[list[bytes], list[Metric]]:
+        """The per-slice families as pieces of text (OpenMetrics if `om`; `SliceText.render`),
+        and the exporter's own: what `collect` yields, written as the library would write it."""
         with self._lock:
             start = time.perf_counter()
             cgroups = self._read()
-            text = self.text.render(cgroups, om)
-            return text, list(self._own(start, len(cgroups)))
+            pieces = self.text.render(cgroups, om)
+            return pieces, list(self._own(start, len(cgroups)))
 
     def _read(self) -> list[tuple[str, Out]]:
         """Every cgroup's rows, now; none when the cgroup tree cannot be read at all."""
@@ -262,7 +342,7 @@ def registry_of(collector: SliceCollector) -> CollectorRegistry:
     """A registry with the slices and the exporter's own process metrics (CPU, memory)."""
     registry = CollectorRegistry()
     registry.register(collector)
-    ProcessCollector(registry=registry)
+    registry.register(ProcessMetrics())
     return registry
 
 
@@ -273,11 +353,19 @@ class Exposition:
     def __init__(self, collector: SliceCollector) -> None:
         self.collector = collector
         self.registry = registry_of(collector)
-        self.process = ProcessCollector(registry=None)
+        self.process = ProcessMetrics()
+
+    def parts(self, om: bool = False) -> list[bytes]:
+        """The exposition in pieces: the slices' families (`SliceText.render`: a family whose
+        samples did not change is the same bytes object as last time), then the exporter's
+        own and the process'. Served as they are, the megabytes of the slices are neither
+        joined into one buffer nor copied again for every scrape."""
+        slices, own = self.collector.exposition(om)
+        return [*slices, encode([*own, *self.process.collect()], om)]
 
     def render(self, om: bool = False) -> bytes:
-        slices, own = self.collector.exposition(om)
-        return slices + encode([*own, *self.process.collect()], om)
+        """The whole exposition in one piece."""
+        return b"".join(self.parts(om))
 
 
 def _fast_format(encoder: Callable[..., bytes]) -> bool | None:
@@ -306,13 +394,15 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
         if (environ["REQUEST_METHOD"] != "GET" or environ.get("PATH_INFO") == "/favicon.ico"
                 or "name[]" in parse_qs(environ.get("QUERY_STRING", "")) or om is None):
             return library(environ, start_response)  # type: ignore[no-any-return]
-        output = exposition.render(om)
+        output = exposition.parts(om)
         headers = [("Content-Type", content_type)]
         if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
-            output = gzip.compress(output)
+            output = [gzip.compress(b"".join(output))]
             headers.append(("Content-Encoding", "gzip"))
+        # (wsgiref counts the length of a one-piece body only)
+        headers.append(("Content-Length", str(sum(map(len, output)))))
         start_response("200 OK", headers)
-        return [output]
+        return output
 
     return app
 

@@ -14,10 +14,12 @@ as an error (`CgroupSample.unreadable`); a file the cgroup does not have is left
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from slicectl.cgroupfiles import FILES
 from slicectl.metrics import NodeCpus, NumaMetrics
@@ -193,6 +195,17 @@ def _numa(s: CgroupSample, labels: tuple[str, str], node_cpus: NodeCpus | None,
         out.append((_LOCAL.name, labels, numa.local_percent / 100))
 
 
+class _LastRows(NamedTuple):
+    """What `SeriesMemo.rows` was last given and returned."""
+
+    samples: list[CgroupSample]
+    host: tuple[int, frozenset[int] | None]
+    tenants: dict[str, str]
+    out: list[tuple[str, Out]]
+    errors: Counter[str]
+    positions: list[int]  # where each of `samples` (the sampler's order) is in `out`
+
+
 class SeriesMemo:
     """The series of snapshot after snapshot, for one exporter over one sampler.
 
@@ -205,12 +218,54 @@ class SeriesMemo:
     def __init__(self, node_cpus: NodeCpus | None = None) -> None:
         self.node_cpus = node_cpus
         self._rows: dict[str, tuple[CgroupSample, str, Out]] = {}
+        self._last: _LastRows | None = None
+
+    def __len__(self) -> int:
+        """The cgroups whose rows are kept: those of the last snapshot."""
+        return len(self._rows)
 
     def rows(self, snap: Snapshot, tenants: Mapping[str, str]
              ) -> tuple[list[tuple[str, Out]], Counter[str]]:
         """(cgroup path, its rows) in path order, and the unreadable values by source file;
         `tenants` maps the unit names of slicectl's slices to their tenants. A cgroup that
-        did not change (same sample, same tenant) gets the same rows object as last time."""
+        did not change (same sample, same tenant) gets the same rows object as last time, and
+        a tree where none changed the same list."""
+        samples = list(snap.cgroups.values())
+        host = (snap.host_cpus, snap.host_mems)
+        last = self._last
+        if (last is not None and last.host == host and last.tenants == tenants
+                and len(last.samples) == len(samples)):
+            moved = [k for k, same in enumerate(map(operator.is_, samples, last.samples))
+                     if not same]
+            if not moved:  # (a sample is its cgroup's: same paths too)
+                return last.out, last.errors.copy()
+            if all(samples[k].path == last.samples[k].path for k in moved):
+                out, errors = self._patch(last, samples, moved, snap)
+                self._last = last._replace(samples=samples, out=out, errors=errors.copy())
+                return out, errors
+        out, errors, positions = self._rows_of(snap, tenants)
+        self._last = _LastRows(samples, host, dict(tenants), out, errors.copy(), positions)
+        return out, errors
+
+    def _patch(self, last: _LastRows, samples: list[CgroupSample], moved: list[int],
+               snap: Snapshot) -> tuple[list[tuple[str, Out]], Counter[str]]:
+        """The last rows with those of the cgroups at `moved` (their places in the sampler's
+        order) made again: the same cgroups and tenants as last time, a few samples new."""
+        out = last.out.copy()
+        errors = last.errors.copy()
+        for k in moved:
+            s, before = samples[k], last.samples[k]
+            tenant = last.tenants.get(s.unit, "")
+            rows = _slice_rows(s, (s.unit, tenant), snap.host_cpus, self.node_cpus,
+                               snap.host_mems)
+            self._rows[s.path] = (s, tenant, rows)
+            out[last.positions[k]] = (s.path, rows)
+            errors.subtract(FILE_OF[field] for field in before.unreadable)
+            errors.update(FILE_OF[field] for field in s.unreadable)
+        return out, +errors  # (no source left at 0)
+
+    def _rows_of(self, snap: Snapshot, tenants: Mapping[str, str]
+                 ) -> tuple[list[tuple[str, Out]], Counter[str], list[int]]:
         errors: Counter[str] = Counter()
         memo: dict[str, tuple[CgroupSample, str, Out]] = {}
         out: list[tuple[str, Out]] = []
@@ -227,7 +282,8 @@ class SeriesMemo:
             for field in s.unreadable:
                 errors[FILE_OF[field]] += 1
         self._rows = memo
-        return out, errors
+        place = {path: j for j, (path, _) in enumerate(out)}
+        return out, errors, [place[path] for path in snap.cgroups]
 
     def series(self, snap: Snapshot, tenants: Mapping[str, str]) -> tuple[Series, Counter[str]]:
         """Rows of every per-slice metric (see `rows`), by metric."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import operator
 import os
 import re
 import shutil
@@ -29,12 +30,14 @@ from fakesystemd import FakeSystemd
 from prometheus_client.exposition import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.process_collector import ProcessCollector
 
 from slicectl.apply import ApplyOptions, apply_plan
 from slicectl.config import load_config
 from slicectl.drift import DriftWatch
 from slicectl.exporter import Exposition, SliceCollector, manifest_tenants, registry_of
-from slicectl.exportmetrics import METRICS, SLICE_METRICS
+from slicectl.exportmetrics import METRICS, SLICE_METRICS, SeriesMemo
+from slicectl.exportprocess import FdCounter, ProcessMetrics
 from slicectl.sampler import Sampler
 from slicectl.unitdir import MANIFEST_NAME, Manifest
 
@@ -200,8 +203,12 @@ def test_served_bytes_are_the_librarys_scrape_after_scrape(tmp_path: Path, om: b
         ours = SliceCollector(sampler, node_cpus={0: frozenset(range(4)),
                                                   1: frozenset(range(4, 8))}, tenants=lambda: names)
         exposition = Exposition(ours)
-        for step in range(4):
+        for step in range(5):
             served = exposition.render(om)
+            # nothing moved since: the slices' text is the very bytes written a moment ago
+            again = exposition.parts(om)
+            assert all(map(operator.is_, again[:-1], exposition.parts(om)[:-1]))
+            assert VOLATILE.sub(rb"\1", b"".join(again)) == VOLATILE.sub(rb"\1", served)
             # the library over the same state: the tree only moves between steps
             with Sampler(tree.root) as fresh:
                 theirs = library(SliceCollector(fresh, node_cpus=ours.memo.node_cpus,
@@ -215,13 +222,122 @@ def test_served_bytes_are_the_librarys_scrape_after_scrape(tmp_path: Path, om: b
                 tree.add("tenants.slice/tenants-new.slice")
             if step == 2:
                 (tree.root / DB1 / "memory.max").write_bytes(b"garbage\n")
+            if step == 3:
+                names["tenants-idle.slice"] = "idle"  # only a tenant changes, no file
     assert b'tenant="a\\"b\\\\c\\nd"' in served  # escaped as the formats say
+    assert b'slicectl_tasks{slice="tenants-idle.slice",tenant="idle"}' in served
     assert b"+Inf" in served and b"slicectl_memory_numa_bytes{node=" in served
+
+
+def test_kept_lines_are_those_of_the_last_scrape_only(tmp_path: Path) -> None:
+    """Cgroups come and go (a new name each round, one recreated, one removed): what the
+    exporter keeps between scrapes is the lines of the cgroups of the last scrape, no more,
+    so its memory does not grow with the cgroups it has seen (BENCHMARKS.md, exporter.1000)."""
+    tree = MovingTree(tmp_path / "cg", cpus="0-7", mems="0-1")
+    tree.add("system.slice", Motion(cpu_cores=0.2))
+    tree.add("tenants.slice")
+    for i in range(20):
+        tree.add(f"tenants.slice/tenants-t{i}.slice")
+    with Sampler(tree.root) as sampler:
+        collector = SliceCollector(sampler)
+        exposition = Exposition(collector)
+        for step in range(30):
+            body = exposition.render()
+            served = re.search(rb"^slicectl_exporter_cgroups (\S+)$", body, re.M)
+            assert served and float(served[1]) == 22  # 2 slices, 20 tenants
+            assert len(collector.text) == len(collector.memo) == 22, step
+            tree.remove(f"tenants.slice/tenants-t{step}.slice")
+            tree.add(f"tenants.slice/tenants-t{step + 20}.slice")
+            tree.recreate(f"tenants.slice/tenants-t{step + 1}.slice")
+            tree.advance(1.0)
+
+
+def test_rows_of_a_few_changed_cgroups_are_those_of_a_fresh_memo(tmp_path: Path) -> None:
+    """When only some cgroups changed, the memo makes their rows again and keeps the others'
+    (and their errors): the rows and errors are what a memo that never saw the tree before
+    makes, while values move and a file turns to garbage and back."""
+    tree = MovingTree(tmp_path / "cg", cpus="0-7", mems="0-1")
+    tree.add("system.slice", Motion(cpu_cores=0.2, psi_some={"memory": 3.0}))
+    tree.add("tenants.slice")
+    tree.add(DB1, Motion(cpu_cores=1.5, events={"high": 1}), memory_max=str(G))
+    tree.add("tenants.slice/tenants-idle.slice")
+    names = {"tenants-db1.slice": "db1"}
+    memo = SeriesMemo()
+    with Sampler(tree.root) as sampler:
+        for step in range(6):
+            snap = sampler.sample()
+            out, errors = memo.rows(snap, names)
+            assert (out, errors) == SeriesMemo().rows(snap, names), step
+            assert sum(errors.values()) == (1 if step in (2, 3) else 0), step
+            tree.advance(1.0)
+            garbage = b"garbage\n" if step in (1, 2) else f"{G}\n".encode()
+            (tree.root / DB1 / "memory.max").write_bytes(garbage)
 
 
 PROCESS_METRICS = {"process_cpu_seconds_total", "process_virtual_memory_bytes",
                    "process_resident_memory_bytes", "process_start_time_seconds",
                    "process_open_fds", "process_max_fds"}
+
+
+def open_fds_listed() -> int:
+    """The open descriptors as prometheus_client counts them, less the one it lists with."""
+    return len(os.listdir("/proc/self/fd")) - 1
+
+
+def test_process_metrics_are_the_librarys_with_open_fds_counted_without_a_listing() -> None:
+    """The same families, help, types and order as prometheus_client's ProcessCollector;
+    process_open_fds is the number of open descriptors, counted whichever way the kernel
+    allows (the size of /proc/self/fd since Linux 6.2, else poll()), holes and all."""
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(300)]
+    try:
+        for fd in held[::3]:
+            os.close(fd)
+        ours = {m.name: m for m in ProcessMetrics().collect()}
+        listed = open_fds_listed()
+        theirs = {m.name: m for m in ProcessCollector(registry=None).collect()}
+        assert [(m.name, m.type, m.documentation) for m in ours.values()] == [
+            (m.name, m.type, m.documentation) for m in theirs.values()]
+        assert {m.name.removesuffix("_total") for m in ours.values()} == {
+            p.removesuffix("_total") for p in PROCESS_METRICS}
+        for name in ("process_start_time_seconds", "process_max_fds"):
+            assert ours[name].samples[0].value == theirs[name].samples[0].value, name
+        assert ours["process_open_fds"].samples[0].value == listed
+        assert theirs["process_open_fds"].samples[0].value == listed + 1
+        counter = FdCounter()
+        assert counter.count() == counter.polled() == open_fds_listed()
+        os.close(held.pop())
+        assert counter.count() == counter.polled() == open_fds_listed()
+    finally:
+        for fd in held[1::3] + held[2::3]:
+            os.close(fd)
+
+
+def test_open_fds_without_ctypes_are_listed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where ctypes cannot load (a hardened unit, a stripped Python), poll() is out of reach:
+    the descriptors are listed as prometheus_client lists them, the listing's own left out."""
+    counter = FdCounter()
+
+    def no_ctypes() -> None:
+        raise MemoryError("ffi_closure_alloc failed")
+
+    monkeypatch.setattr(counter, "_libc_poll", no_ctypes)
+    assert counter.polled() == open_fds_listed()
+
+
+def test_open_fds_by_poll_counts_a_descriptor_above_a_lowered_limit() -> None:
+    """poll() takes no more entries than the soft RLIMIT_NOFILE; a descriptor opened before
+    the limit was lowered lies above it, and is counted all the same."""
+    script = (
+        "import os, resource\n"
+        "from slicectl.exportprocess import FdCounter\n"
+        "high = os.dup2(os.open('/dev/null', os.O_RDONLY), 3000)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE,\n"
+        "                   (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+        "print(FdCounter().polled(), len(os.listdir('/proc/self/fd')) - 1)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, cwd=ROOT)
+    polled, listed = proc.stdout.split()
+    assert polled == listed and int(listed) >= 4, proc.stdout
 
 
 # --- the command: HTTP, OpenMetrics, textfile, promtool, bad input -------------------------
@@ -275,6 +391,8 @@ def exporter(tree: MovingTree) -> Iterator[Exporter]:
 
 def test_http_text_and_openmetrics_and_garbage_is_still_200(
         exporter: Exporter, tree: MovingTree) -> None:
+    with urllib.request.urlopen(exporter.url, timeout=30) as r:  # sent in pieces
+        assert int(r.headers["Content-Length"]) == len(r.read()) > 0
     status, ctype, text = exporter.get()
     assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
     assert 'slicectl_cpu_quota_cpus{slice="tenants-db1.slice",tenant=""} 2.0' in text

@@ -21,7 +21,7 @@ CORE = {"", "config", "settings", "values", "cpulist", "topology", "placement", 
         "contention", "exportmetrics", "livemap"}
 EDGES = {"sysfs", "sampler", "unitdir", "atomic", "systemd", "apply", "record", "readers",
          "cgroupfs", "livestate", "transaction", "calendar", "hostinfo", "tenantsfile",
-         "dirlock", "drift"}
+         "dirlock", "drift", "exportprocess"}
 FRONT_ENDS = {"cli", "views", "drawing", "monitor", "tui", "__main__", "exporter"}
 FORBIDDEN_IN_CORE = ("textual", "dbus_fast", "rich", "prometheus_client")
 # Cycles allowed for now, each named: the TUI's screens reach into the app (tui/app.py imports
