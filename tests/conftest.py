@@ -25,8 +25,11 @@ if TYPE_CHECKING:
 
 # --- hypothesis: example counts by profile (tests/examplecounts.py) -----------------------
 
-settings.register_profile("thorough", max_examples=THOROUGH)  # tests/run, CI: full counts
-settings.register_profile("quick", max_examples=QUICK)  # bare `python -m pytest`
+# No deadline in either: a per-example time limit is a timing assertion, which fails on a busy
+# machine (test_rates_stay_in_range took 347 ms against the default 200 ms at load 8); speed
+# targets live in bench/run.
+settings.register_profile("thorough", max_examples=THOROUGH, deadline=None)  # tests/run, CI
+settings.register_profile("quick", max_examples=QUICK, deadline=None)  # bare `python -m pytest`
 settings.load_profile("quick")  # --hypothesis-profile=thorough loads the other one after this
 
 # --- bytecode: slicectl's .pyc files written once, for the many `slicectl` processes -----------
