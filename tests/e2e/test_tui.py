@@ -71,12 +71,15 @@ async def test_tui_shows_real_slices_and_applies_an_edit_live(slicectl: Run,
             assert {"tenants-db1.slice", "tenants-web.slice", "system.slice",
                     "init.scope"} <= {n.split()[-1] for n in names} | names, names
             await pilot.press("e")
-            await wait_for(pilot, lambda: isinstance(app.screen, EditScreen))
+            await wait_for(pilot, lambda: isinstance(app.screen, EditScreen)
+                           and bool(app.screen.query("#f-cpu_weight")))
             weight = app.screen.query_one("#f-cpu_weight", Input)
             assert weight.value == "300"
             weight.value = "500"
             await pilot.press("enter")
-            await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+            # the screen is current before its children are composed: wait for its text
+            await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen)
+                           and bool(app.screen.query("#diff-text")))
             diff = str(app.screen.query_one("#diff-text", Static).content)
             assert "tenants-db1.slice: CPUWeight 300 -> 500" in diff
             await pilot.press("y")
