@@ -5,8 +5,8 @@
 set -u
 cd "${SLICECTL_CHECKOUT:?not inside the testbed}" || exit 1
 # Two tiers of their own, run by naming them, because the default tier must keep CI under 45
-# min: the evidence experiments' shortened runs (about 14 min under TCG on a quiet host) and
-# the Ansible collection's playbooks (about 20 min: every module task costs about 20 s under
+# min: the evidence experiments' shortened runs (about 12 min under TCG on a quiet host) and
+# the Ansible collection's playbooks (about 16 min: every module task costs about 20 s under
 # TCG). Everything in one boot, the Ansible tests last (their fixture's clean-up stops every
 # unit whose drop-in it removes, user.slice included, which later tests need running):
 #   tests/testbed/e2e $(ls tests/e2e/test_*.py | grep -v ansible) tests/e2e/test_ansible.py
