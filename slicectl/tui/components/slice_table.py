@@ -11,6 +11,7 @@ single segment, cropped to the horizontal scroll.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from itertools import groupby
 from typing import NamedTuple
 
@@ -29,7 +30,6 @@ from slicectl.tui.model import History, cpu_scale, memory_scale
 from slicectl.tui.tree import TreeLine, limit_cells
 
 GAP = 1  # blank cells between columns
-NARROW_MEMO = 4096  # cells whose narrowness a table remembers (then it starts again)
 
 
 class Row(NamedTuple):
@@ -50,6 +50,11 @@ class Line(NamedTuple):
 def _narrow(text: str) -> bool:
     return (text.isascii() and text.isprintable()) or all(
         get_character_cell_size(c) == 1 for c in set(text))
+
+
+# `_narrow` of a cell that is not ASCII, remembered: those (sparklines, the tree's marks) repeat
+# from refresh to refresh, and testing each character's width is most of drawing a line.
+_narrow_cell = lru_cache(maxsize=4096)(_narrow)
 
 
 def _width(column: Sequence[str]) -> int:
@@ -106,7 +111,6 @@ class SliceTable(ScrollView, can_focus=True):
         self._lines: list[Line | None] = []  # each row's text, padded to the column widths
         self._header = Line("", True)
         self._styles: dict[tuple[str, bool], Style] = {}
-        self._narrow_cells: dict[str, bool] = {}
         self._layout()
 
     # -- what callers use -------------------------------------------------------------------
@@ -176,19 +180,8 @@ class SliceTable(ScrollView, can_focus=True):
         text = gap.join([_pad(c, w, r) for c, w, r in zip(cells, self.widths, self.right,
                                                           strict=True)])
         # A line is narrow when each of its cells is (the gap and padding are spaces).
-        return Line(text, all([c.isprintable() if c.isascii() else self._narrow_cell(c)
+        return Line(text, all([c.isprintable() if c.isascii() else _narrow_cell(c)
                                for c in cells]))
-
-    def _narrow_cell(self, text: str) -> bool:
-        """`_narrow` of a cell that is not ASCII, remembered: those (sparklines, the tree's
-        marks) repeat from refresh to refresh, and testing each character's width is most of
-        drawing a line."""
-        narrow = self._narrow_cells.get(text)
-        if narrow is None:
-            if len(self._narrow_cells) >= NARROW_MEMO:
-                self._narrow_cells.clear()
-            narrow = self._narrow_cells[text] = _narrow(text)
-        return narrow
 
     def _line_at(self, index: int) -> Line:
         """The drawn line of row `index` (drawn now if it was not yet)."""
