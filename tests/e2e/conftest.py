@@ -97,16 +97,29 @@ class Units:
         self.names.extend(names)
 
 
+def _active_units() -> set[str]:
+    if not os.environ.get("SLICECTL_TESTBED"):
+        return set()
+    listing = guest.systemctl("list-units", "--all", "--plain", "--no-legend", "--state=active",
+                              check=False).stdout
+    return {line.split()[0] for line in listing.splitlines() if line.strip()}
+
+
 @contextmanager
 def undoing_unit_changes(tracked: Units) -> Iterator[Units]:
     """Stop the tracked units afterwards, and remove any unit file, drop-in or `set-property`
-    result created meanwhile (then reload systemd)."""
-    before = _unit_files()
+    result created meanwhile (then reload systemd).
+
+    A unit that was running before (system.slice, user.slice, init.scope, cron.service ...) is
+    not stopped when only its drop-ins are removed: the reload puts its old properties back,
+    and stopping it would take the guest's own services (or the next test's) with it."""
+    before, running = _unit_files(), _active_units()
     yield tracked
     if not os.environ.get("SLICECTL_TESTBED"):
         return
     created = _unit_files() - before
-    names = {*tracked.names, *(n for p in created if (n := _unit_of(p)))}
+    names = {*tracked.names,
+             *(n for p in created if (n := _unit_of(p)) and n not in running)}
     if names:
         guest.systemctl("stop", *sorted(names), check=False)
     # Deepest first, so drop-in directories are empty by the time they are removed.
