@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -33,6 +34,12 @@ settings.register_profile("quick", max_examples=QUICK, deadline=None)  # bare `p
 settings.load_profile("quick")  # --hypothesis-profile=thorough loads the other one after this
 
 # --- bytecode: slicectl's .pyc files written once, for the many `slicectl` processes -----------
+
+# pytest keeps each test module, its asserts rewritten, as a .pyc in tests/__pycache__, unless
+# bytecode writing is off (PYTHONDONTWRITEBYTECODE, set in some CI and agent environments): then
+# every xdist worker rewrote every test module again on every run (about 4 s of CPU each). The
+# test modules are imported after this file, so from here on pytest writes and reuses them.
+sys.dont_write_bytecode = False
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -74,6 +81,38 @@ def pytest_configure(config: pytest.Config) -> None:
     (and the `slicectl` processes they start) use a folder of their own, made empty for each
     test process, so they neither read nor fill the user's cache."""
     os.environ["XDG_CACHE_HOME"] = _TEMPLATE_CACHE
+    scratch_in_memory(config)
+
+
+# --- tmp_path in memory: the suite writes ~36,000 small files per run ----------------------------
+
+_MEMORY = Path("/dev/shm")
+_MEMORY_NEEDED = 4 << 30  # free bytes: three kept runs (pytest's default) of ~160 MB, and room
+
+
+def scratch_in_memory(config: pytest.Config) -> None:
+    """pytest's numbered tmp_path folders under /dev/shm (tmpfs) rather than $TMPDIR.
+
+    The fake cgroup and sysfs trees are ~36,000 small files a run; on a disk file system
+    (ext4 mounted with `discard` here) making and removing them cost ~6 s of system CPU, a
+    tenth of the suite. Only where /dev/shm is a tmpfs with room to spare, and never over the
+    user's --basetemp or PYTEST_DEBUG_TEMPROOT (pytest's own setting for this root); xdist's
+    workers get their folders from the controller, so only the controller decides.
+    """
+    if (hasattr(config, "workerinput") or config.option.basetemp
+            or "PYTEST_DEBUG_TEMPROOT" in os.environ or not _is_tmpfs(_MEMORY)):
+        return
+    stat = os.statvfs(_MEMORY)
+    if stat.f_bavail * stat.f_frsize >= _MEMORY_NEEDED and os.access(_MEMORY, os.W_OK):
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(_MEMORY)
+
+
+def _is_tmpfs(path: Path) -> bool:
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return False
+    return any(f.split()[1:3] == [str(path), "tmpfs"] for f in mounts)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
