@@ -13,6 +13,7 @@ import json
 import operator
 import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
@@ -335,7 +336,9 @@ def test_open_fds_by_poll_counts_a_descriptor_above_a_lowered_limit() -> None:
         "                   (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
         "print(FdCounter().polled(), len(os.listdir('/proc/self/fd')) - 1)\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          check=True, cwd=ROOT)
+                          cwd=ROOT)
+    assert proc.returncode == 0, (  # with what it said: it failed once, unexplained
+        proc.returncode, proc.stderr, resource.getrlimit(resource.RLIMIT_NOFILE))
     polled, listed = proc.stdout.split()
     assert polled == listed and int(listed) >= 4, proc.stdout
 
