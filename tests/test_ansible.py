@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -431,7 +432,14 @@ def pip_bootstrap(home: Path) -> None:
     reach (only the package index). Stand in for that script, in ansible-test's documented
     cache location under `home`: install the same pip from a pip wheel fetched from the
     index, into the interpreter that runs the script (the new environment)."""
-    from ansible_test._internal.python_requirements import get_venv_packages
+    # Importing ansible-test lowers this process's soft RLIMIT_NOFILE to 1024 for good
+    # (ansible_test._internal.init): put it back, or the tests that run later in this xdist
+    # worker inherit the lower limit (the exporter's fd-count test dup2()s to fd 3000).
+    limits = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        from ansible_test._internal.python_requirements import get_venv_packages
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, limits)
 
     version = get_venv_packages(type("Python", (), {"version": "3.11"})())["pip"]
     wheels = home / "wheels"
