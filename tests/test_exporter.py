@@ -337,7 +337,7 @@ def test_open_fds_by_poll_counts_a_descriptor_above_a_lowered_limit() -> None:
         "print(FdCounter().polled(), len(os.listdir('/proc/self/fd')) - 1)\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=ROOT)
-    assert proc.returncode == 0, (  # with what it said: it failed once, unexplained
+    assert proc.returncode == 0, (  # with what it said, and the limits it inherited
         proc.returncode, proc.stderr, resource.getrlimit(resource.RLIMIT_NOFILE))
     polled, listed = proc.stdout.split()
     assert polled == listed and int(listed) >= 4, proc.stdout
