@@ -110,7 +110,7 @@ def undoing_unit_changes(tracked: Units) -> Iterator[Units]:
     """Stop the tracked units afterwards, and remove any unit file, drop-in or `set-property`
     result created meanwhile (then reload systemd).
 
-    A unit that was running before (system.slice, user.slice, init.scope, cron.service ...) is
+    A unit that was running before (system.slice, user.slice, init.scope, ...) is
     not stopped when only its drop-ins are removed: the reload puts its old properties back,
     and stopping it would take the guest's own services (or the next test's) with it."""
     before, running = _unit_files(), _active_units()

@@ -68,8 +68,8 @@ MODULE = """\
 GROUP_VARS = """\
 slicectl_venv: {venv}
 slicectl_wheel: {wheel}
-slicectl_pip_args: [--no-index, --find-links, {wheels}, --no-compile]  # not every module now
-# (minutes under TCG): Python compiles what slicectl imports, once, when it first runs
+slicectl_pip_args: [--no-index, --find-links, {wheels}, --no-compile]  # pip compiling every
+# dependency's modules takes minutes under TCG; Python compiles what slicectl imports, once
 slicectl_link: {link}
 slicectl_tenants_path: {tenants}
 slicectl_housekeeping: {{cpus: 2}}
