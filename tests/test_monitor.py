@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
 
+from slicectl import sampler
 from slicectl.cli import main
 from slicectl.cli.watch import run_status, run_top
 from slicectl.monitor import NUMA_COLUMN
@@ -102,8 +105,14 @@ def test_status_json_values_on_a_moving_tree(tree: MovingTree) -> None:
     assert db1["trouble"] == ["oom", "pressure", "throttled"]
 
 
-def test_status_json_has_no_rates_under_30ms(tree: MovingTree) -> None:
+def test_status_json_has_no_rates_under_30ms(tree: MovingTree,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sampler's clock moves 5 ms per reading: its two samples are well under 30 ms apart
+    # however long a busy machine takes between them (at load 9 they were 30+ ms apart).
+    ticks = itertools.count()
+    monkeypatch.setattr(sampler, "time", SimpleNamespace(monotonic=lambda: 1e4 + next(ticks) / 200))
     data = status(tree, 0.0)
+    assert data["interval_s"] < 0.03
     db1 = data["slices"][1]
     assert db1["cpu"]["cores"] is None and db1["events"]["oom_kill"] is None
     assert db1["pressure"]["io"]["some"]["rate"] is None
