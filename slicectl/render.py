@@ -3,16 +3,20 @@
 Every value is checked before it reaches a template: no control characters (a newline would
 start a new line, and so a new key or section), no trailing backslash (systemd joins the next
 line), and `%` in free text is doubled (systemd expands specifiers such as %n).
-jinja2 is imported here only, and only when rendering: `slicectl --help` never pays for it.
+jinja2 is imported here only, and only for a template that is not a built-in one unchanged:
+those are Python functions (builtin_templates.py), so `generate` and `apply` do not import it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from slicectl import __version__
+from slicectl.builtin_templates import renderer
 from slicectl.errors import RenderError, shown
 from slicectl.plan import DROPIN_NAME, Plan, UnitPlan
 
@@ -69,13 +73,15 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
                                         if d]),
         undefined=jinja2.StrictUndefined,
         bytecode_cache=_bytecode_cache(),
-        **_OPTIONS,
+        **render_options(),
     )
 
 
-# How templates are read; the compiled templates in the cache depend on these too.
-_OPTIONS: dict[str, Any] = {"keep_trailing_newline": True, "trim_blocks": True,
-                            "lstrip_blocks": True, "autoescape": False}
+def render_options() -> dict[str, Any]:
+    """How jinja2 reads the templates (builtin_templates.py follows them; the compiled
+    templates in the cache depend on them too)."""
+    return {"keep_trailing_newline": True, "trim_blocks": True, "lstrip_blocks": True,
+            "autoescape": False}
 
 
 def template_cache_dir() -> str | None:
@@ -116,7 +122,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
     # The file names carry what the compiled code depends on besides the template's source
     # (jinja2 checks that): jinja2's version and the options above.
-    tag = hashlib.sha1(repr((jinja2.__version__, sorted(_OPTIONS.items()))).encode()
+    tag = hashlib.sha1(repr((jinja2.__version__, sorted(render_options().items()))).encode()
                        ).hexdigest()[:12]
     return QuietCache(folder, f"jinja2-{tag}-%s.cache")
 
@@ -174,13 +180,12 @@ def render(plan: Plan, templates_dir: str | None = None) -> dict[str, str]:
             raise RenderError(f"template {required} not found in {templates_dir}",
                               "--templates DIR must hold slice.j2 and dropin.j2")
 
-    env = _environment(templates_dir)
     head = header(plan)
     files: dict[str, str] = {}
-    cache: dict[str, jinja2.Template] = {}
+    templates = _Templates(templates_dir)
     for u in plan.units:
         for path, name in _files_of(u):
-            files[path] = _render_one(env, cache, name, u, head, templates_dir)
+            files[path] = templates.render(name, _context(u, head))
     return files
 
 
@@ -207,14 +212,42 @@ def dropin_path(unit: str) -> str:
     return f"{unit}.d/{DROPIN_NAME}"
 
 
-def _render_one(env: jinja2.Environment, cache: dict[str, jinja2.Template], name: str,
-                u: UnitPlan, head: list[str], templates_dir: str | None) -> str:
+class _Templates:
+    """The templates of one `render`: a built-in template unchanged is a Python function
+    (slicectl/builtin_templates.py, no jinja2 import); any other is jinja2's, compiled once."""
+
+    def __init__(self, templates_dir: str | None) -> None:
+        self.templates_dir = templates_dir
+        self.loaded: dict[str, Callable[[dict[str, object]], str]] = {}
+        self.env: jinja2.Environment | None = None
+
+    def render(self, name: str, context: dict[str, object]) -> str:
+        if name not in self.loaded:
+            fast = (renderer(default_templates_dir(), name) if self.templates_dir is None
+                    else None)
+            self.loaded[name] = fast or self._jinja2(name)
+        return self.loaded[name](context)
+
+    def _jinja2(self, name: str) -> Callable[[dict[str, object]], str]:
+        if self.env is None:
+            self.env = _environment(self.templates_dir)
+        with _template_errors(name, self.templates_dir):
+            template = self.env.get_template(name)
+
+        def render(context: dict[str, object]) -> str:
+            with _template_errors(name, self.templates_dir):
+                return template.render(context)
+
+        return render
+
+
+@contextlib.contextmanager
+def _template_errors(name: str, templates_dir: str | None) -> Iterator[None]:
+    """jinja2's errors of template `name`, as RenderErrors that say where and what to do."""
     import jinja2
 
     try:
-        if name not in cache:
-            cache[name] = env.get_template(name)
-        return cache[name].render(_context(u, head))
+        yield
     except jinja2.TemplateNotFound as e:
         raise RenderError(f"template {name} not found in {templates_dir}",
                           "--templates DIR must hold slice.j2 and dropin.j2") from e

@@ -77,9 +77,9 @@ _TEMPLATE_CACHE = tempfile.mkdtemp(prefix="slicectl-test-cache-")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """generate and apply keep compiled templates in $XDG_CACHE_HOME/slicectl: the tests
-    (and the `slicectl` processes they start) use a folder of their own, made empty for each
-    test process, so they neither read nor fill the user's cache."""
+    """generate and apply keep --templates DIR's templates compiled in $XDG_CACHE_HOME/slicectl:
+    the tests (and the `slicectl` processes they start) use a folder of their own, made empty
+    for each test process, so they neither read nor fill the user's cache."""
     os.environ["XDG_CACHE_HOME"] = _TEMPLATE_CACHE
     scratch_in_memory(config)
 

@@ -426,12 +426,21 @@ def test_help_imports_nothing_heavy() -> None:
     assert not loaded & set(HEAVY_FOR_HELP), sorted(loaded & set(HEAVY_FOR_HELP))
 
 
-def test_generate_imports_neither_textual_nor_dbus(tmp_path: Path) -> None:
+def test_generate_imports_neither_textual_nor_dbus_nor_jinja2(tmp_path: Path) -> None:
+    """The built-in templates are rendered by slicectl/builtin_templates.py; jinja2 only
+    for --templates DIR (tests/test_render.py)."""
     loaded = modules_after(["generate", "examples/web-batch.yaml", "--topology", XEON, "--out",
                             str(tmp_path / "out")])
-    assert "jinja2" in loaded  # it did render
-    assert "textual" not in loaded and "dbus_fast" not in loaded
+    assert not loaded & {"textual", "dbus_fast", "jinja2"}, sorted(loaded)
     assert (tmp_path / "out" / "tenants-web.slice").exists()
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "slice.j2").write_text("[Unit]\nDescription={{ description }}\n")
+    (templates / "dropin.j2").write_text("[{{ section }}]\n")
+    loaded = modules_after(["generate", "examples/web-batch.yaml", "--topology", XEON, "--out",
+                            str(tmp_path / "own"), "--templates", str(templates)])
+    assert "jinja2" in loaded
+    assert (tmp_path / "own" / "tenants-web.slice").read_text().startswith("[Unit]\n")
 
 
 def test_plan_into_a_pipe_draws_its_tables_without_rich() -> None:

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # the core and edges; front ends import anything. Every module must be in one layer.
 CORE = {"", "config", "settings", "values", "cpulist", "topology", "placement", "plan", "render",
         "live", "metrics", "lint", "recommend", "errors", "yamldoc", "yamledit", "defaults",
-        "records", "kinds", "protection", "parsers", "tenants", "versions",
+        "records", "kinds", "builtin_templates", "protection", "parsers", "tenants", "versions",
         "jsoninput", "packing", "cores", "samples", "cgroupfiles", "shares",
         "contention", "exportmetrics", "livemap"}
 EDGES = {"sysfs", "sampler", "unitdir", "atomic", "systemd", "apply", "record", "readers",
