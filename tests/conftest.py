@@ -11,10 +11,20 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pytest
-import pytest_asyncio
-from examplecounts import QUICK, THOROUGH
-from hypothesis import settings
+# --- bytecode: written, also where PYTHONDONTWRITEBYTECODE is set --------------------------------
+
+# pytest rewrites the asserts of the test modules and of every module of the distributions
+# that are pytest plugins (all of hypothesis, syrupy, ...) and keeps the result as a .pyc,
+# unless bytecode writing is off (PYTHONDONTWRITEBYTECODE, set in some CI and agent
+# environments): then every process of every run (xdist's controller and each worker)
+# rewrote them all again, hypothesis' 80-odd modules alone about 1.5 s of CPU each. Turned on
+# here, before hypothesis is imported, pytest writes them once and reuses them.
+sys.dont_write_bytecode = False
+
+import pytest  # noqa: E402 (after the line above, or hypothesis is rewritten on every run)
+import pytest_asyncio  # noqa: E402
+from examplecounts import QUICK, THOROUGH  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 if TYPE_CHECKING:
     # Imported lazily in the fixtures below, so that loading conftest does not import
@@ -34,12 +44,6 @@ settings.register_profile("quick", max_examples=QUICK, deadline=None)  # bare `p
 settings.load_profile("quick")  # --hypothesis-profile=thorough loads the other one after this
 
 # --- bytecode: slicectl's .pyc files written once, for the many `slicectl` processes -----------
-
-# pytest keeps each test module, its asserts rewritten, as a .pyc in tests/__pycache__, unless
-# bytecode writing is off (PYTHONDONTWRITEBYTECODE, set in some CI and agent environments): then
-# every xdist worker rewrote every test module again on every run (about 4 s of CPU each). The
-# test modules are imported after this file, so from here on pytest writes and reuses them.
-sys.dont_write_bytecode = False
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
