@@ -64,9 +64,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests marked `long` first (mypy, the fuzz and property tests, ...), the ones marked
     `long(first=True)` before them; otherwise the order is unchanged.
 
-    pytest-xdist hands the tests out in this order, two at a time (`--maxschedchunk 2` in
-    pyproject.toml): a long test started last would run alone on one core at the end while
-    the other cores idle.
+    pytest-xdist (`--dist worksteal`, pyproject.toml) gives each worker a run of tests in
+    this order, and a worker that runs out takes tests from the end of another's: a long test
+    started last would run alone on one core at the end while the other cores idle.
     """
     def rank(item: pytest.Item) -> int:
         mark = item.get_closest_marker("long")
