@@ -73,15 +73,14 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
                                         if d]),
         undefined=jinja2.StrictUndefined,
         bytecode_cache=_bytecode_cache(),
-        **render_options(),
+        **OPTIONS,
     )
 
 
-def render_options() -> dict[str, Any]:
-    """How jinja2 reads the templates (builtin_templates.py follows them; the compiled
-    templates in the cache depend on them too)."""
-    return {"keep_trailing_newline": True, "trim_blocks": True, "lstrip_blocks": True,
-            "autoescape": False}
+# How jinja2 reads the templates (builtin_templates.py follows them; the compiled templates in
+# the cache depend on them too).
+OPTIONS: dict[str, Any] = {"keep_trailing_newline": True, "trim_blocks": True,
+                           "lstrip_blocks": True, "autoescape": False}
 
 
 def template_cache_dir() -> str | None:
@@ -122,7 +121,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
     # The file names carry what the compiled code depends on besides the template's source
     # (jinja2 checks that): jinja2's version and the options above.
-    tag = hashlib.sha1(repr((jinja2.__version__, sorted(render_options().items()))).encode()
+    tag = hashlib.sha1(repr((jinja2.__version__, sorted(OPTIONS.items()))).encode()
                        ).hexdigest()[:12]
     return QuietCache(folder, f"jinja2-{tag}-%s.cache")
 
@@ -218,13 +217,13 @@ class _Templates:
 
     def __init__(self, templates_dir: str | None) -> None:
         self.templates_dir = templates_dir
+        self.builtin = default_templates_dir() if templates_dir is None else None
         self.loaded: dict[str, Callable[[dict[str, object]], str]] = {}
         self.env: jinja2.Environment | None = None
 
     def render(self, name: str, context: dict[str, object]) -> str:
         if name not in self.loaded:
-            fast = (renderer(default_templates_dir(), name) if self.templates_dir is None
-                    else None)
+            fast = renderer(self.builtin, name) if self.builtin is not None else None
             self.loaded[name] = fast or self._jinja2(name)
         return self.loaded[name](context)
 

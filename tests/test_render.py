@@ -24,7 +24,7 @@ from slicectl.builtin_templates import RENDERERS, SOURCES, renderer
 from slicectl.config import load_config, load_yaml, parse_config
 from slicectl.errors import RenderError, SlicectlError
 from slicectl.plan import FileKind, Plan, Section, UnitPlan, build_plan
-from slicectl.render import check_value, default_templates_dir, render, render_options
+from slicectl.render import OPTIONS, check_value, default_templates_dir, render
 from slicectl.topology import Topology
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -252,6 +252,8 @@ def test_builtin_templates_render_what_jinja2_renders(path: Path) -> None:
         assert render(plan) == render(plan, default_templates_dir())
 
 
+JINJA2 = jinja2.Environment(loader=jinja2.FileSystemLoader(default_templates_dir()),
+                            undefined=jinja2.StrictUndefined, **OPTIONS)
 TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 PAIRS = st.lists(st.tuples(TEXT, TEXT), max_size=3)
 
@@ -272,10 +274,6 @@ def test_builtin_templates_agree_with_jinja2_on_any_values(
                "wants": wants, "sections": sections}
     for name, function in RENDERERS.items():
         assert function(context) == JINJA2.get_template(name).render(context), name
-
-
-JINJA2 = jinja2.Environment(loader=jinja2.FileSystemLoader(default_templates_dir()),
-                            undefined=jinja2.StrictUndefined, **render_options())
 
 
 def test_every_builtin_template_is_rendered_without_jinja2(tmp_path: Path) -> None:
