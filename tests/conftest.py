@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -11,20 +12,10 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# --- bytecode: written, also where PYTHONDONTWRITEBYTECODE is set --------------------------------
-
-# pytest rewrites the asserts of the test modules and of every module of the distributions
-# that are pytest plugins (all of hypothesis, syrupy, ...) and keeps the result as a .pyc,
-# unless bytecode writing is off (PYTHONDONTWRITEBYTECODE, set in some CI and agent
-# environments): then every process of every run (xdist's controller and each worker)
-# rewrote them all again, hypothesis' 80-odd modules alone about 1.5 s of CPU each. Turned on
-# here, before hypothesis is imported, pytest writes them once and reuses them.
-sys.dont_write_bytecode = False
-
-import pytest  # noqa: E402 (after the line above, or hypothesis is rewritten on every run)
-import pytest_asyncio  # noqa: E402
-from examplecounts import QUICK, THOROUGH  # noqa: E402
-from hypothesis import settings  # noqa: E402
+import pytest
+import pytest_asyncio
+from examplecounts import QUICK, THOROUGH
+from hypothesis import settings
 
 if TYPE_CHECKING:
     # Imported lazily in the fixtures below, so that loading conftest does not import
@@ -33,6 +24,15 @@ if TYPE_CHECKING:
     from fakesystemd import FakeSystemd
 
     from slicectl.systemd import Systemd
+
+# --- bytecode: written, also where PYTHONDONTWRITEBYTECODE is set --------------------------------
+
+# pytest rewrites the asserts of the test modules (and of syrupy, a plugin loaded by its package
+# name, pyproject.toml) and keeps the result as a .pyc, unless bytecode writing is off
+# (PYTHONDONTWRITEBYTECODE, set in some CI and agent environments): then every process of every
+# run (xdist's controller and each worker) rewrote them all again, ~4.5 s of CPU for the test
+# modules alone. Turned on here, before the test modules are imported, pytest writes them once.
+sys.dont_write_bytecode = False
 
 # --- hypothesis: example counts by profile (tests/examplecounts.py) -----------------------
 
@@ -58,6 +58,30 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
     if not hasattr(session.config, "workerinput"):  # once, in xdist's controller
         compileall.compile_dir(Path(__file__).resolve().parent.parent / "slicectl", quiet=1)
+
+
+def pytest_collection(session: pytest.Session) -> None:
+    """On an xdist worker collecting the whole suite, import the test modules first, each
+    worker starting at its own share of them.
+
+    Every worker collects (imports) every test module. In a fresh clone none has its rewritten
+    .pyc yet, and the workers, importing them in the same order at the same time, each rewrote
+    all of them (~4.5 s of CPU). Started at different places, each rewrites about its share and
+    reads the .pyc files the other wrote. Collection then finds the modules imported; one that
+    fails to import here is left to it, to be reported as usual.
+    """
+    workerinput = getattr(session.config, "workerinput", None)
+    tests = Path(__file__).resolve().parent
+    if workerinput is None or [Path(a).resolve() for a in session.config.args] != [tests]:
+        return
+    names = sorted(path.stem for path in tests.glob("test_*.py"))
+    share = len(names) * int(workerinput["workerid"].removeprefix("gw")) // int(
+        workerinput["workercount"])
+    for name in names[share:] + names[:share]:
+        try:
+            importlib.import_module(name)
+        except (Exception, pytest.skip.Exception):  # collection imports it again and says why
+            continue
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
