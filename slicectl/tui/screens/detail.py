@@ -5,11 +5,12 @@ from __future__ import annotations
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from slicectl.cpulist import format_cpulist
 from slicectl.metrics import PressureMetrics, SliceMetrics
 from slicectl.monitor import COLUMNS, row, row_style, size_text
+from slicectl.tui.components.footer import KeyFooter
 from slicectl.tui.messages import ProcessesRead
 from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, node_bars, read_processes
 from slicectl.tui.screens.base import DataScreen
@@ -68,7 +69,7 @@ class DetailScreen(DataScreen):
         yield Static(id="history")
         yield Static("processes", id="procs-title")
         yield DataTable(id="procs", cursor_type="row")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#procs", DataTable)

@@ -9,9 +9,10 @@ from collections.abc import Mapping
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from slicectl.livemap import LiveMap, build_live_map, default_tenant_of
+from slicectl.tui.components.footer import KeyFooter
 from slicectl.tui.screens.base import DataScreen
 
 
@@ -33,7 +34,7 @@ class NumaScreen(DataScreen):
         with VerticalScroll():
             yield Static(id="numa-map")
             yield Static(id="numa-note")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.show_map()
