@@ -7,6 +7,10 @@ argument handling and the mapping of slicectl's output to Ansible's results (cha
 mode, diff mode, failures) are checked against real output. One test drives them through
 `ansible-playbook`; `ansible-galaxy collection build` and `ansible-test sanity` run too. The
 real systemd, the role and the wheel install are the e2e tier's (tests/e2e/test_ansible.py).
+
+Why this module runs past 400 lines: one collection's two modules, its playbook, `ansible-galaxy
+collection build` and `ansible-test sanity` share the fixtures built here once (the installed
+collection, a host with a fake systemd).
 """
 
 from __future__ import annotations

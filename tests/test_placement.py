@@ -1,5 +1,10 @@
 """Placement on the fixture topologies, stability, error messages, and property tests on
-random topologies and tenant sets."""
+random topologies and tenant sets.
+
+Why this module runs past 400 lines: the expected placements on the fixture topologies, every
+placement error as the user reads it, and the property tests on random topologies with their
+strategies; placement is one module.
+"""
 
 from __future__ import annotations
 
