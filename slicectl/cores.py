@@ -93,6 +93,10 @@ class Claims:
                 if (n := self.node_of.get(c)) is not None:
                     self.free_count[n] -= 1
 
+    def first_owner(self, cpus: Iterable[int]) -> str | None:
+        """The tenant, first by name, that holds any of `cpus`, or None if none is held."""
+        return min((self.owner[c] for c in cpus if c in self.owner), default=None)
+
     def free_on(self, node: int) -> frozenset[int]:
         return frozenset(self.free & self.node_cpus[node])
 

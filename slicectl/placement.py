@@ -178,8 +178,7 @@ def _claim_explicit(claims: Claims, config: Config) -> dict[str, frozenset[int]]
                 f"housekeeping CPUs are {format_cpulist(hk)}; pick others or change "
                 "housekeeping.cpus")
         if t.exclusive:
-            if clash := {claims.owner[c] for c in t.cpus if c in claims.owner}:
-                other = sorted(clash)[0]
+            if other := claims.first_owner(t.cpus):
                 raise _cpus_error(
                     config, t, f"CPU(s) {format_cpulist(t.cpus & placed[other])} are also "
                     f"given to exclusive tenant {other!r}",
@@ -201,8 +200,7 @@ def _withhold_shared_lists(claims: Claims, config: Config,
     listed: set[int] = set()
     for t in config.tenants:
         if isinstance(t.cpus, frozenset) and not t.exclusive:
-            if clash := {claims.owner[c] for c in t.cpus if c in claims.owner}:
-                other = sorted(clash)[0]
+            if other := claims.first_owner(t.cpus):
                 raise _cpus_error(
                     config, t, f"CPU(s) {format_cpulist(t.cpus & placed[other])} belong to "
                     f"exclusive tenant {other!r}",

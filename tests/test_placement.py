@@ -215,7 +215,11 @@ def test_offline_cpus_never_used() -> None:
 def test_explicit_non_exclusive_list_may_not_overlap_an_exclusive_tenant() -> None:
     e = placement_error('version: 1\ntenants:\n  a: {cpus: "0-3"}\n'
                         '  b: {cpus: "2-5", exclusive: false}\n', "xeon-2s-smt")
-    assert "tenants.b.cpus: CPU(s) 2,3" in str(e)
+    assert "tenants.b.cpus: CPU(s) 2,3 belong to exclusive tenant 'a'" in str(e)
+    # two exclusive owners: the message names the first by name, with its CPUs
+    e = placement_error('version: 1\ntenants:\n  z: {cpus: "0-1"}\n  a: {cpus: "2-3"}\n'
+                        '  b: {cpus: "0-3", exclusive: false}\n', "xeon-2s-smt")
+    assert "tenants.b.cpus: CPU(s) 2,3 belong to exclusive tenant 'a'" in str(e)
 
 
 def test_exclusive_count_avoids_explicit_non_exclusive_cpus() -> None:
