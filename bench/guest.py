@@ -84,9 +84,9 @@ def bench_sampler() -> dict[str, Any]:
     refreshes = 10 if QUICK else 30
     with slice_tree("benchtree", 1000):
         sys.path.insert(0, os.environ.get("SLICECTL_CHECKOUT", "."))
-        from slicectl.metrics import MetricsMemo
-        from slicectl.sampler import Sampler
-        from slicectl.sysfs import read_topology
+        from slicectl.core.metrics import MetricsMemo
+        from slicectl.host.sampler import Sampler
+        from slicectl.host.sysfs import read_topology
 
         memo = MetricsMemo({n.id: n.cpus for n in read_topology().nodes})
         sampler = Sampler(CGROOT)

@@ -11,7 +11,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slicectl.cpulist import format_cpulist, parse_cpulist
+from slicectl.core.cpulist import format_cpulist, parse_cpulist
 
 ALL_CONTROLLERS = "cpuset cpu io memory hugetlb pids rdma misc"
 

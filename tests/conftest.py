@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from cgtree import MovingTree
     from fakesystemd import FakeSystemd
 
-    from slicectl.systemd import Systemd
+    from slicectl.host.systemd import Systemd
 
 # --- bytecode: written, also where PYTHONDONTWRITEBYTECODE is set --------------------------------
 
@@ -210,7 +210,7 @@ async def fake_systemd(dbus_daemon: str, tmp_path: Path) -> AsyncIterator[FakeSy
 @pytest_asyncio.fixture
 async def systemd_client(dbus_daemon: str, fake_systemd: FakeSystemd) -> AsyncIterator[Systemd]:
     """A slicectl Systemd client connected to the fake."""
-    from slicectl.systemd import Systemd
+    from slicectl.host.systemd import Systemd
 
     async with await Systemd.connect(dbus_daemon) as client:
         yield client

@@ -6,7 +6,7 @@ and the exact previous state after a rollback.
 
 Why this module runs past 400 lines: each test is one apply scenario end to end (files, D-Bus
 calls, cgroup values, rollback) on the fake systemd's set-up; the parts apply is made of are
-tested in their own modules (test_unitdir, test_live, test_systemd, test_dirlock).
+tested in their own modules (test_unitdir, test_live_values, test_systemd, test_lock).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from fakesystemd import FakeSystemd
 
-from slicectl.apply import ApplyOptions, apply_lock, apply_plan, compute_diff
+from slicectl.apply.applier import ApplyOptions, apply_lock, apply_plan, compute_diff
 from slicectl.cli import main
-from slicectl.config import load_yaml, parse_config
-from slicectl.errors import ApplyError, LockError
-from slicectl.topology import Cpu, Node, Topology
+from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.errors import ApplyError, LockError
+from slicectl.core.topology import Cpu, Node, Topology
 
 YAML = """\
 version: 1
@@ -132,7 +132,7 @@ async def test_write_failure_midway_restores_files_and_touches_nothing_live(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    import slicectl.unitdir as unitdir
+    import slicectl.host.unitdir as unitdir
 
     await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
     files = snapshot(options.unit_dir)
@@ -157,8 +157,8 @@ async def test_write_failure_midway_restores_files_and_touches_nothing_live(
 async def test_verification_mismatch_rolls_back(
         options: ApplyOptions, fake_systemd: FakeSystemd,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import slicectl.cgroupfs as cgroupfs
-    import slicectl.livestate as livestate
+    import slicectl.apply.host_diff as livestate
+    import slicectl.host.cgroupfs as cgroupfs
 
     real = cgroupfs.read_cgroup_files
 

@@ -22,13 +22,13 @@ from examplecounts import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slicectl.cgroupfiles import FILES
 from slicectl.cli.watch import run_record, run_status, run_top
-from slicectl.metrics import MetricsMemo
-from slicectl.monitor import COLUMNS, numa_cell, row, status_json
-from slicectl.record import open_db, rows_from_snapshot, write_rows
-from slicectl.sampler import Sampler
-from slicectl.samples import CgroupSample, Pressure
+from slicectl.core.cgroupfiles import FILES
+from slicectl.core.metrics import MetricsMemo
+from slicectl.core.samples import CgroupSample, Pressure
+from slicectl.host.recorder import open_db, rows_from_snapshot, write_rows
+from slicectl.host.sampler import Sampler
+from slicectl.views.monitor import COLUMNS, numa_cell, row, status_json
 
 DB1 = "tenants.slice/tenants-db1.slice"
 NODES = {0: frozenset({0, 1, 2, 3}), 1: frozenset({4, 5, 6, 7})}

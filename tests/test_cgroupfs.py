@@ -1,11 +1,12 @@
-"""slicectl.cgroupfs: reading a unit's cgroup files, and block devices as systemd names them."""
+"""slicectl.host.cgroupfs: reading a unit's cgroup files, and block devices as systemd names
+them."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from slicectl.cgroupfs import block_device, populated, read_cgroup_file, read_cgroup_files
+from slicectl.host.cgroupfs import block_device, populated, read_cgroup_file, read_cgroup_files
 
 
 def test_read_cgroup_files_through_the_control_group(tmp_path: Path) -> None:

@@ -174,7 +174,7 @@ def test_debug_shows_traceback(tmp_path: Path) -> None:
     proc = slicectl_run("--debug", "validate", str(path))
     assert proc.returncode == 1
     assert "Traceback (most recent call last)" in proc.stderr
-    assert "slicectl.errors.ConfigError" in proc.stderr
+    assert "slicectl.core.errors.ConfigError" in proc.stderr
 
 
 # --- topology and plan ------------------------------------------------------------------------
@@ -432,7 +432,7 @@ def test_help_imports_nothing_heavy() -> None:
 
 
 def test_generate_imports_neither_textual_nor_dbus_nor_jinja2(tmp_path: Path) -> None:
-    """The built-in templates are rendered by slicectl/builtin_templates.py; jinja2 only
+    """The built-in templates are rendered by slicectl/core/builtin_templates.py; jinja2 only
     for --templates DIR (tests/test_render.py)."""
     loaded = modules_after(["generate", "examples/web-batch.yaml", "--topology", XEON, "--out",
                             str(tmp_path / "out")])
@@ -449,7 +449,7 @@ def test_generate_imports_neither_textual_nor_dbus_nor_jinja2(tmp_path: Path) ->
 
 
 def test_plan_into_a_pipe_draws_its_tables_without_rich() -> None:
-    """Piped, the plan's tables are drawn by slicectl.drawing: importing and running rich was
+    """Piped, the plan's tables are drawn by slicectl.views.drawing: importing and running rich was
     most of what `plan` cost on a large host (BENCHMARKS.md plan.256cpu)."""
     args = ["plan", "examples/oracle-4node.yaml", "--topology",
             str(TOPOLOGIES / "nehalem-ex-4node.json")]

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from slicectl import yamldoc
-from slicectl.config import Config, load_config, load_yaml, parse_config
-from slicectl.errors import ConfigError, Problem
-from slicectl.settings import Numa
-from slicectl.values import INFINITY
+from slicectl.core import yamldoc
+from slicectl.core.config import Config, load_config, load_yaml, parse_config
+from slicectl.core.errors import ConfigError, Problem
+from slicectl.core.properties import Numa
+from slicectl.core.values import INFINITY
 
 G = 1024**3
 M = 1024**2

@@ -1,4 +1,4 @@
-"""Guaranteed CPU per tenant from tenants.yaml (slicectl.contention), and what `plan` and
+"""Guaranteed CPU per tenant from tenants.yaml (slicectl.core.contention), and what `plan` and
 `lint` show of it (the live reader of competitors: tests/test_readers.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.config import load_yaml, parse_config
-from slicectl.contention import (
+from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.contention import (
     ROOT_UNIT,
     Competition,
     Competitor,
@@ -16,12 +16,12 @@ from slicectl.contention import (
     Level,
     predict_shares,
 )
-from slicectl.lint import lint
-from slicectl.placement import place
-from slicectl.plan import build_plan
-from slicectl.shares import IDLE_WEIGHT, Bound, Kind, nice_weight
-from slicectl.tenants import Config
-from slicectl.topology import Cpu, Node, Topology
+from slicectl.core.lint import lint
+from slicectl.core.placement import place
+from slicectl.core.plan import build_plan
+from slicectl.core.shares import IDLE_WEIGHT, Bound, Kind, nice_weight
+from slicectl.core.tenants import Config
+from slicectl.core.topology import Cpu, Node, Topology
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""slicectl.drawing draws plain text exactly as rich prints the same table or text uncoloured,
+"""slicectl.views.drawing draws plain text exactly as rich prints the same table or text uncoloured,
 and leaves to rich what it cannot draw the same way."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from slicectl.drawing import Group, Output, Styled, Table, draw, plain_wanted, to_rich
+from slicectl.views.drawing import Group, Output, Styled, Table, draw, plain_wanted, to_rich
 
 
 def rich_text(item: object, width: int) -> str:

@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from slicectl.config import load_config
+from slicectl.core.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 EVIDENCE = ROOT / "docs" / "evidence"

@@ -37,14 +37,14 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.process_collector import ProcessCollector
 
-from slicectl.apply import ApplyOptions, apply_plan
-from slicectl.config import load_config
-from slicectl.drift import DriftWatch
-from slicectl.exporter import Exposition, SliceCollector, manifest_tenants, registry_of
-from slicectl.exportmetrics import METRICS, SLICE_METRICS, SeriesMemo
-from slicectl.exportprocess import FdCounter, ProcessMetrics
-from slicectl.sampler import Sampler
-from slicectl.unitdir import MANIFEST_NAME, Manifest
+from slicectl.apply.applier import ApplyOptions, apply_plan
+from slicectl.core.config import load_config
+from slicectl.exporter.drift import DriftWatch
+from slicectl.exporter.families import METRICS, SLICE_METRICS, SeriesMemo
+from slicectl.exporter.process_metrics import FdCounter, ProcessMetrics
+from slicectl.exporter.server import Exposition, SliceCollector, manifest_tenants, registry_of
+from slicectl.host.sampler import Sampler
+from slicectl.host.unitdir import MANIFEST_NAME, Manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "cgroup"
@@ -334,7 +334,7 @@ def test_open_fds_by_poll_counts_a_descriptor_above_a_lowered_limit() -> None:
     the limit was lowered lies above it, and is counted all the same."""
     script = (
         "import os, resource\n"
-        "from slicectl.exportprocess import FdCounter\n"
+        "from slicectl.exporter.process_metrics import FdCounter\n"
         "high = os.dup2(os.open('/dev/null', os.O_RDONLY), 3000)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE,\n"
         "                   (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"

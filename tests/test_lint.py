@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli import main
-from slicectl.config import Config, load_config
-from slicectl.lint import RULES, lint
-from slicectl.sysfs import load_topology_file
+from slicectl.core.config import Config, load_config
+from slicectl.core.lint import RULES, lint
+from slicectl.host.sysfs import load_topology_file
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted((ROOT / "tests" / "cases" / "lint").glob("*.yaml"))
@@ -113,9 +113,9 @@ def test_run_lint_sysfs(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_protection_cannot_overcommit() -> None:
     """Housekeeping limits above RAM with no tenant protection: nothing is protected, so
     protection-overcommit has nothing to say (and build_plan, which enforces it, plans)."""
-    from slicectl.config import load_yaml, parse_config
-    from slicectl.lint import overcommit_rule
-    from slicectl.plan import build_plan
+    from slicectl.core.config import load_yaml, parse_config
+    from slicectl.core.lint import overcommit_rule
+    from slicectl.core.plan import build_plan
 
     text = ("version: 1\nhousekeeping: {cpus: 2}\nconfine:\n  system.slice: {memory_max: 300G}\n"
             "tenants:\n  a: {cpus: 2, memory_max: 8G}\n")
@@ -148,7 +148,7 @@ def live_config(tmp_path: Path) -> Config:
 
 
 def test_io_settings_for_devices_the_host_lacks(tmp_path: Path) -> None:
-    from slicectl.lint import missing_devices
+    from slicectl.core.lint import missing_devices
 
     config = live_config(tmp_path)
     found = missing_devices(config, lambda path: path == "/dev/vda")
@@ -161,7 +161,7 @@ def test_io_settings_for_devices_the_host_lacks(tmp_path: Path) -> None:
 
 
 def test_managed_oom_without_systemd_oomd(tmp_path: Path) -> None:
-    from slicectl.lint import oomd_rule
+    from slicectl.core.lint import oomd_rule
 
     config = live_config(tmp_path)
     (finding,) = oomd_rule(config, oomd_running=False)

@@ -10,10 +10,10 @@ from cgtree import NUMA_HOSTS, build_numa_fixture
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slicectl.metrics import MetricsMemo, NumaMetrics, SliceMetrics, Trouble, classify, compute
-from slicectl.sampler import Sampler
-from slicectl.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
-from slicectl.sysfs import read_topology
+from slicectl.core.metrics import MetricsMemo, NumaMetrics, SliceMetrics, Trouble, classify, compute
+from slicectl.core.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
+from slicectl.host.sampler import Sampler
+from slicectl.host.sysfs import read_topology
 
 SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
 

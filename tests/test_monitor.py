@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
 
-from slicectl import sampler
 from slicectl.cli import main
 from slicectl.cli.watch import run_status, run_top
-from slicectl.monitor import NUMA_COLUMN
-from slicectl.sysfs import read_topology
+from slicectl.host import sampler
+from slicectl.host.sysfs import read_topology
+from slicectl.views.monitor import NUMA_COLUMN
 
 DOCS = Path(__file__).parent.parent / "docs" / "status-json.md"
 DB1 = "tenants.slice/tenants-db1.slice"

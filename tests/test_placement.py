@@ -20,12 +20,12 @@ from examplecounts import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from slicectl.config import Config, Tenant, load_yaml, parse_config
-from slicectl.errors import PlacementError
-from slicectl.placement import Layout, place
-from slicectl.settings import Numa
-from slicectl.sysfs import read_topology
-from slicectl.topology import LOCAL_DISTANCE, Cpu, Node, Topology
+from slicectl.core.config import Config, Tenant, load_yaml, parse_config
+from slicectl.core.errors import PlacementError
+from slicectl.core.placement import Layout, place
+from slicectl.core.properties import Numa
+from slicectl.core.topology import LOCAL_DISTANCE, Cpu, Node, Topology
+from slicectl.host.sysfs import read_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "tests" / "fixtures" / "topologies"

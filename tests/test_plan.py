@@ -1,4 +1,4 @@
-"""The plan (slicectl.plan): JSON round-trip, the parent slice's protection, file kinds."""
+"""The plan (slicectl.core.plan): JSON round-trip, the parent slice's protection, file kinds."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from unitcheck import parse_unit, systemd_verify
 
-from slicectl.config import load_yaml, parse_config
-from slicectl.errors import PlacementError
-from slicectl.plan import FileKind, Plan, Section, build_plan
-from slicectl.render import render
-from slicectl.topology import Topology
-from slicectl.values import INFINITY
+from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.errors import PlacementError
+from slicectl.core.plan import FileKind, Plan, Section, build_plan
+from slicectl.core.render import render
+from slicectl.core.topology import Topology
+from slicectl.core.values import INFINITY
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "tests" / "fixtures" / "topologies"

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli import main
-from slicectl.config import load_yaml, parse_config
-from slicectl.contention import predict_shares
-from slicectl.errors import SlicectlError
-from slicectl.lint import root_tasks
-from slicectl.placement import place
-from slicectl.readers import crowded_cgroups, read_competition, read_samples_csv
-from slicectl.recommend import RecommendError, Sample
-from slicectl.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
-from slicectl.tenants import Config
-from slicectl.topology import Cpu, Node, Topology
+from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.contention import predict_shares
+from slicectl.core.errors import SlicectlError
+from slicectl.core.lint import root_tasks
+from slicectl.core.placement import place
+from slicectl.core.recommend import RecommendError, Sample
+from slicectl.core.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
+from slicectl.core.tenants import Config
+from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.host.readers import crowded_cgroups, read_competition, read_samples_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_717_200_000  # 2024-06-01T00:00:00Z
@@ -233,7 +233,7 @@ def test_csv_times_out_of_range_end_cleanly(tmp_path: Path,
 
 
 def test_oomd_running_looks_for_its_process(tmp_path: Path) -> None:
-    from slicectl.readers import oomd_running
+    from slicectl.host.readers import oomd_running
 
     (tmp_path / "1").mkdir()
     (tmp_path / "1" / "comm").write_text("systemd\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli import build_parser
-from slicectl.settings import CONFINE_SETTINGS, TENANT_SETTINGS, Setting, reference_table
+from slicectl.core.properties import CONFINE_SETTINGS, TENANT_SETTINGS, Setting, reference_table
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slicectl.cli import main
-from slicectl.config import load_config
-from slicectl.recommend import Sample, recommend, sustained_max
-from slicectl.record import Row, open_db, write_rows
+from slicectl.core.config import load_config
+from slicectl.core.recommend import Sample, recommend, sustained_max
+from slicectl.host.recorder import Row, open_db, write_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 G = 1 << 30

@@ -25,12 +25,12 @@ from hypothesis import strategies as st
 from unitcheck import parse_unit, systemd_verify
 
 import slicectl
-from slicectl.builtin_templates import RENDERERS, SOURCES, renderer
-from slicectl.config import load_config, load_yaml, parse_config
-from slicectl.errors import RenderError, SlicectlError
-from slicectl.plan import FileKind, Plan, Section, UnitPlan, build_plan
-from slicectl.render import OPTIONS, check_value, default_templates_dir, render
-from slicectl.topology import Topology
+from slicectl.core.builtin_templates import RENDERERS, SOURCES, renderer
+from slicectl.core.config import load_config, load_yaml, parse_config
+from slicectl.core.errors import RenderError, SlicectlError
+from slicectl.core.plan import FileKind, Plan, Section, UnitPlan, build_plan
+from slicectl.core.render import OPTIONS, check_value, default_templates_dir, render
+from slicectl.core.topology import Topology
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "tests" / "fixtures" / "topologies"
@@ -228,7 +228,7 @@ def test_missing_template(tmp_path: Path) -> None:
     assert e.value.hint == "--templates DIR must hold slice.j2 and dropin.j2"
 
 
-# --- the built-in templates without jinja2 (slicectl/builtin_templates.py) ------------------
+# --- the built-in templates without jinja2 (slicectl/core/builtin_templates.py) ------------------
 
 CASE_FILES = sorted(ROOT.glob("examples/*.yaml")) + sorted(
     p for p in (ROOT / "tests" / "cases").glob("*.yaml") if not p.name.startswith("err-"))

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from cgtree import Motion, MovingTree
 
-from slicectl.errors import SamplerError
-from slicectl.sampler import FILES_PER_CGROUP, Sampler
+from slicectl.core.errors import SamplerError
+from slicectl.host.sampler import FILES_PER_CGROUP, Sampler
 from slicectl.tui import tui_sampler
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cgroup"
@@ -233,7 +233,7 @@ def test_idle_slice_then_limit_change(tree: MovingTree, sampler: Sampler) -> Non
 
 def test_empty_cgroup_is_reread_only_every_nth_refresh_or_after_invalidate(
         tree: MovingTree, sampler: Sampler) -> None:
-    from slicectl.sampler import IDLE_FULL_EVERY
+    from slicectl.host.sampler import IDLE_FULL_EVERY
 
     web = "tenants.slice/tenants-web.slice"
     tree.cgroups[web].tasks = 0  # no task in it: pids.current 0 ...
@@ -286,7 +286,7 @@ def test_effective_cpus_fall_back_to_configured_cpus(tree: MovingTree) -> None:
 def test_numa_stat_is_read_only_on_hosts_with_several_nodes(tmp_path: Path, nodes: int) -> None:
     from cgtree import NUMA_HOSTS, build_numa_fixture
 
-    from slicectl.sysfs import read_topology
+    from slicectl.host.sysfs import read_topology
 
     topo = read_topology(FIXTURE.parent / "sysfs" / NUMA_HOSTS[nodes])
     tree = build_numa_fixture(tmp_path / "cg", {n.id: n.cpus for n in topo.nodes})

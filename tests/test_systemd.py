@@ -1,4 +1,5 @@
-"""slicectl.systemd over a private dbus-daemon against tests/fakesystemd.py, plus its tables."""
+"""slicectl.host.systemd over a private dbus-daemon against tests/fakesystemd.py, plus its
+tables."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import pytest
 from dbus_fast import Variant
 from fakesystemd import FakeSystemd
 
-from slicectl.errors import SystemdError
-from slicectl.kinds import LiveValue
-from slicectl.settings import PROPERTIES
-from slicectl.systemd import Systemd, decode, encode
-from slicectl.values import UINT64_MAX
+from slicectl.core.errors import SystemdError
+from slicectl.core.kinds import LiveValue
+from slicectl.core.properties import PROPERTIES
+from slicectl.core.values import UINT64_MAX
+from slicectl.host.systemd import Systemd, decode, encode
 
 UNIT = "tenants-db1.slice"
 GiB = 1024**3
@@ -351,7 +352,7 @@ async def test_call_after_close(dbus_daemon: str, fake_systemd: FakeSystemd) -> 
 
 
 def test_unit_object_path_escapes_like_systemd() -> None:
-    from slicectl.systemd import unit_object_path
+    from slicectl.host.systemd import unit_object_path
 
     base = "/org/freedesktop/systemd1/unit/"
     assert unit_object_path("tenants-t000.slice") == base + "tenants_2dt000_2eslice"

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from slicectl.cli import main
-from slicectl.config import load_yaml, parse_config
-from slicectl.errors import ConfigError
-from slicectl.tenantsfile import write_tenants
-from slicectl.yamledit import merge_document as merge
+from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.errors import ConfigError
+from slicectl.core.yamledit import merge_document as merge
+from slicectl.host.tenantsfile import write_tenants
 
 if TYPE_CHECKING:
     from fakesystemd import FakeSystemd

@@ -1,4 +1,4 @@
-"""slicectl.topology: the model's lookups, merging nodes that list the same CPUs, and the
+"""slicectl.core.topology: the model's lookups, merging nodes that list the same CPUs, and the
 `--topology FILE` export read as untrusted input (issue 11: a located message, never an
 internal error)."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from slicectl.cli import main
-from slicectl.errors import TopologyError
-from slicectl.topology import (
+from slicectl.core.errors import TopologyError
+from slicectl.core.topology import (
     Cpu,
     Node,
     Topology,
@@ -165,7 +165,7 @@ def test_cli_reports_non_utf8_and_deep_nesting(tmp_path: Path,
 
 
 def test_huge_file_is_refused_before_reading_it_all(tmp_path: Path) -> None:
-    from slicectl.sysfs import MAX_EXPORT_BYTES, load_topology_file
+    from slicectl.host.sysfs import MAX_EXPORT_BYTES, load_topology_file
 
     big = tmp_path / "big.json"
     with big.open("wb") as f:
@@ -178,7 +178,7 @@ def test_huge_file_is_refused_before_reading_it_all(tmp_path: Path) -> None:
 
 
 def _node(nid: int, cpus: str, memory: int, distances: dict[int, int]) -> Node:
-    from slicectl.cpulist import parse_cpulist
+    from slicectl.core.cpulist import parse_cpulist
 
     return Node(nid, parse_cpulist(cpus), memory, distances)
 

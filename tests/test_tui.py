@@ -27,10 +27,10 @@ from tuikit import (
     wait_for,
 )
 
-from slicectl.errors import SamplerError
-from slicectl.metrics import MIN_RATE_WINDOW, Trouble
-from slicectl.monitor import NUMA_COLUMN, TROUBLE_STYLE
-from slicectl.sysfs import read_topology
+from slicectl.core.errors import SamplerError
+from slicectl.core.metrics import MIN_RATE_WINDOW, Trouble
+from slicectl.core.yamledit import edit_tenant
+from slicectl.host.sysfs import read_topology
 from slicectl.tui import run_tui
 from slicectl.tui.app import SlicectlApp, TuiSettings
 from slicectl.tui.components.footer import KeyFooter
@@ -41,7 +41,7 @@ from slicectl.tui.model import (
 from slicectl.tui.screens.detail import DetailScreen
 from slicectl.tui.screens.help import HelpScreen
 from slicectl.tui.screens.numa import NumaScreen
-from slicectl.yamledit import edit_tenant
+from slicectl.views.monitor import NUMA_COLUMN, TROUBLE_STYLE
 
 # -- the app: monitoring ------------------------------------------------------------------
 

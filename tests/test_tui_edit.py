@@ -12,9 +12,9 @@ from fakesystemd import FakeSystemd
 from textual.widgets import Input, OptionList
 from tuikit import YAML, make_topology, running, showing, static_rendered, static_text, wait_for
 
-from slicectl.apply import ApplyOptions, apply_plan
-from slicectl.config import load_config
-from slicectl.cpulist import parse_cpulist
+from slicectl.apply.applier import ApplyOptions, apply_plan
+from slicectl.core.config import load_config
+from slicectl.core.cpulist import parse_cpulist
 from slicectl.tui import tui_settings
 from slicectl.tui.app import TuiSettings
 from slicectl.tui.screens.edit import DiffScreen, EditScreen, ProfileScreen

@@ -10,10 +10,11 @@ import pytest
 from cgtree import MovingTree, make_root
 from tuikit import YAML, moving_tree
 
-from slicectl.atomic import write_atomically
-from slicectl.errors import ConfigError
-from slicectl.metrics import MIN_RATE_WINDOW, SliceMetrics, compute
-from slicectl.sampler import Sampler
+from slicectl.core.errors import ConfigError
+from slicectl.core.metrics import MIN_RATE_WINDOW, SliceMetrics, compute
+from slicectl.core.yamledit import current_values, edit_tenant
+from slicectl.host.atomic import write_atomically
+from slicectl.host.sampler import Sampler
 from slicectl.tui.model import (
     History,
     SortKey,
@@ -26,7 +27,6 @@ from slicectl.tui.model import (
     sort_metrics,
     spark,
 )
-from slicectl.yamledit import current_values, edit_tenant
 
 # -- model -------------------------------------------------------------------------------
 

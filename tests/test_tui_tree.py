@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from tuikit import FIXTURE
 
-from slicectl.metrics import SliceMetrics, compute
-from slicectl.sampler import Sampler
+from slicectl.core.metrics import SliceMetrics, compute
+from slicectl.host.sampler import Sampler
 from slicectl.tui.model import SortKey
 from slicectl.tui.tree import (
     SliceTree,

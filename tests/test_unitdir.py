@@ -19,8 +19,8 @@ from examplecounts import examples
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from slicectl.errors import OutputError
-from slicectl.unitdir import MANIFEST_NAME, Manifest, UnitDir, generated_path, sha256
+from slicectl.core.errors import OutputError
+from slicectl.host.unitdir import MANIFEST_NAME, Manifest, UnitDir, generated_path, sha256
 
 FILES = {
     "tenants.slice": "[Unit]\nDescription=t\n",
@@ -297,7 +297,7 @@ def test_failed_write_into_new_parents_removes_them_all(
 
 def test_failure_that_is_not_an_os_error_is_rolled_back_too(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import slicectl.unitdir as unitdir
+    import slicectl.host.unitdir as unitdir
 
     root = tmp_path / "out"
 
@@ -352,7 +352,7 @@ def test_manifest_files_must_map_paths_to_hashes(tmp_path: Path, files: str) -> 
 
 def test_write_many_replaces_all_files_keeping_modes_and_leaves_no_temporaries(
         tmp_path: Path) -> None:
-    from slicectl.atomic import write_many
+    from slicectl.host.atomic import write_many
 
     old = tmp_path / "a.conf"
     old.write_text("old\n")
@@ -365,7 +365,7 @@ def test_write_many_replaces_all_files_keeping_modes_and_leaves_no_temporaries(
 
 
 def test_write_many_replaces_nothing_when_a_file_cannot_be_written(tmp_path: Path) -> None:
-    from slicectl.atomic import write_many
+    from slicectl.host.atomic import write_many
 
     first = tmp_path / "a.conf"
     first.write_text("old\n")

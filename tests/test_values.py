@@ -10,9 +10,9 @@ from examplecounts import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slicectl import parsers as S
-from slicectl.cpulist import format_cpulist, from_bitmask, parse_cpulist, to_bitmask
-from slicectl.values import (
+from slicectl.core import parsers as S
+from slicectl.core.cpulist import format_cpulist, from_bitmask, parse_cpulist, to_bitmask
+from slicectl.core.values import (
     INFINITY,
     format_duration_us,
     format_size,

@@ -16,7 +16,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Static
 
-from slicectl.topology import Cpu, Node, Topology
+from slicectl.core.topology import Cpu, Node, Topology
 from slicectl.tui import tui_sampler
 from slicectl.tui.app import SlicectlApp, TuiSettings
 from slicectl.tui.components.slice_table import SliceTable

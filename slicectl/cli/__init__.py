@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Callable, Sequence
 
-    from slicectl.errors import SlicectlError
+    from slicectl.core.errors import SlicectlError
 
 __all__ = ["COMMANDS", "build_parser", "main", "report_error"]
 
@@ -54,7 +54,7 @@ def _readable(text: object) -> str:
 
 def report_error(e: SlicectlError) -> None:
     """Print an error and its hint(s) to stderr (no traceback)."""
-    from slicectl.errors import ConfigError
+    from slicectl.core.errors import ConfigError
 
     if isinstance(e, ConfigError):
         for p in e.problems:
@@ -71,7 +71,7 @@ def report_error(e: SlicectlError) -> None:
 
 def _run(args: Namespace) -> int:
     """Run the verb; map slicectl's errors to their exit codes, and anything else to 1."""
-    from slicectl.errors import SlicectlError
+    from slicectl.core.errors import SlicectlError
 
     try:
         return COMMANDS[args.verb](args)

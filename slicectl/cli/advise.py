@@ -1,6 +1,6 @@
 """The verbs that advise: lint (the seeds' rules) and recommend (memory sizes from records).
 
-The rules (`slicectl.lint`) and the sizing (`slicectl.recommend`) are pure; here they get
+The rules (`slicectl.core.lint`) and the sizing (`slicectl.core.recommend`) are pure; here they get
 their input from the readers and print for people or as JSON (docs/lint.md,
 docs/recommend.md).
 """
@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import sys
 
-from slicectl import defaults
 from slicectl.cli.common import EXIT_ERROR, EXIT_OK, load_config, load_topology
+from slicectl.core import defaults
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Sequence
 
-    from slicectl.lint import Finding
-    from slicectl.recommend import Recommendation
+    from slicectl.core.lint import Finding
+    from slicectl.core.recommend import Recommendation
 
 
 def _print_findings(path: str, findings: list[Finding]) -> None:
-    from slicectl.lint import Level
+    from slicectl.core.lint import Level
 
     for f in findings:
         print(f)
@@ -39,7 +39,7 @@ def _print_findings(path: str, findings: list[Finding]) -> None:
 def _print_findings_json(findings: list[Finding]) -> None:
     import json
 
-    from slicectl.lint import Level
+    from slicectl.core.lint import Level
 
     print(json.dumps({
         "format": "slicectl-lint/1",
@@ -51,14 +51,14 @@ def _print_findings_json(findings: list[Finding]) -> None:
 
 def cmd_lint(args: Namespace) -> int:
     """`slicectl lint`: print findings; 1 if any error (with --strict: any finding), else 0."""
-    from slicectl.lint import Level, lint, missing_devices, oomd_rule, root_tasks
+    from slicectl.core.lint import Level, lint, missing_devices, oomd_rule, root_tasks
 
     config = load_config(args)
     competition = None
     proc = args.proc_root or defaults.PROC
     if args.live:  # share-below-cpus counts the host's actual competitors for CPU
-        from slicectl.errors import SlicectlError
-        from slicectl.readers import read_competition
+        from slicectl.core.errors import SlicectlError
+        from slicectl.host.readers import read_competition
 
         try:
             competition = read_competition(config, args.cgroup_root, proc)
@@ -66,8 +66,8 @@ def cmd_lint(args: Namespace) -> int:
             print(f"warning: {e.message}", file=sys.stderr)
     findings = lint(config, load_topology(args), competition)
     if args.live:
-        from slicectl.cgroupfs import block_device
-        from slicectl.readers import crowded_cgroups, oomd_running
+        from slicectl.host.cgroupfs import block_device
+        from slicectl.host.readers import crowded_cgroups, oomd_running
 
         findings += root_tasks(crowded_cgroups(args.cgroup_root, proc))
         findings += missing_devices(config, lambda path: block_device(path) is not None)
@@ -84,8 +84,8 @@ def _parameters(args: Namespace) -> int:
     """The headroom in bytes; RecommendError for a bad --headroom, --startup or --hold."""
     import math
 
-    from slicectl.recommend import RecommendError
-    from slicectl.values import INFINITY, parse_size
+    from slicectl.core.recommend import RecommendError
+    from slicectl.core.values import INFINITY, parse_size
 
     try:
         head = parse_size(args.headroom)
@@ -102,10 +102,10 @@ def _write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
     """Set memory_max/high/low of the tenants whose slice has a recommendation; returns them."""
     from pathlib import Path
 
-    from slicectl.atomic import write_atomically
-    from slicectl.config import load_config as load
-    from slicectl.recommend import tenant_sizes
-    from slicectl.yamledit import edit_tenants
+    from slicectl.core.config import load_config as load
+    from slicectl.core.recommend import tenant_sizes
+    from slicectl.core.yamledit import edit_tenants
+    from slicectl.host.atomic import write_atomically
 
     sizes = tenant_sizes(load(path), recs)
     if not sizes:
@@ -117,8 +117,8 @@ def _write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
 
 
 def _print_recommendations(recs: Sequence[Recommendation]) -> None:
-    from slicectl.recommend import format_duration, round_up
-    from slicectl.values import format_size
+    from slicectl.core.recommend import format_duration, round_up
+    from slicectl.core.values import format_size
 
     for r in recs:
         print(f"{r.unit}: {r.samples} sample(s) over {format_duration(r.last - r.first)}")
@@ -138,15 +138,15 @@ def _print_recommendations(recs: Sequence[Recommendation]) -> None:
 
 def cmd_recommend(args: Namespace) -> int:
     """`slicectl recommend`: print suggestions (and write them into TENANTS with --write)."""
-    from slicectl.recommend import recommend
+    from slicectl.core.recommend import recommend
 
     head = _parameters(args)
     if args.samples is not None:
-        from slicectl.readers import read_samples_csv
+        from slicectl.host.readers import read_samples_csv
 
         series = read_samples_csv(args.samples)
     else:
-        from slicectl.record import load_series
+        from slicectl.host.recorder import load_series
 
         series = load_series(args.db or defaults.RECORD_DB)
     recs = recommend(series, args.startup, args.hold, head)

@@ -6,15 +6,15 @@ each helper imports what it reads with inside itself.
 
 from __future__ import annotations
 
-from slicectl import defaults
+from slicectl.core import defaults
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up, BENCHMARKS.md)
 if TYPE_CHECKING:
     from argparse import Namespace
 
-    from slicectl.apply import ApplyOptions
-    from slicectl.config import Config
-    from slicectl.topology import Topology
+    from slicectl.apply.applier import ApplyOptions
+    from slicectl.core.config import Config
+    from slicectl.core.topology import Topology
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DIFF = 0, 1, 2, 3
 
@@ -24,7 +24,7 @@ def load_topology(args: Namespace) -> Topology:
     prints, once, what the topology's reader repaired."""
     import sys
 
-    from slicectl.sysfs import load_topology as load
+    from slicectl.host.sysfs import load_topology as load
 
     topo = load(getattr(args, "topology", None), getattr(args, "sysfs", None),
                 getattr(args, "proc_root", None))
@@ -35,7 +35,7 @@ def load_topology(args: Namespace) -> Topology:
 
 def load_config(args: Namespace) -> Config:
     """tenants.yaml of `args.tenants`, with `--profile P`'s overrides when given."""
-    from slicectl.config import load_config as load
+    from slicectl.core.config import load_config as load
 
     config = load(args.tenants)
     if config.schedule:
@@ -49,7 +49,7 @@ def apply_options(args: Namespace) -> ApplyOptions:
     """Where plan, apply and the TUI act on the host: unit dir, cgroups, bus, lock."""
     from pathlib import Path
 
-    from slicectl.apply import ApplyOptions
+    from slicectl.apply.applier import ApplyOptions
     from slicectl.cli.schedule import schedule_command
 
     return ApplyOptions(

@@ -100,8 +100,8 @@ def tenants_in(words: Sequence[str]) -> str | None:
 
 def profiles(words: Sequence[str]) -> list[str]:
     """The profile names of the tenants file in `words`; none when it cannot be read."""
-    from slicectl.config import load_config
-    from slicectl.errors import SlicectlError
+    from slicectl.core.config import load_config
+    from slicectl.core.errors import SlicectlError
 
     path = tenants_in(words)
     if path is None:

@@ -1,5 +1,5 @@
 """`slicectl exporter`: serve every slice's metrics to Prometheus, or write them for
-node_exporter's textfile collector (slicectl.exporter, docs/metrics.md)."""
+node_exporter's textfile collector (slicectl.exporter.server, docs/metrics.md)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Callable
 
-    from slicectl.metrics import NodeCpus
-    from slicectl.topology import Topology
+    from slicectl.core.metrics import NodeCpus
+    from slicectl.core.topology import Topology
 
 
 def cmd_exporter(args: Namespace) -> int:
@@ -22,7 +22,7 @@ def cmd_exporter(args: Namespace) -> int:
     from functools import partial
     from pathlib import Path
 
-    from slicectl.exporter import (
+    from slicectl.exporter.server import (
         Exposition,
         SliceCollector,
         manifest_tenants,
@@ -30,7 +30,7 @@ def cmd_exporter(args: Namespace) -> int:
         serve,
         write_textfile,
     )
-    from slicectl.sampler import Sampler
+    from slicectl.host.sampler import Sampler
 
     if not args.textfile:
         parse_listen(args.listen)  # a bad address fails before anything is read
@@ -40,7 +40,7 @@ def cmd_exporter(args: Namespace) -> int:
     options = apply_options(args)
     drift = None
     if args.tenants:
-        from slicectl.drift import DriftWatch
+        from slicectl.exporter.drift import DriftWatch
 
         assert topo is not None
         drift = DriftWatch(Path(args.tenants), topo, options, args.profile)
@@ -61,7 +61,7 @@ def cmd_exporter(args: Namespace) -> int:
 def _topology(args: Namespace) -> Topology | None:
     """The host's topology: needed for --tenants (placing); else only for the locality ratio,
     so without a readable sysfs the exporter goes on without it."""
-    from slicectl.errors import SlicectlError
+    from slicectl.core.errors import SlicectlError
 
     if args.tenants:
         return load_topology(args)

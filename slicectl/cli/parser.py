@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from slicectl import __version__, defaults
+from slicectl import __version__
+from slicectl.core import defaults
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:

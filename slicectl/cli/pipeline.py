@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 
-from slicectl import defaults
 from slicectl.cli.common import (
     EXIT_DIFF,
     EXIT_OK,
@@ -18,16 +17,17 @@ from slicectl.cli.common import (
     load_topology,
 )
 from slicectl.cli.schedule import check_target_version, in_force, schedule_command
+from slicectl.core import defaults
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
     from argparse import Namespace
 
-    from slicectl.apply import ApplyOptions, ApplyReport, Diff
-    from slicectl.config import Config
-    from slicectl.plan import Plan
-    from slicectl.topology import Topology
-    from slicectl.unitdir import FileChanges
+    from slicectl.apply.applier import ApplyOptions, ApplyReport, Diff
+    from slicectl.core.config import Config
+    from slicectl.core.plan import Plan
+    from slicectl.core.topology import Topology
+    from slicectl.host.unitdir import FileChanges
 
 
 def cmd_topology(args: Namespace) -> int:
@@ -43,7 +43,7 @@ def cmd_topology(args: Namespace) -> int:
     if not (args.sysfs or args.topology):  # this host: record its systemd for other hosts
         from dataclasses import replace
 
-        from slicectl.hostinfo import systemd_version
+        from slicectl.host.hostinfo import systemd_version
 
         topo = replace(topo, systemd_version=systemd_version())
     if args.json:
@@ -52,12 +52,12 @@ def cmd_topology(args: Namespace) -> int:
         print(json.dumps(topo.to_json(), indent=2))
         return EXIT_OK
 
-    from slicectl import views
+    from slicectl.views import tables
 
-    out = views.console()
-    out.print(views.topology_summary(topo))
-    out.print(views.topology_table(topo))
-    out.print(views.numa_map(topo))
+    out = tables.console()
+    out.print(tables.topology_summary(topo))
+    out.print(tables.topology_table(topo))
+    out.print(tables.numa_map(topo))
     return EXIT_OK
 
 
@@ -66,10 +66,10 @@ def run_live_map(args: Namespace) -> int:
     --tenants when given."""
     from pathlib import Path
 
-    from slicectl.livemap import build_live_map, default_tenant_of, live_map_json
-    from slicectl.metrics import MetricsMemo
-    from slicectl.readers import cpu_overrides
-    from slicectl.sampler import Sampler
+    from slicectl.core.metrics import MetricsMemo
+    from slicectl.core.numa_map import build_live_map, default_tenant_of, live_map_json
+    from slicectl.host.readers import cpu_overrides
+    from slicectl.host.sampler import Sampler
 
     topo = load_topology(args)
     plan_sets = None
@@ -77,8 +77,8 @@ def run_live_map(args: Namespace) -> int:
     overrides: dict[str, str] = {}
     parent = "tenants"
     if args.tenants:
-        from slicectl.config import load_config as read_config
-        from slicectl.unitdir import plan_from_manifest
+        from slicectl.core.config import load_config as read_config
+        from slicectl.host.unitdir import plan_from_manifest
 
         config = read_config(args.tenants).with_profile(args.profile)
         parent = config.slice
@@ -96,9 +96,9 @@ def run_live_map(args: Namespace) -> int:
 
         print(json.dumps(live_map_json(live), indent=2))
         return EXIT_OK
-    from slicectl import views
+    from slicectl.views import tables
 
-    views.console().print(views.live_map_view(live))
+    tables.console().print(tables.live_map_view(live))
     return EXIT_OK
 
 
@@ -117,9 +117,9 @@ def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[
     plan's files."""
     import asyncio
 
-    from slicectl.apply import Diff, diff_plan, load_plan
-    from slicectl.errors import SlicectlError
-    from slicectl.unitdir import UnitDir
+    from slicectl.apply.applier import Diff, diff_plan, load_plan
+    from slicectl.core.errors import SlicectlError
+    from slicectl.host.unitdir import UnitDir
 
     options = apply_options(args)
     plan, files = load_plan(config, topo, options)
@@ -140,9 +140,9 @@ def _live_shares(args: Namespace, config: Config, topo: Topology, plan: Plan) ->
     (its cgroup tree); without a cgroup v2 tree the standard ones stay assumed, and say so."""
     from dataclasses import replace
 
-    from slicectl.contention import predict_shares
-    from slicectl.errors import SlicectlError
-    from slicectl.readers import read_competition
+    from slicectl.core.contention import predict_shares
+    from slicectl.core.errors import SlicectlError
+    from slicectl.host.readers import read_competition
 
     try:
         competition = read_competition(config, args.cgroup_root, args.proc_root or defaults.PROC)
@@ -171,14 +171,14 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
         return
     from pathlib import Path
 
-    from slicectl import views
+    from slicectl.views import tables
 
-    out = views.console()
-    out.print(views.plan_table(plan))
+    out = tables.console()
+    out.print(tables.plan_table(plan))
     if config.schedule:
-        out.print(views.schedule_table(schedule_json(config)))
-    out.print(views.plan_files_table(plan))
-    out.print(views.numa_map(topo, plan.layout))
+        out.print(tables.schedule_table(schedule_json(config)))
+    out.print(tables.plan_files_table(plan))
+    out.print(tables.numa_map(topo, plan.layout))
     for note in plan.layout.notes:
         print(f"note: {note}")
     if diff is not None:
@@ -206,10 +206,10 @@ def _contents(diff: Diff, files: dict[str, str], unit_dir: str) -> dict[str, dic
 
 def cmd_write(args: Namespace) -> int:
     """`slicectl write TENANTS --from FILE [--check] [--json]`: the mapping into the file,
-    its comments kept (slicectl.tenantsfile)."""
+    its comments kept (slicectl.host.tenantsfile)."""
     import json
 
-    from slicectl.tenantsfile import read_mapping, write_tenants
+    from slicectl.host.tenantsfile import read_mapping, write_tenants
 
     change = write_tenants(args.tenants, read_mapping(args.source), args.check)
     if args.json:
@@ -236,7 +236,7 @@ def cmd_plan(args: Namespace) -> int:
     if live:
         plan, diff, warning, files = _host_diff(args, config, topo)
     else:
-        from slicectl.plan import build_plan
+        from slicectl.core.plan import build_plan
 
         plan = build_plan(config, topo)
     _print_plan(args, config, plan, topo, diff, files)
@@ -249,7 +249,7 @@ def cmd_plan(args: Namespace) -> int:
 
 def diff_json(diff: Diff) -> dict[str, object]:
     """The `changes` object of `plan --json` and `apply --json` (docs/plan-json.md)."""
-    from slicectl.live import format_live
+    from slicectl.core.live_values import format_live
 
     return {
         "changed": diff.changed,
@@ -316,7 +316,7 @@ def cmd_apply(args: Namespace) -> int:
     import asyncio
     from functools import partial
 
-    from slicectl.apply import apply_plan
+    from slicectl.apply.applier import apply_plan
 
     config = load_config(args)
     if args.if_in_force and not in_force(config):
@@ -335,7 +335,7 @@ def cmd_apply(args: Namespace) -> int:
 
 
 def _print_changes(changes: FileChanges, where: str) -> None:
-    from slicectl.errors import shown
+    from slicectl.core.errors import shown
 
     for label, paths in (("create", changes.created), ("update", changes.updated),
                          ("remove", changes.removed), ("forget", changes.forgotten)):
@@ -349,10 +349,10 @@ def cmd_generate(args: Namespace) -> int:
     """`slicectl generate`: unit files and drop-ins into `--out DIR`."""
     from pathlib import Path
 
-    from slicectl.dirlock import LOCK_TIMEOUT
-    from slicectl.errors import shown
-    from slicectl.render import render
-    from slicectl.unitdir import Manifest, UnitDir, plan_from_manifest
+    from slicectl.core.errors import shown
+    from slicectl.core.render import render
+    from slicectl.host.lock import LOCK_TIMEOUT
+    from slicectl.host.unitdir import Manifest, UnitDir, plan_from_manifest
 
     config = load_config(args)
     topo = load_topology(args)

@@ -10,48 +10,48 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from argparse import Namespace
 
-    from slicectl.calendar import InForce
-    from slicectl.config import Config
-    from slicectl.plan import ScheduleCommand
-    from slicectl.topology import Topology
+    from slicectl.core.config import Config
+    from slicectl.core.plan import ScheduleCommand
+    from slicectl.core.topology import Topology
+    from slicectl.host.systemd_calendar import InForce
 
 
 def check_target_version(args: Namespace, config: Config, topo: Topology) -> None:
     """Refuse keys the target's systemd cannot take: --systemd-version, else the topology
     export's, else (planning for this host) the installed one."""
-    from slicectl.versions import check_version
+    from slicectl.core.versions import check_version
 
     if args.systemd_version is not None:
         check_version(config, args.systemd_version, "--systemd-version")
     elif topo.systemd_version is not None:
         check_version(config, topo.systemd_version, f"recorded in {topo.source}")
     elif not (getattr(args, "topology", None) or getattr(args, "sysfs", None)):
-        from slicectl.hostinfo import systemd_version
+        from slicectl.host.hostinfo import systemd_version
 
         check_version(config, systemd_version(), "systemd on this host")
 
 
 def check_schedule(config: Config) -> None:
     """Calendar events systemd does not understand, or two profiles at one moment, are
-    located errors (systemd's own parser: slicectl.calendar)."""
-    from slicectl import calendar
+    located errors (systemd's own parser: slicectl.host.systemd_calendar)."""
+    from slicectl.host import systemd_calendar
 
-    if not calendar.available():
+    if not systemd_calendar.available():
         print("warning: schedule: not checked (systemd-analyze is not installed); the "
               "timers check it on the host", file=sys.stderr)
         return
-    problems = calendar.schedule_problems(config)
+    problems = systemd_calendar.schedule_problems(config)
     if problems:
-        from slicectl.errors import ConfigError
+        from slicectl.core.errors import ConfigError
 
         raise ConfigError(problems)
 
 
 def in_force(config: Config) -> bool:
     """Whether `config`'s profile is the one its schedule has in force now; says so if not."""
-    from slicectl import calendar
+    from slicectl.host import systemd_calendar
 
-    now = calendar.in_force(config.schedule, base_name=_base_name(config))
+    now = systemd_calendar.in_force(config.schedule, base_name=_base_name(config))
     if now.profile == config.profile:
         return True
     print(f"slicectl: profile {config.profile or 'default (the base file)'} is not in force "
@@ -61,7 +61,7 @@ def in_force(config: Config) -> bool:
 
 def _base_name(config: Config) -> str | None:
     """The schedule's name for the base file: `default`, unless a profile has that name."""
-    from slicectl.tenants import BASE_PROFILE
+    from slicectl.core.tenants import BASE_PROFILE
 
     return None if BASE_PROFILE in config.profiles else BASE_PROFILE
 
@@ -79,15 +79,15 @@ def schedule_json(config: Config) -> dict[str, object]:
     """`plan --json`'s "schedule": each timer's next elapse, and the profile in force now."""
     from time import gmtime, strftime
 
-    from slicectl import calendar
+    from slicectl.host import systemd_calendar
 
     def stamp(t: float | None) -> str | None:
         return None if t is None else strftime("%Y-%m-%dT%H:%M:%SZ", gmtime(t))
 
-    now = calendar.in_force(config.schedule, base_name=_base_name(config))
+    now = systemd_calendar.in_force(config.schedule, base_name=_base_name(config))
     timers = []
     for profile, expressions in config.schedule.items():
-        nexts = [t for e in expressions if (t := calendar.next_elapse(e)) is not None]
+        nexts = [t for e in expressions if (t := systemd_calendar.next_elapse(e)) is not None]
         timers.append({"profile": profile, "timer": f"slicectl-profile@{profile}.timer",
                        "calendars": list(expressions),
                        "next_elapse": stamp(min(nexts) if nexts else None)})
@@ -101,7 +101,7 @@ def schedule_command(args: Namespace) -> ScheduleCommand:
     tenants file by its absolute path."""
     import os
 
-    from slicectl.plan import ScheduleCommand
+    from slicectl.core.plan import ScheduleCommand
 
     script = sys.argv[0]
     if os.path.basename(script) == "slicectl" and os.path.isfile(script):

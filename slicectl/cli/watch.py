@@ -1,7 +1,7 @@
 """The verbs that watch the host: status, top, tui and record (DESIGN §7).
 
-Each samples cgroupfs through `slicectl.sampler`, computes with `slicectl.metrics` and prints
-through `slicectl.monitor`'s render layer (status, top), the TUI, or SQLite (record).
+Each samples cgroupfs through `slicectl.host.sampler`, computes with `slicectl.core.metrics` and
+prints through `slicectl.views.monitor`'s render layer (status, top), the TUI, or SQLite (record).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.live import Live
 
-    from slicectl.metrics import MetricsMemo, NodeCpus
-    from slicectl.sampler import Sampler
+    from slicectl.core.metrics import MetricsMemo, NodeCpus
+    from slicectl.host.sampler import Sampler
 
 
 def run_status(
@@ -36,11 +36,11 @@ def run_status(
 ) -> int:
     """`slicectl status`: two samples `interval` apart, printed once; raises SamplerError.
     `node_cpus`: the host's NUMA nodes and their CPUs, for memory locality."""
-    from slicectl.metrics import MetricsMemo
-    from slicectl.monitor import render_table, status_json
+    from slicectl.core.metrics import MetricsMemo
+    from slicectl.views.monitor import render_table, status_json
 
     out = out or sys.stdout  # looked up now: tests (and callers) may have replaced it
-    from slicectl.sampler import Sampler
+    from slicectl.host.sampler import Sampler
 
     with Sampler(cgroup_root) as sampler:
         first = sampler.sample()
@@ -65,7 +65,7 @@ def run_status(
 def _top_loop(sampler: Sampler, memo: MetricsMemo, cgroup_root: Path, interval: float,
               iterations: int | None, console: Console, live: Live | None,
               sleep: Callable[[float], None]) -> None:
-    from slicectl.monitor import render_table
+    from slicectl.views.monitor import render_table
 
     prev = sampler.sample()
     done = 0
@@ -99,8 +99,8 @@ def run_top(
     from rich.console import Console
     from rich.live import Live
 
-    from slicectl.metrics import MetricsMemo
-    from slicectl.sampler import Sampler
+    from slicectl.core.metrics import MetricsMemo
+    from slicectl.host.sampler import Sampler
 
     live_terminal = out.isatty()
     console = Console(file=out, width=None if live_terminal else 200)
@@ -134,8 +134,8 @@ def run_record(
     `node_cpus`: the host's NUMA nodes and their CPUs, for memory locality."""
     from pathlib import Path
 
-    from slicectl.record import open_db, record_round
-    from slicectl.sampler import Sampler
+    from slicectl.host.recorder import open_db, record_round
+    from slicectl.host.sampler import Sampler
 
     rounds = 1 if once else iterations
     conn = open_db(db)
@@ -164,9 +164,9 @@ def host_node_cpus(sysfs: str | None = None, proc_root: str | None = None
     """The host's NUMA nodes and their CPUs, for memory locality: from `sysfs` (--sysfs ROOT:
     a TopologyError when it cannot be read, a mistake to report), else from /sys (None when
     it cannot be read: status and top then show no local share)."""
-    from slicectl.defaults import SYSFS
-    from slicectl.errors import TopologyError
-    from slicectl.sysfs import read_topology
+    from slicectl.core.defaults import SYSFS
+    from slicectl.core.errors import TopologyError
+    from slicectl.host.sysfs import read_topology
 
     try:
         return {node.id: node.cpus for node in read_topology(sysfs or SYSFS, proc_root).nodes}

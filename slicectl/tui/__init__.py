@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slicectl import defaults
-from slicectl.errors import SlicectlError
+from slicectl.core import defaults
+from slicectl.core.errors import SlicectlError
 
 if TYPE_CHECKING:
-    from slicectl.apply import ApplyOptions
-    from slicectl.sampler import Sampler
+    from slicectl.apply.applier import ApplyOptions
+    from slicectl.host.sampler import Sampler
     from slicectl.tui.app import TuiSettings
 
 __all__ = ["run_tui", "tui_sampler", "tui_settings"]
@@ -28,7 +28,7 @@ UNSHOWN_FILES = frozenset({"io.stat"})
 def tui_sampler(cgroup_root: Path) -> Sampler:
     """The sampler `slicectl tui` reads with: the slices and the services and scopes in them
     (the tree shows them), without `UNSHOWN_FILES`; raises SamplerError (no cgroup v2 root)."""
-    from slicectl.sampler import Sampler
+    from slicectl.host.sampler import Sampler
 
     return Sampler(Path(cgroup_root), units=True, skip=UNSHOWN_FILES)
 
@@ -38,7 +38,7 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
                  options: ApplyOptions | None = None, proc_root: Path | None = None,
                  euid: int | None = None) -> TuiSettings:
     """Resolve the command line into settings; raises ConfigError/TopologyError for bad input."""
-    from slicectl.apply import ApplyOptions
+    from slicectl.apply.applier import ApplyOptions
     from slicectl.tui.app import TuiSettings
     from slicectl.tui.model import readonly_reasons
 
@@ -46,12 +46,12 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
     options = options or ApplyOptions(cgroup_root=cgroup_root)
     config = None
     if tenants is not None:
-        from slicectl.config import load_config
+        from slicectl.core.config import load_config
 
         config = load_config(tenants)
     topology, topology_error = None, ""
     try:
-        from slicectl.sysfs import load_topology
+        from slicectl.host.sysfs import load_topology
 
         topology = load_topology(topology_file, sysfs, None if proc_root is None else
                                  str(proc_root))
@@ -66,7 +66,7 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
     if topology is not None and topology.total_memory:
         memory = topology.total_memory
     else:
-        from slicectl.sysfs import host_memory
+        from slicectl.host.sysfs import host_memory
 
         memory = host_memory(proc)
     return TuiSettings(cgroup_root=cgroup_root, interval=interval, tenants=tenants,

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from slicectl import defaults
-from slicectl.errors import SlicectlError
+from slicectl.core import defaults
+from slicectl.core.errors import SlicectlError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,11 +23,11 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.timer import Timer
 
-from slicectl import defaults
-from slicectl.errors import SlicectlError
-from slicectl.metrics import MetricsMemo, SliceMetrics
-from slicectl.sampler import Sampler
-from slicectl.samples import Snapshot
+from slicectl.core import defaults
+from slicectl.core.errors import SlicectlError
+from slicectl.core.metrics import MetricsMemo, SliceMetrics
+from slicectl.core.samples import Snapshot
+from slicectl.host.sampler import Sampler
 from slicectl.tui.messages import Applied, DiffReady, Sampled, SampleFailed
 from slicectl.tui.model import History, SortKey, clamp_interval, next_interval
 from slicectl.tui.screens.base import DataScreen
@@ -36,11 +36,11 @@ from slicectl.tui.screens.overview import OverviewScreen
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from slicectl.apply import ApplyOptions
-    from slicectl.config import Config
-    from slicectl.contention import CpuShares
-    from slicectl.plan import Plan
-    from slicectl.topology import Topology
+    from slicectl.apply.applier import ApplyOptions
+    from slicectl.core.config import Config
+    from slicectl.core.contention import CpuShares
+    from slicectl.core.plan import Plan
+    from slicectl.core.topology import Topology
     from slicectl.tui.screens.edit import EditResult
 
 
@@ -228,8 +228,8 @@ class SlicectlApp(App[int]):
         where apply left the tenants, or None and why not; `shares`: as build_plan's."""
         if base is None or self.settings.topology is None:
             return None, ""
-        from slicectl.apply import plan_from_manifest
-        from slicectl.plan import build_plan
+        from slicectl.apply.applier import plan_from_manifest
+        from slicectl.core.plan import build_plan
 
         options = self.settings.options
         try:
@@ -253,8 +253,8 @@ class SlicectlApp(App[int]):
         plan, _ = self.current_plan()
         shares = None if plan is None else plan.shares
         if plan is not None and self.config is not None and self.settings.topology is not None:
-            from slicectl.contention import predict_shares
-            from slicectl.readers import read_competition
+            from slicectl.core.contention import predict_shares
+            from slicectl.host.readers import read_competition
 
             config = self.config.with_profile(self.profile)
             try:
@@ -269,7 +269,7 @@ class SlicectlApp(App[int]):
 
     def cpu_overrides(self) -> dict[str, str]:
         """Tenants whose CPUs `systemctl set-property` overrides: tenant -> its file."""
-        from slicectl.readers import cpu_overrides
+        from slicectl.host.readers import cpu_overrides
 
         if self.config is None:
             return {}
@@ -312,7 +312,7 @@ class SlicectlApp(App[int]):
                           ) -> RenderableType | str:
         """The placement an edit leads to, drawn on the NUMA map against `before` (today's
         plan); no guaranteed-CPU prediction, which the preview does not show."""
-        from slicectl.views import placement_preview
+        from slicectl.views.tables import placement_preview
 
         after, problem = self.plan_for(edited, shares=False)
         if after is None:
@@ -358,7 +358,7 @@ class SlicectlApp(App[int]):
 
     @work(exclusive=True, group="apply")
     async def _plan(self) -> None:
-        from slicectl.apply import compute_diff
+        from slicectl.apply.applier import compute_diff
 
         p, options, topo = self._pending, self.settings.options, self.settings.topology
         assert p is not None and options is not None and topo is not None
@@ -396,8 +396,8 @@ class SlicectlApp(App[int]):
 
     @work(exclusive=True, group="apply")
     async def _apply(self) -> None:
-        from slicectl.apply import apply_plan
-        from slicectl.atomic import write_atomically
+        from slicectl.apply.applier import apply_plan
+        from slicectl.host.atomic import write_atomically
 
         p, options, topo = self._pending, self.settings.options, self.settings.topology
         assert p is not None and options is not None and topo is not None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from slicectl.metrics import SliceMetrics
-from slicectl.samples import Snapshot
+from slicectl.core.metrics import SliceMetrics
+from slicectl.core.samples import Snapshot
 from slicectl.tui.model import Process
 
 

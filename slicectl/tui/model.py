@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from slicectl import defaults
-from slicectl.cpulist import format_cpulist
-from slicectl.metrics import MIN_RATE_WINDOW, PressureMetrics, SliceMetrics
-from slicectl.monitor import size_text
+from slicectl.core import defaults
+from slicectl.core.cpulist import format_cpulist
+from slicectl.core.metrics import MIN_RATE_WINDOW, PressureMetrics, SliceMetrics
+from slicectl.views.monitor import size_text
 
 HISTORY = 120  # samples kept per slice: two minutes at the default interval
 SPARK = "▁▂▃▄▅▆▇█"

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from slicectl.metrics import SliceMetrics
-from slicectl.monitor import size_text
-from slicectl.records import slotted_record
+from slicectl.core.metrics import SliceMetrics
+from slicectl.core.records import slotted_record
 from slicectl.tui.model import SortKey, name_order, order_by
+from slicectl.views.monitor import size_text
 
 EXPANDED, COLLAPSED, LEAF = "▾ ", "▸ ", "  "
 INDENT = "  "

@@ -131,7 +131,7 @@ def test_slicectl_command_is_the_checkout_installed_on_the_guest_disk() -> None:
 
 
 def test_unit_object_paths_are_computed_as_systemd_names_them() -> None:
-    from slicectl.systemd import unit_object_path
+    from slicectl.host.systemd import unit_object_path
 
     for unit in ("getty@tty1.service", "system.slice", "init.scope", "user.slice", "dbus.service",
                  "systemd-journald.service"):

@@ -25,9 +25,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from slicectl.monitor import COLUMNS, NUMA_COLUMN, numa_cell, row, row_style
 from slicectl.tui.model import History, cpu_scale, memory_scale
 from slicectl.tui.tree import TreeLine, limit_cells
+from slicectl.views.monitor import COLUMNS, NUMA_COLUMN, numa_cell, row, row_style
 
 GAP = 1  # blank cells between columns
 

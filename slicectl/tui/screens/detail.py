@@ -7,15 +7,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Static
 
-from slicectl.cpulist import format_cpulist
-from slicectl.metrics import PressureMetrics, SliceMetrics
-from slicectl.monitor import COLUMNS, row, row_style, size_text
+from slicectl.core.cpulist import format_cpulist
+from slicectl.core.metrics import PressureMetrics, SliceMetrics
 from slicectl.tui.components.footer import KeyFooter
 from slicectl.tui.messages import ProcessesRead
 from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, node_bars, read_processes
 from slicectl.tui.screens.base import DataScreen
 from slicectl.tui.tree import effective_limits, limits_from
-from slicectl.views import guaranteed_text
+from slicectl.views.monitor import COLUMNS, row, row_style, size_text
+from slicectl.views.tables import guaranteed_text
 
 SPARK_WIDTH = 40
 

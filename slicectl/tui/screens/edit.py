@@ -14,10 +14,10 @@ from textual.timer import Timer
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from slicectl.config import Config
-from slicectl.errors import ConfigError
-from slicectl.settings import BY_KEY
-from slicectl.yamledit import EDITABLE, current_values, edit_tenant
+from slicectl.core.config import Config
+from slicectl.core.errors import ConfigError
+from slicectl.core.properties import BY_KEY
+from slicectl.core.yamledit import EDITABLE, current_values, edit_tenant
 
 HINTS = {key: BY_KEY[key].hint for key in EDITABLE}  # the settings table's examples
 BASE = "(base)"  # the profile list's entry for "no profile"

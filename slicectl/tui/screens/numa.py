@@ -1,6 +1,6 @@
 """The NUMA map: nodes × CPUs coloured by the slice that holds each CPU now, beside the plan
 for this host when TENANTS is given (CPUs where they differ marked, with the reason), and each
-tenant's memory per node (slicectl/livemap.py)."""
+tenant's memory per node (slicectl/core/numa_map.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Header, Static
 
-from slicectl.livemap import LiveMap, build_live_map, default_tenant_of
+from slicectl.core.numa_map import LiveMap, build_live_map, default_tenant_of
 from slicectl.tui.components.footer import KeyFooter
 from slicectl.tui.screens.base import DataScreen
 
@@ -64,11 +64,11 @@ class NumaScreen(DataScreen):
         self.refresh_data()
 
     def _plan_note(self, plan: object) -> str:
-        from slicectl.plan import Plan
+        from slicectl.core.plan import Plan
 
         assert isinstance(plan, Plan)
         app = self.tui
-        from slicectl.views import placement_line
+        from slicectl.views.tables import placement_line
 
         lines = [placement_line(p) for p in plan.layout.tenants]
         profile = f" (profile {app.profile})" if app.profile else ""
@@ -76,7 +76,7 @@ class NumaScreen(DataScreen):
 
     def refresh_data(self) -> None:
         """Redraw the live side from the latest sample, when it changed."""
-        from slicectl.views import live_map_view
+        from slicectl.views.tables import live_map_view
 
         app = self.tui
         topo = app.settings.topology

@@ -1,0 +1,257 @@
+"""Live apply: plan → files (atomic) → Reload → start slices → live properties → verify.
+
+The only code that changes a running host, as named steps over three parts: the live state
+and its diff (slicectl.apply.host_diff), the transaction that changes and restores the host
+(slicectl.apply.transaction), and systemd (slicectl.host.systemd). Any failure rolls back files and
+live properties to exactly what they were and raises ApplyError with the reason, and with what could
+not be restored if anything could not. Nothing is restarted: CPU and memory settings reach running
+processes through their cgroups.
+
+Why both files and SetUnitProperties: the files make settings survive reboots and reloads
+(and, in drop-ins named 50-slicectl.conf, they sort after `systemctl set-property` files);
+SetUnitProperties makes running cgroups match at once, for what a reload did not change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from slicectl.apply.host_diff import Diff, PropChange, host_diff, managed_units, read_back
+from slicectl.apply.transaction import Transaction
+from slicectl.core import defaults
+from slicectl.core.errors import ApplyError, LockError, SlicectlError
+from slicectl.core.live_values import LiveValue, format_live
+from slicectl.core.plan import Plan, ScheduleCommand
+from slicectl.core.versions import check_version, parse_version
+from slicectl.host.unitdir import Manifest, UnitDir, plan_from_manifest
+
+if TYPE_CHECKING:
+    from slicectl.core.config import Config
+    from slicectl.core.topology import Topology
+    from slicectl.host.systemd import Systemd, UnitState
+
+__all__ = ["ApplyOptions", "ApplyReport", "Diff", "PropChange", "apply_lock", "apply_plan",
+           "compute_diff", "diff_plan", "load_plan", "plan_from_manifest"]
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    """Where apply acts: the unit directory, cgroup root, bus, lock (defaults: the host)."""
+
+    unit_dir: Path = Path(defaults.UNIT_DIR)
+    cgroup_root: Path = Path(defaults.CGROUP_ROOT)
+    bus_address: str | None = None  # None: the system bus
+    control_dir: Path = Path(defaults.CONTROL_DIR)
+    lock_path: Path = Path(defaults.LOCK)
+    templates: str | None = None
+    # How the schedule's timers run slicectl on this host (None: ScheduleCommand.default).
+    schedule_command: ScheduleCommand | None = None
+    force: bool = False  # replace/remove slicectl's files even if edited by hand (UnitDir.diff)
+
+
+@dataclass
+class ApplyReport:
+    """What an apply did."""
+
+    diff: Diff
+    reloaded: bool = False
+    started: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+    set_live: list[PropChange] = field(default_factory=list)
+    verified: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+Confirm = Callable[[Diff], bool]
+Progress = Callable[[str], None]
+
+
+@contextmanager
+def apply_lock(path: Path) -> Iterator[None]:
+    """One apply at a time: an exclusive flock, with the holder's PID for the message."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise LockError(f"another slicectl apply is running (pid {holder}, lock {path})",
+                            "wait for it to finish; one apply at a time keeps state "
+                            "consistent") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def load_plan(config: Config, topology: Topology, options: ApplyOptions) -> tuple[
+        Plan, dict[str, str]]:
+    """The plan for the host's unit directory and its rendered files."""
+    from slicectl.core.render import render
+
+    plan = plan_from_manifest(config, topology, options.unit_dir, options.schedule_command)
+    return plan, render(plan, options.templates)
+
+
+async def diff_plan(plan: Plan, files: dict[str, str], options: ApplyOptions) -> Diff:
+    """What applying `plan` would change, over a connection of its own; changes nothing."""
+    from slicectl.host.systemd import Systemd
+
+    async with await Systemd.connect(options.bus_address) as sd:
+        return (await host_diff(sd, plan, files, options.unit_dir, options.cgroup_root,
+                                force=options.force))[0]
+
+
+async def compute_diff(config: Config, topology: Topology, options: ApplyOptions) -> Diff:
+    """What `apply` would change on the host (files and live state); changes nothing."""
+    return await diff_plan(*load_plan(config, topology, options), options)
+
+
+async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
+                     dry_run: bool = False, confirm: Confirm | None = None,
+                     progress: Progress | None = None) -> ApplyReport:
+    """Apply `config` to the host; roll back and raise ApplyError on any failure.
+
+    `confirm`, if given, is called with the Diff and returns False to cancel; `progress`, if
+    given, is called with one line per phase (the CLI prints them on stderr).
+    """
+    from slicectl.host.systemd import Systemd
+
+    say = progress or (lambda _line: None)
+    with apply_lock(options.lock_path):
+        plan, files = load_plan(config, topology, options)
+        async with await Systemd.connect(options.bus_address) as sd:
+            # Before anything is written: a key this systemd cannot take is refused here.
+            check_version(config, parse_version(await sd.version()), "systemd on this host")
+            diff, states = await host_diff(sd, plan, files, options.unit_dir,
+                                           options.cgroup_root, force=options.force)
+            report = ApplyReport(diff=diff, notes=list(diff.notes))
+            if dry_run or not diff.changed:
+                return report
+            if confirm is not None and not confirm(diff):
+                raise ApplyError("cancelled; nothing was changed", "")
+            tx = Transaction(sd, UnitDir(options.unit_dir), options.control_dir)
+            try:
+                await _change(tx, plan, files, config, states, report, options, say)
+            except (SlicectlError, OSError) as e:
+                say("failed: rolling back files and live properties")
+                raise await _rolled_back(tx, e) from e
+    return report
+
+
+async def _change(tx: Transaction, plan: Plan, files: dict[str, str], config: Config,
+                  states: dict[str, UnitState], report: ApplyReport, options: ApplyOptions,
+                  say: Progress) -> None:
+    """The changing steps of an apply, in order; any exception leaves `tx` to roll back."""
+    diff = report.diff
+    if diff.files.changed:
+        await _write(tx, plan, files, config, diff, say)
+        report.reloaded = tx.reloaded
+    await _start(tx, plan, diff.start, states, report, say)
+    for unit in diff.stop:
+        await tx.sd.stop_unit(unit)
+        report.stopped.append(unit)
+    await _verify(tx, plan, states, report, options, say)
+
+
+async def _write(tx: Transaction, plan: Plan, files: dict[str, str], config: Config,
+                 diff: Diff, say: Progress) -> None:
+    say(f"writing {len(diff.files.created) + len(diff.files.updated)} file(s), "
+        f"removing {len(diff.files.removed)}" + (", reloading systemd" if diff.reload else ""))
+    manifest = Manifest(placements=plan.placements(), source=Path(config.path).name)
+    await tx.write_files(files, manifest, diff.files, diff.reload)
+
+
+async def _start(tx: Transaction, plan: Plan, units: list[str],
+                 states: dict[str, UnitState], report: ApplyReport, say: Progress) -> None:
+    """Start the tenant slices and the schedule's timers that are not running (recorded
+    first: a failure stops them again)."""
+    if not units:
+        return
+    slices = [u for u in units if u in states]
+    timers = [u for u in units if u not in states]
+    for unit in slices:
+        tx.touch(unit, states[unit])
+    say(f"starting {len(units)} unit(s)")
+    tx.started.extend(units)
+    report.started.extend(units)
+    if slices:
+        await start_slices(tx.sd, plan.units[0].unit, slices)
+    await gather_all([tx.sd.start_unit(t) for t in timers])
+
+
+async def _verify(tx: Transaction, plan: Plan, states: dict[str, UnitState],
+                  report: ApplyReport, options: ApplyOptions, say: Progress) -> None:
+    """Read everything back once; set at runtime only what still differs (e.g. a `systemctl
+    set-property` value: a reload applies changed files to running cgroups, measured on
+    systemd 252), read those units back again, and fail on anything still wrong."""
+    say(f"verifying {len(managed_units(plan))} unit(s) in their cgroups")
+    first = await read_back(tx.sd, plan, options.cgroup_root)
+    checked = first.problems
+    if first.differ:
+        by_unit: dict[str, dict[str, LiveValue]] = {}
+        for c in first.differ:
+            by_unit.setdefault(c.unit, {})[c.prop] = c.want
+            tx.touch(c.unit, states[c.unit])
+        say(f"setting {len(first.differ)} live propert(ies) on {len(by_unit)} unit(s)")
+        await gather_all([tx.set_live(unit, props) for unit, props in by_unit.items()])
+        report.set_live = first.differ
+        again = await read_back(tx.sd, plan, options.cgroup_root, set(by_unit))
+        checked.update(again.problems)
+        for c in again.differ:
+            checked.setdefault(c.unit, []).append(
+                f"{c.unit}: systemd reports {c.prop}={format_live(c.prop, c.live)}, "
+                f"expected {format_live(c.prop, c.want)}")
+    report.verified = sorted(checked)
+    problems = [p for unit in sorted(checked) for p in checked[unit]]
+    if problems:
+        raise ApplyError("verification failed: " + "; ".join(problems),
+                         "the kernel or systemd did not take the values; see "
+                         "`systemctl status` of the unit")
+
+
+async def _rolled_back(tx: Transaction, error: Exception) -> ApplyError:
+    """Roll back, and say so: what failed and, if anything could not be restored, what."""
+    failures = await tx.rollback()
+    reason = error.message if isinstance(error, SlicectlError) else str(error)
+    hint = error.hint if isinstance(error, SlicectlError) else ""
+    if not failures:
+        return ApplyError(f"apply failed: {reason}; rolled back to the previous state", hint)
+    return ApplyError(
+        f"apply failed: {reason}; the rollback could not restore: " + "; ".join(failures),
+        "restore those by hand (`systemctl revert`, or the files from version control), then "
+        "run `slicectl plan` to see what still differs")
+
+
+async def start_slices(sd: Systemd, parent: str, units: list[str]) -> None:
+    """Start `units` (tenant slices, maybe their parent): the parent Wants= them, so one
+    StartUnit queues a job for each in one transaction. Then wait, polling one
+    ListUnitsByNames call, until none has a job left, and start individually (waiting for
+    the job's result, to report it) whatever did not come up. Not waiting on the first
+    StartUnit spares subscribing to systemd's signals (docs/design-notes.md)."""
+    await sd.start_unit(parent, wait=False)
+    watched = list(dict.fromkeys([parent, *units]))
+    deadline = time.monotonic() + sd.job_timeout
+    rows = await sd.list_units_by_names(watched)
+    while any(r.job_id for r in rows) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+        rows = await sd.list_units_by_names(watched)
+    await gather_all([sd.start_unit(r.name) for r in rows if r.active_state != "active"])
+
+
+async def gather_all(calls: list[Coroutine[Any, Any, Any]]) -> None:
+    """Run calls concurrently; wait for all of them, then raise the first failure."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r

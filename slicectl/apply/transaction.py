@@ -1,0 +1,122 @@
+"""One apply's changes to the host, and putting them back: files, live properties, slices.
+
+A Transaction records what it is about to change before changing it (the unit directory's
+journal, each unit's live state before its first change, the slices it started), so
+`rollback` restores exactly what was there: a property that was unset becomes unset again.
+A rollback step that fails does not stop the others; every failure is returned, so the user
+learns what could not be restored.
+
+Runtime `SetUnitProperties` writes /run/systemd/system.control/UNIT.d/50-PROPERTY.conf;
+slicectl puts that directory back exactly as it found it afterwards, so none of its runtime
+calls lingers as a stale override of its own files (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from slicectl.core.errors import SlicectlError
+from slicectl.core.kinds import LiveValue
+from slicectl.host.unitdir import FileChanges, Journal, Manifest, UnitDir
+
+if TYPE_CHECKING:
+    from slicectl.host.systemd import Systemd, UnitState
+
+
+class ControlDir:
+    """Snapshot of /run/systemd/system.control/UNIT.d to put back after runtime calls."""
+
+    def __init__(self, root: Path, unit: str) -> None:
+        self.dir = root / f"{unit}.d"
+        self.before = self._read()
+
+    def _read(self) -> dict[str, bytes]:
+        try:
+            return {p.name: p.read_bytes() for p in self.dir.iterdir() if p.is_file()}
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+
+    def restore(self) -> None:
+        for name, data in self._read().items():
+            if name not in self.before:
+                (self.dir / name).unlink(missing_ok=True)
+            elif data != self.before[name]:
+                (self.dir / name).write_bytes(self.before[name])
+        if not self.before and self.dir.is_dir() and not any(self.dir.iterdir()):
+            self.dir.rmdir()
+
+
+async def set_live(sd: Systemd, unit: str, props: Mapping[str, LiveValue],
+                   control_root: Path) -> None:
+    """SetUnitProperties at runtime, leaving system.control/UNIT.d as it was."""
+    snapshot = ControlDir(control_root, unit)
+    try:
+        await sd.set_unit_properties(unit, props, runtime=True)
+    finally:
+        snapshot.restore()
+
+
+@dataclass
+class Transaction:
+    """The changes of one apply so far, and how to undo them."""
+
+    sd: Systemd
+    unit_dir: UnitDir
+    control_root: Path
+    journal: Journal | None = None
+    before: dict[str, UnitState] = field(default_factory=dict)  # live state before changes
+    started: list[str] = field(default_factory=list)
+    reloaded: bool = False
+
+    def touch(self, unit: str, state: UnitState) -> None:
+        """Remember `unit`'s live state before the first change to it."""
+        self.before.setdefault(unit, state)
+
+    async def write_files(self, files: Mapping[str, str], manifest: Manifest,
+                          changes: FileChanges, reload: bool) -> None:
+        """Write the unit directory (atomically, journaled), then reload systemd if asked."""
+        _, self.journal = self.unit_dir.write(files, manifest, changes)
+        if reload:
+            await self.sd.reload()
+            self.reloaded = True
+
+    async def set_live(self, unit: str, props: Mapping[str, LiveValue]) -> None:
+        """Set properties of a unit whose state before was `touch`ed."""
+        await set_live(self.sd, unit, props, self.control_root)
+
+    async def rollback(self) -> list[str]:
+        """Put files and live properties back exactly as they were, and stop the slices this
+        apply started; returns what could not be restored (empty: everything was)."""
+        failures: list[str] = []
+        if self.journal is not None:
+            failures += [f"{path}: {why}" for path, why in self.journal.rollback()]
+            try:
+                # Also without a reload during apply: units loaded since then must forget
+                # the files that are now gone.
+                await self.sd.reload()
+            except SlicectlError as e:
+                failures.append(f"reloading systemd: {e.message}")
+        for unit, before in self.before.items():
+            try:
+                await self._restore(unit, before)
+            except SlicectlError as e:
+                failures.append(f"{unit}: {e.message}")
+        for unit in self.started:
+            if unit not in self.before:  # a timer: it was not running before
+                try:
+                    await self.sd.stop_unit(unit)
+                except SlicectlError as e:
+                    failures.append(f"{unit}: {e.message}")
+        return failures
+
+    async def _restore(self, unit: str, before: UnitState) -> None:
+        now = await self.sd.get_unit_properties(unit)
+        back = {p: v for p, v in before.props.items() if now.props.get(p) != v}
+        if back and now.control_group:
+            await set_live(self.sd, unit, back, self.control_root)
+        if (unit in self.started and before.active_state != "active"
+                and now.active_state in ("active", "activating", "reloading")):
+            await self.sd.stop_unit(unit)

@@ -1,0 +1,107 @@
+"""One error hierarchy: every error carries a message and a hint for the user.
+
+The CLI's single handler in `main()` prints `error: MESSAGE` and `hint: HINT` and maps the
+class to an exit code; tracebacks are shown only with `--debug`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from slicectl.core.records import record
+
+
+def shown(name: str | os.PathLike[str]) -> str:
+    """A file name as one line of printable text: bytes that are not UTF-8 (which Python keeps
+    as lone surrogates) as `\\xNN`, control characters escaped. For messages, and for the
+    header comment and manifest of generated files, which must be UTF-8 and one line."""
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+class SlicectlError(Exception):
+    """Base class of all errors slicectl reports to the user."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@record
+class Problem:
+    """One problem found in an input file, located by file, line and key path."""
+
+    file: str
+    line: int
+    key: str
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        key = f" {self.key}:" if self.key else ""
+        return f"{where}:{key} {self.message}"
+
+
+class ConfigError(SlicectlError):
+    """tenants.yaml is invalid; carries every problem found, not just the first."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        first = problems[0] if problems else Problem("?", 0, "", "invalid configuration")
+        super().__init__(
+            "\n".join(str(p) for p in problems) or str(first), first.hint
+        )
+
+
+class TopologyError(SlicectlError):
+    """The NUMA topology could not be read or is inconsistent."""
+
+
+class PlacementError(SlicectlError):
+    """The tenants do not fit the topology; `problem` locates it in tenants.yaml when known."""
+
+    def __init__(self, message: str | Problem, hint: str = "") -> None:
+        self.problem = message if isinstance(message, Problem) else None
+        if isinstance(message, Problem):
+            super().__init__(str(message), message.hint)
+        else:
+            super().__init__(message, hint)
+
+
+class RenderError(SlicectlError):
+    """A value cannot be written safely into a unit file, or a template failed."""
+
+
+class OutputError(SlicectlError):
+    """Generated files could not be written."""
+
+
+class SystemdError(SlicectlError):
+    """systemd refused or failed a D-Bus call; names the unit and property when known."""
+
+    def __init__(
+        self, message: str, hint: str = "", *, unit: str = "", prop: str = "", name: str = ""
+    ) -> None:
+        super().__init__(message, hint)
+        self.unit = unit
+        self.prop = prop
+        self.dbus_error = name
+
+
+class ApplyError(SlicectlError):
+    """Applying failed; the host was rolled back to its previous state."""
+
+
+class LockError(SlicectlError):
+    """Another slicectl apply holds the lock."""
+
+
+class SamplerError(SlicectlError):
+    """The cgroup tree could not be read."""

@@ -1,0 +1,370 @@
+"""The plan: which units and drop-ins slicectl wants, with which resource properties (pure).
+
+`build_plan(config, topology)` = placement + the unit files it implies. Properties are keyed by
+their unit-file names (`AllowedCPUs`, `CPUQuota`, `MemoryMax`, …) with typed plan values
+(slicectl.core.kinds.PlanValue); the settings table says how each is written, sent and checked.
+Plans round-trip through JSON (docs/plan-json.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from slicectl.core.cpulist import format_cpulist, parse_cpulist
+from slicectl.core.errors import PlacementError
+from slicectl.core.kinds import PlanValue
+from slicectl.core.placement import Layout, TenantPlacement, place
+from slicectl.core.properties import (
+    ALLOWED_CPUS,
+    ALLOWED_MEMORY_NODES,
+    BY_KEY,
+    PROP_BY_NAME,
+    PROPERTIES,
+)
+from slicectl.core.protection import FIX, SOURCE, overcommit, protects
+from slicectl.core.records import record
+from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
+from slicectl.core.topology import Topology
+from slicectl.core.values import size_sum
+
+if TYPE_CHECKING:
+    from slicectl.core.contention import Competition, CpuShares
+
+FORMAT = "slicectl-plan/1"
+DROPIN_NAME = "50-slicectl.conf"
+
+
+class FileKind(StrEnum):
+    """A slice unit file slicectl owns, a drop-in with resource settings for a unit someone
+    else owns, or a file of the schedule (timers, their service, timers.target's drop-in)."""
+
+    UNIT = "unit"
+    DROPIN = "dropin"
+    SCHEDULE = "schedule"
+
+
+class Section(StrEnum):
+    """The unit-file section resource settings go in (the unit type's own)."""
+
+    SLICE = "Slice"
+    SERVICE = "Service"
+    SCOPE = "Scope"
+    SOCKET = "Socket"
+    MOUNT = "Mount"
+    SWAP = "Swap"
+    TIMER = "Timer"
+    TARGET = "Target"
+
+    @classmethod
+    def of(cls, unit: str) -> Section:
+        """The section for a unit name: app.service -> Service."""
+        return cls(unit.rsplit(".", 1)[1].capitalize())
+
+
+def format_property(name: str, value: PlanValue) -> str:
+    """A typed property value as it is written in a unit file."""
+    return PROP_BY_NAME[name].kind.file(value)
+
+
+@record
+class UnitPlan:
+    """One file slicectl generates: a unit file, or a drop-in for an existing unit."""
+
+    unit: str
+    path: str  # relative to the unit directory, e.g. "system.slice.d/50-slicectl.conf"
+    kind: FileKind
+    section: Section
+    properties: Mapping[str, PlanValue] = field(default_factory=dict)
+    description: str | None = None
+    slice: str | None = None  # member units: Slice= (takes effect on restart)
+    tenant: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)  # file-only settings (OOMPolicy)
+    wants: tuple[str, ...] = ()  # the parent slice pulls its tenant slices in: one transaction
+    # SCHEDULE files: their sections and (key, value) lines, written as they are
+    sections: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+
+    def formatted(self) -> list[tuple[str, str]]:
+        """(key, value) pairs in file order, values formatted for a unit file."""
+        return [(p.name, line) for p in PROPERTIES if p.name in self.properties
+                for line in p.kind.lines(self.properties[p.name])]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "unit": self.unit, "path": self.path, "kind": str(self.kind),
+            "section": str(self.section), "description": self.description,
+            "slice": self.slice, "tenant": self.tenant,
+            "extra": dict(sorted(self.extra.items())), "wants": list(self.wants),
+            "properties": {p.name: p.kind.json(self.properties[p.name])
+                           for p in PROPERTIES if p.name in self.properties},
+            "sections": [[name, [list(pair) for pair in pairs]]
+                         for name, pairs in self.sections],
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> UnitPlan:
+        return cls(
+            unit=d["unit"], path=d["path"], kind=FileKind(d["kind"]),
+            section=Section(d["section"]), description=d.get("description"),
+            slice=d.get("slice"), tenant=d.get("tenant"), extra=dict(d.get("extra", {})),
+            wants=tuple(d.get("wants", ())),
+            properties={k: PROP_BY_NAME[k].kind.from_json(v)
+                        for k, v in d["properties"].items()},
+            sections=tuple((str(name), tuple((str(k), str(v)) for k, v in pairs))
+                           for name, pairs in d.get("sections", ())),
+        )
+
+
+@record
+class Plan:
+    """Everything slicectl wants on a host, derived from tenants.yaml and the topology."""
+
+    source: str
+    profile: str | None
+    topology: str
+    layout: Layout
+    units: tuple[UnitPlan, ...]
+    # What each tenant is guaranteed when everything is busy (seed 004; slicectl.core.contention)
+    shares: CpuShares | None = None
+
+    def unit(self, name: str) -> UnitPlan:
+        for u in self.units:
+            if u.unit == name:
+                return u
+        raise KeyError(name)
+
+    def placements(self) -> dict[str, frozenset[int]]:
+        """tenant → CPUs, to keep tenants in place next time (placement stability)."""
+        return {p.tenant: p.cpus for p in self.layout.tenants if not p.pool}
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented `slicectl plan --json` form (docs/plan-json.md)."""
+        lay = self.layout
+        return {
+            "format": FORMAT,
+            "source": self.source,
+            "profile": self.profile,
+            "topology": self.topology,
+            "housekeeping_cpus": format_cpulist(lay.housekeeping),
+            "shared_pool": format_cpulist(lay.shared_pool),
+            "placement_notes": list(lay.notes),
+            "tenants": [
+                {
+                    "name": p.tenant,
+                    "cpus": format_cpulist(p.cpus),
+                    "cpu_count": len(p.cpus),
+                    "cpu_nodes": list(p.cpu_nodes),
+                    "memory_nodes": None if p.memory_nodes is None else list(p.memory_nodes),
+                    "exclusive": p.exclusive,
+                    "shared_pool": p.pool,
+                    **({"cpu_share": self.shares.tenant_json(p.tenant)}
+                       if self.shares is not None else {}),
+                }
+                for p in lay.tenants
+            ],
+            "units": [u.to_json() for u in self.units],
+            **({"cpu_shares": self.shares.to_json()} if self.shares is not None else {}),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Plan:
+        """Read back what to_json wrote (tests/test_plan.py round-trips every example)."""
+        layout = Layout(
+            housekeeping=parse_cpulist(d["housekeeping_cpus"]),
+            shared_pool=parse_cpulist(d["shared_pool"]),
+            tenants=tuple(
+                TenantPlacement(
+                    tenant=t["name"], cpus=parse_cpulist(t["cpus"]),
+                    cpu_nodes=tuple(t["cpu_nodes"]),
+                    memory_nodes=None if t["memory_nodes"] is None else tuple(t["memory_nodes"]),
+                    exclusive=t["exclusive"], pool=t["shared_pool"],
+                )
+                for t in d["tenants"]
+            ),
+            notes=tuple(d.get("placement_notes", ())),
+        )
+        units = tuple(UnitPlan.from_json(u) for u in d["units"])
+        shares = None
+        if "cpu_shares" in d:
+            from slicectl.core.contention import CpuShares
+
+            shares = CpuShares.from_json(d["cpu_shares"], {
+                u.unit: u.tenant for u in units if u.tenant is not None and u.kind == "unit"})
+        return cls(source=d["source"], profile=d["profile"], topology=d["topology"],
+                   layout=layout, units=units, shares=shares)
+
+
+def _resources(values: Mapping[str, Any]) -> dict[str, PlanValue]:
+    """Resource keys as properties: each becomes its row's property, as it is."""
+    props: dict[str, PlanValue] = {}
+    for key, value in values.items():
+        prop = BY_KEY[key].prop
+        if prop is not None:
+            props[prop.name] = value
+    return props
+
+
+def _tenant_props(t: Tenant, p: TenantPlacement) -> dict[str, PlanValue]:
+    props: dict[str, PlanValue] = {ALLOWED_CPUS.name: p.cpus}
+    if p.memory_nodes is not None:
+        props[ALLOWED_MEMORY_NODES.name] = frozenset(p.memory_nodes)
+    return props | _resources(t.resources)
+
+
+def _confine_props(c: Confinement | None, hk: frozenset[int], housekeeping_unit: bool) -> dict[
+        str, PlanValue]:
+    props: dict[str, PlanValue] = {}
+    if housekeeping_unit and hk:
+        props[ALLOWED_CPUS.name] = hk
+    if c is not None:
+        if c.cpus is not None:
+            props[ALLOWED_CPUS.name] = c.cpus
+        props |= _resources(c.resources)
+    return props
+
+
+@record
+class ScheduleCommand:
+    """How a timer's service runs slicectl: the executable and the tenants file on the host."""
+
+    executable: tuple[str, ...]  # e.g. ("/usr/local/bin/slicectl",)
+    tenants: str
+
+    @classmethod
+    def default(cls, config: Config) -> ScheduleCommand:
+        """`slicectl` from systemd's executable search path, and the file as given (the
+        CLI passes absolute paths: the running slicectl and the tenants file)."""
+        return cls(("slicectl",), config.path)
+
+
+SCHEDULE_SERVICE = "slicectl-profile@.service"
+
+
+def _exec_word(text: str) -> str:
+    """One word of an ExecStart= line: `%` doubled (systemd specifiers), quoted when it holds
+    white space or quotes (systemd.service(5), "Command lines")."""
+    text = text.replace("%", "%%")
+    if any(ch.isspace() or ch in "\"'\\" for ch in text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
+def schedule_units(config: Config, command: ScheduleCommand) -> list[UnitPlan]:
+    """The timers of `schedule:`, the service they start, and timers.target's drop-in that
+    starts the timers at boot. Each timer runs `apply --profile P --if-in-force`: when several
+    timers catch up at boot (Persistent=), only the profile whose schedule elapsed last
+    applies, whatever order they run in."""
+    timers = [f"slicectl-profile@{name}.timer" for name in config.schedule]
+    exec_start = " ".join([*map(_exec_word, command.executable), "apply",
+                           _exec_word(command.tenants), "--profile", "%i", "--if-in-force",
+                           "--yes"])
+    service = UnitPlan(
+        unit=SCHEDULE_SERVICE, path=SCHEDULE_SERVICE, kind=FileKind.SCHEDULE,
+        section=Section.SERVICE, sections=(
+            ("Unit", (("Description", "slicectl: switch to profile %i on its schedule"),)),
+            ("Service", (("Type", "oneshot"), ("ExecStart", exec_start)))))
+    units = [service]
+    for name, calendars in config.schedule.items():
+        unit = f"slicectl-profile@{name}.timer"
+        what = "the base configuration" if name == "default" and name not in config.profiles \
+            else f"profile {name}"
+        units.append(UnitPlan(
+            unit=unit, path=unit, kind=FileKind.SCHEDULE, section=Section.TIMER, sections=(
+                ("Unit", (("Description", f"slicectl: {what} on schedule".replace("%", "%%")),)),
+                # AccuracySec: switch at the minute asked for, not up to a minute later
+                ("Timer", (*(("OnCalendar", c) for c in calendars),
+                           ("AccuracySec", "1s"), ("Persistent", "true"))))))
+    units.append(UnitPlan(
+        unit="timers.target", path=f"timers.target.d/{DROPIN_NAME}", kind=FileKind.SCHEDULE,
+        section=Section.TARGET, sections=(("Unit", tuple(("Wants", t) for t in timers)),)))
+    return units
+
+
+def check_protection(config: Config, topo: Topology) -> None:
+    """Refuse protection beyond RAM minus housekeeping: it protects nobody (issue 5; lint's
+    protection-overcommit reports the same)."""
+    found = overcommit(config, topo)
+    if found is not None:
+        raise PlacementError(f"{config.path}:{found.tenant.line_of(found.key)}: "
+                             f"{found.message()}", f"{FIX} (source: {SOURCE})")
+
+
+def _parent(config: Config, topo: Topology, layout: Layout) -> UnitPlan:
+    """tenants.slice: off the housekeeping CPUs, protecting what its tenants protect."""
+    props: dict[str, PlanValue] = {}
+    if layout.housekeeping:
+        # Keeps everything under tenants.slice off the housekeeping CPUs, members included.
+        props[ALLOWED_CPUS.name] = topo.online_cpus - layout.housekeeping
+    # memory.low/min only protect a cgroup when every ancestor is protected as well, so the
+    # parent carries the sum of its children's protection (cgroup-v2.rst, "memory.low"); a
+    # child's infinity makes the parent's infinity.
+    for key in ("memory_min", "memory_low"):
+        total = size_sum(t.resources.get(key) for t in config.tenants)
+        prop = BY_KEY[key].prop
+        if total and prop is not None:
+            props[prop.name] = total
+    # Wants= the tenant slices: starting the parent (apply does, and so does the first member
+    # service after a boot) brings every tenant slice up in one systemd transaction.
+    return UnitPlan(unit=config.slice_unit(), path=config.slice_unit(), kind=FileKind.UNIT,
+                    section=Section.SLICE, properties=props,
+                    description=f"slicectl tenants ({config.slice})",
+                    wants=tuple(config.slice_unit(t.name) for t in config.tenants))
+
+
+def _housekeeping_dropins(config: Config, layout: Layout) -> list[UnitPlan]:
+    confined = {c.unit: c for c in config.confine}
+    units = []
+    for unit in sorted(set(HOUSEKEEPING_UNITS) | set(confined)):
+        props = _confine_props(confined.get(unit), layout.housekeeping,
+                               unit in HOUSEKEEPING_UNITS)
+        # A confined service must survive its jobs hitting MemoryMax: systemd's default
+        # OOMPolicy=stop stops the whole unit when the kernel OOM-kills one of its processes
+        # (measured in the testbed: cron stopped and restarted); "continue" kills only the
+        # runaway job (systemd.service(5), OOMPolicy=).
+        extra = ({"OOMPolicy": "continue"}
+                 if unit.endswith(".service") and unit in confined else {})
+        if props:
+            units.append(UnitPlan(unit=unit, path=f"{unit}.d/{DROPIN_NAME}",
+                                  kind=FileKind.DROPIN, section=Section.of(unit),
+                                  properties=props, extra=extra))
+    return units
+
+
+def build_plan(
+    config: Config, topo: Topology, previous: Mapping[str, frozenset[int]] | None = None,
+    command: ScheduleCommand | None = None, competition: Competition | None = None,
+    shares: bool = True,
+) -> Plan:
+    """Place tenants and derive the unit files; `previous` keeps tenants where they were;
+    `command` is how the schedule's timers run slicectl (default: ScheduleCommand.default);
+    `competition` is what else competes for CPU (default: the standard units, assumed).
+    Without `shares` the plan has no guaranteed CPU per tenant (`generate` writes files only,
+    and skips slicectl.core.contention's import and its prediction)."""
+    layout = place(config, topo, previous)
+    if any(protects(t) for t in config.tenants):
+        check_protection(config, topo)
+    units = [_parent(config, topo, layout)]
+    for t in config.tenants:
+        name = config.slice_unit(t.name)
+        units.append(UnitPlan(
+            unit=name, path=name, kind=FileKind.UNIT, section=Section.SLICE,
+            properties=_tenant_props(t, layout.of(t.name)),
+            description=t.description or f"slicectl tenant {t.name}", tenant=t.name,
+        ))
+    units += _housekeeping_dropins(config, layout)
+    if config.schedule:
+        units += schedule_units(config, command or ScheduleCommand.default(config))
+    for t in config.tenants:
+        for svc in t.services:
+            units.append(UnitPlan(unit=svc, path=f"{svc}.d/{DROPIN_NAME}",
+                                  kind=FileKind.DROPIN, section=Section.of(svc),
+                                  slice=config.slice_unit(t.name), tenant=t.name))
+    predicted = None
+    if shares:
+        from slicectl.core.contention import predict_shares
+
+        predicted = predict_shares(config, layout, topo, competition)
+    return Plan(source=config.path, profile=config.profile, topology=topo.source,
+                layout=layout, units=tuple(units), shares=predicted)

@@ -1,0 +1,339 @@
+"""The one table of tenants.yaml settings and the systemd properties they become.
+
+Each `Setting` row says, for one key: how to parse it (with systemd's own ranges), where it
+may appear (tenants, profiles, `confine:`), the unit-file property it becomes with its D-Bus
+name, kind of value (slicectl.core.kinds), cgroup file and first systemd version, whether the TUI
+form offers it, and its documentation. Everything else reads this table: config (parsing and
+validation), plan and render (which properties, in which order), live (D-Bus values, what a
+cgroup file must say), systemd (signatures), the TUI form, and the README's reference
+(tests/test_readme.py). Adding a property is one row here plus its tests
+(docs/design-notes.md, "Adding a property").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from enum import Flag, StrEnum, auto
+from typing import Any, Final
+
+from slicectl.core import kinds
+from slicectl.core.kinds import CgroupExpectation, Kind, LiveValue
+from slicectl.core.parsers import (
+    CONFINE_TYPES,
+    MAX_UNIT_FILE_NAME,
+    SLICE_MEMBER_TYPES,
+    TENANT_NAME_RE,
+    Numa,
+    check_unit_name,
+    parse_bool,
+    parse_choice,
+    parse_cpulist_only,
+    parse_cpus,
+    parse_description,
+    parse_devices,
+    parse_housekeeping_cpus,
+    parse_int_range,
+    parse_nodes,
+    parse_numa,
+    parse_permyriad,
+    parse_quota_period,
+    parse_rate,
+    parse_tasks_max,
+    parse_unit_list,
+    parse_weight,
+    size_parser,
+)
+from slicectl.core.records import record
+from slicectl.core.values import UINT64_MAX, parse_percent
+
+__all__ = ["BY_KEY", "CONFINE_SETTINGS", "CONFINE_TYPES", "EDITABLE_KEYS", "MAX_UNIT_FILE_NAME",
+           "PROFILE_KEYS", "PROPERTIES", "PROP_BY_DBUS", "PROP_BY_NAME", "RESOURCE_KEYS",
+           "SETTINGS", "TENANT_NAME_RE", "TENANT_SETTINGS", "Numa", "Prop", "Role", "Scope",
+           "Setting", "check_unit_name", "parse_housekeeping_cpus", "reference_table"]
+
+class Scope(Flag):
+    """Where a key may appear in tenants.yaml."""
+
+    TENANT = auto()  # tenants.NAME
+    PROFILE = auto()  # profiles.P.NAME (overrides a tenant's key)
+    CONFINE = auto()  # confine.UNIT
+
+
+class Role(StrEnum):
+    """What a key does: becomes a resource property, places CPUs, or names things."""
+
+    RESOURCE = "resource"  # its value becomes the row's property as it is
+    PLACEMENT = "placement"  # read by placement (cpus, numa, nodes, exclusive)
+    TEXT = "text"  # description
+    MEMBERS = "members"  # services
+
+
+# --- systemd properties -----------------------------------------------------------------
+
+# The whole disk a device path (or a file on it) is on, as "MAJ:MIN" (None: unknown). An edge
+# supplies it (slicectl.host.cgroupfs.block_device); systemd resolves paths the same way.
+DeviceNumber = Callable[[str], "str | None"]
+Check = Callable[[LiveValue, Mapping[str, LiveValue], DeviceNumber], list[CgroupExpectation]]
+
+
+def no_devices(_path: str) -> str | None:
+    """A DeviceNumber that knows no device (per-device checks are skipped)."""
+    return None
+
+
+@record
+class Prop:
+    """A systemd unit property slicectl sets, and the cgroup files that prove it took."""
+
+    name: str  # in unit files and plan JSON: CPUQuota
+    dbus: str  # on D-Bus: CPUQuotaPerSecUSec
+    kind: Kind
+    since: int  # first systemd version that accepts it
+    check: Check | None = None  # None: no cgroup file of its own (or checked by another's)
+    # A value that needs a later systemd than the property (CPUWeight=idle: 252).
+    since_value: Callable[[Any], int] | None = None
+    # Unit types that take it (None: every type with a cgroup).
+    types: tuple[str, ...] | None = None
+
+    @property
+    def signature(self) -> str:
+        """The D-Bus signature of its value."""
+        return self.kind.signature
+
+    def expectations(self, live: LiveValue, want: Mapping[str, LiveValue],
+                     devices: DeviceNumber = no_devices) -> list[CgroupExpectation]:
+        """What the cgroup files must say once `live` (and the rest of `want`) is in force."""
+        return [] if self.check is None else self.check(live, want, devices)
+
+    def needs(self, value: Any) -> int:
+        """The first systemd version that takes this property with `value`."""
+        return max(self.since, self.since_value(value) if self.since_value else 0)
+
+
+def _file(name: str, text: Callable[[LiveValue], str],
+          same: Callable[[str, str], bool] = kinds.same_text) -> Check:
+    """A file whose text depends on the property's own value only."""
+    return lambda live, _want, _devices: [CgroupExpectation(name, text(live), same)]
+
+
+def _cpu_max(quota: LiveValue, want: Mapping[str, LiveValue], _d: DeviceNumber
+             ) -> list[CgroupExpectation]:
+    text = kinds.cpu_max_text(quota, want.get("CPUQuotaPeriodUSec"))
+    return [CgroupExpectation("cpu.max", text, kinds.same_cpu_max)]
+
+
+def _cpu_weight(live: LiveValue, _want: Mapping[str, LiveValue], _d: DeviceNumber
+                ) -> list[CgroupExpectation]:
+    # idle: systemd writes cpu.idle=1 and leaves cpu.weight alone (the kernel then shows a
+    # weight of 0 or 1 depending on its version); otherwise cpu.idle=0 and the weight.
+    if live == kinds.WEIGHT_IDLE:
+        return [CgroupExpectation("cpu.idle", "1")]
+    return [CgroupExpectation("cpu.weight", kinds.weight_text(live))]
+
+
+def _per_device(file: str, key: str) -> Check:
+    """io.weight/io.max: a line per device ("8:0 200", "8:0 rbps=5000000"), for devices the
+    host has (a missing one systemd skips with a warning; lint reports it)."""
+    def check(live: LiveValue, _want: Mapping[str, LiveValue], devices: DeviceNumber
+              ) -> list[CgroupExpectation]:
+        out = []
+        for path, value in live if isinstance(live, tuple) else ():
+            dev = devices(path)
+            if dev is None or value == UINT64_MAX:
+                continue  # unknown device, or no limit (io.max then has no line for it)
+            entry = f"{key}={value}" if key else str(value)
+            out.append(CgroupExpectation(file, f"{dev} {entry}", kinds.has_entries))
+        return out
+
+    return check
+
+
+ALLOWED_CPUS = Prop("AllowedCPUs", "AllowedCPUs", kinds.CpuSet(), 244,
+                    _file("cpuset.cpus", kinds.cpuset_text, kinds.same_cpus))
+ALLOWED_MEMORY_NODES = Prop("AllowedMemoryNodes", "AllowedMemoryNodes", kinds.CpuSet(), 244,
+                            _file("cpuset.mems", kinds.cpuset_text, kinds.same_cpus))
+
+
+def _idle_needs_252(value: Any) -> int:
+    return 252 if value == kinds.WEIGHT_IDLE else 0
+
+
+def _memory(name: str, file: str, since: int, *, protection: bool = False,
+            unset_text: str = "(unset)") -> Prop:
+    return Prop(name, name, kinds.Bytes(protection=protection, unset_text=unset_text), since,
+                _file(file, kinds.page_bytes))
+
+
+def _io_limit(name: str, key: str, unit: str) -> Prop:
+    return Prop(name, name, kinds.Devices(unit), 230, _per_device("io.max", key))
+
+
+# ManagedOOM*= are read by systemd-oomd, which runs only for services, scopes and slices.
+_OOMD_TYPES = ("service", "scope", "slice")
+
+
+# --- the table ----------------------------------------------------------------------------
+
+
+@record
+class Setting:
+    """One key of tenants.yaml: how to parse it, where it may appear, the systemd property it
+    becomes, and its documentation (README's reference tables are made from these rows)."""
+
+    key: str
+    parse: Callable[[Any], Any]
+    prop: Prop | None
+    doc: str
+    default_doc: str = "unset"
+    default: Any = None
+    role: Role = Role.RESOURCE
+    scopes: Scope = Scope.TENANT | Scope.PROFILE
+    editable: bool = False  # offered by the TUI's edit form
+    hint: str = ""  # the form's placeholder: an example value
+    # In `confine:` a key may parse and read differently (cpus: a cpulist only).
+    confine_parse: Callable[[Any], Any] | None = None
+    confine_doc: str = ""
+    confine_default_doc: str = ""
+
+    def in_confine(self) -> Setting:
+        """This row as `confine:` reads it."""
+        from dataclasses import replace
+
+        return replace(self, parse=self.confine_parse or self.parse,
+                       doc=self.confine_doc or self.doc,
+                       default_doc=self.confine_default_doc or self.default_doc)
+
+
+_TPC = Scope.TENANT | Scope.PROFILE | Scope.CONFINE
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("description", parse_description, None, "one line shown by systemctl",
+            "tenant NAME", role=Role.TEXT, scopes=Scope.TENANT),
+    Setting("cpus", parse_cpus, ALLOWED_CPUS,
+            "CPU count (placed by slicectl) or explicit cpulist \"0-3,16-19\"", "shared pool",
+            role=Role.PLACEMENT, scopes=_TPC, editable=True, hint="count or cpulist 0-3,8",
+            confine_parse=parse_cpulist_only, confine_doc="cpulist the unit may run on",
+            confine_default_doc="housekeeping CPUs for the three housekeeping units"),
+    Setting("numa", parse_numa, ALLOWED_MEMORY_NODES,
+            "local: one node, memory bound to it; spread: across nodes; any: unbound", "local",
+            default=Numa.LOCAL, role=Role.PLACEMENT, editable=True,
+            hint="local, spread or any"),
+    Setting("nodes", parse_nodes, ALLOWED_MEMORY_NODES,
+            "explicit NUMA node(s) for CPUs and memory", "chosen by slicectl",
+            role=Role.PLACEMENT, editable=True, hint="node ids, e.g. 1 or 0,1"),
+    Setting("exclusive", parse_bool, None,
+            "no other tenant shares these CPUs (false: may overlap the shared pool)", "true",
+            default=True, role=Role.PLACEMENT, editable=True, hint="true or false"),
+    Setting("cpu_weight", parse_weight(allow_idle=True),
+            Prop("CPUWeight", "CPUWeight", kinds.Weight(), 232, _cpu_weight,
+                 since_value=_idle_needs_252),
+            "relative CPU share among siblings, 1..10000, or idle (runs only when nothing "
+            "else wants the CPU)", "unset (100)", scopes=_TPC, editable=True,
+            hint="1..10000 or idle", confine_doc="relative CPU share, 1..10000, or idle",
+            confine_default_doc="unset"),
+    Setting("startup_cpu_weight", parse_weight(allow_idle=True),
+            Prop("StartupCPUWeight", "StartupCPUWeight", kinds.Weight(), 232,
+                 since_value=_idle_needs_252),
+            "cpu_weight while the host boots or shuts down (startup storms)", scopes=_TPC),
+    Setting("cpu_quota", parse_percent,
+            Prop("CPUQuota", "CPUQuotaPerSecUSec", kinds.Quota(), 213, _cpu_max),
+            "hard cap in percent of one CPU, e.g. 600%", scopes=_TPC, editable=True,
+            hint="e.g. 600%", confine_doc="hard cap, percent of one CPU"),
+    Setting("cpu_quota_period", parse_quota_period,
+            # Its cgroup file is CPUQuota's cpu.max, checked there with this period.
+            Prop("CPUQuotaPeriodSec", "CPUQuotaPeriodUSec", kinds.Duration(), 242),
+            "period for cpu_quota, e.g. 100ms (keep >= 30ms, seed 002)", "unset (100ms)"),
+    Setting("memory_min", size_parser(0), _memory("MemoryMin", "memory.min", 240,
+                                                 protection=True),
+            "hard protection: never reclaimed", editable=True, hint="e.g. 0"),
+    Setting("memory_low", size_parser(0), _memory("MemoryLow", "memory.low", 231,
+                                                 protection=True),
+            "best-effort protection under pressure (a reservation, seed 001)", editable=True,
+            hint="e.g. 16G"),
+    Setting("memory_high", size_parser(1), _memory("MemoryHigh", "memory.high", 231),
+            "throttling threshold (reclaim starts here)", scopes=_TPC, editable=True,
+            hint="e.g. 22G", confine_doc="throttling threshold"),
+    Setting("memory_max", size_parser(1), _memory("MemoryMax", "memory.max", 231,
+                                                 unset_text="infinity"),
+            "hard limit: K/M/G/T (base 1024) or infinity", scopes=_TPC, editable=True,
+            hint="e.g. 24G or infinity", confine_doc="hard limit"),
+    Setting("memory_swap_max", size_parser(0), _memory("MemorySwapMax", "memory.swap.max",
+                                                      232),
+            "swap limit; 0 keeps the tenant out of swap", scopes=_TPC,
+            confine_doc="swap limit"),
+    Setting("memory_zswap_max", size_parser(0), _memory("MemoryZSwapMax", "memory.zswap.max",
+                                                       253),
+            "limit of compressed swap in RAM (zswap); 0 keeps the tenant out of it",
+            scopes=_TPC),
+    Setting("tasks_max", parse_tasks_max,
+            Prop("TasksMax", "TasksMax", kinds.Limit(), 227, _file("pids.max", kinds.count_text)),
+            "most processes and threads (stops fork bombs), or infinity", scopes=_TPC,
+            editable=True, hint="e.g. 4096"),
+    Setting("io_weight", parse_int_range(1, 10000),
+            Prop("IOWeight", "IOWeight", kinds.Number(), 230,
+                 _file("io.weight", lambda live: f"default {kinds.weight_text(live)}",
+                       kinds.first_line)),
+            "relative IO share among siblings, 1..10000", "unset (100)", scopes=_TPC),
+    Setting("io_device_weight", parse_devices(parse_int_range(1, 10000)),
+            Prop("IODeviceWeight", "IODeviceWeight", kinds.Devices(), 230,
+                 _per_device("io.weight", "")),
+            "IO weight per device: {/dev/sda: 200}", scopes=_TPC),
+    Setting("io_read_bandwidth_max", parse_devices(parse_rate),
+            _io_limit("IOReadBandwidthMax", "rbps", " B/s"),
+            "read bytes/s per device: {/dev/sda: 50M} (K/M/G base 1000)", scopes=_TPC),
+    Setting("io_write_bandwidth_max", parse_devices(parse_rate),
+            _io_limit("IOWriteBandwidthMax", "wbps", " B/s"),
+            "write bytes/s per device: {/dev/sda: 20M} (K/M/G base 1000)", scopes=_TPC),
+    Setting("io_read_iops_max", parse_devices(parse_rate),
+            _io_limit("IOReadIOPSMax", "riops", " IOPS"),
+            "read operations/s per device: {/dev/sda: 1000}", scopes=_TPC),
+    Setting("io_write_iops_max", parse_devices(parse_rate),
+            _io_limit("IOWriteIOPSMax", "wiops", " IOPS"),
+            "write operations/s per device: {/dev/sda: 500}", scopes=_TPC),
+    Setting("managed_oom_memory_pressure", parse_choice("auto", "kill"),
+            Prop("ManagedOOMMemoryPressure", "ManagedOOMMemoryPressure",
+                 kinds.Choice("auto", "kill"), 247, types=_OOMD_TYPES),
+            "kill: systemd-oomd kills the tenant's processes under sustained memory "
+            "pressure", "unset (auto)", scopes=_TPC),
+    Setting("managed_oom_memory_pressure_limit", parse_permyriad,
+            Prop("ManagedOOMMemoryPressureLimit", "ManagedOOMMemoryPressureLimit",
+                 kinds.Permyriad(), 248, types=_OOMD_TYPES),
+            "memory pressure (PSI full avg10) at which systemd-oomd kills, e.g. 60%",
+            "unset (oomd's 60%)", scopes=_TPC),
+    Setting("startup_allowed_cpus", parse_cpulist_only,
+            Prop("StartupAllowedCPUs", "StartupAllowedCPUs", kinds.CpuSet(), 250),
+            "cpulist while the host boots or shuts down", scopes=_TPC),
+    Setting("services", parse_unit_list(SLICE_MEMBER_TYPES), None,
+            "units moved into the tenant's slice by a drop-in", "[]", default=(),
+            role=Role.MEMBERS, scopes=Scope.TENANT),
+)
+
+BY_KEY: Final[Mapping[str, Setting]] = {s.key: s for s in SETTINGS}
+TENANT_SETTINGS: tuple[Setting, ...] = tuple(s for s in SETTINGS if Scope.TENANT in s.scopes)
+CONFINE_SETTINGS: tuple[Setting, ...] = tuple(s.in_confine() for s in SETTINGS
+                                              if Scope.CONFINE in s.scopes)
+# Keys a profile may override (services stay fixed: moving units between slices needs restarts).
+PROFILE_KEYS: tuple[str, ...] = tuple(s.key for s in SETTINGS if Scope.PROFILE in s.scopes)
+RESOURCE_KEYS: tuple[str, ...] = tuple(s.key for s in SETTINGS if s.role is Role.RESOURCE)
+EDITABLE_KEYS: tuple[str, ...] = tuple(s.key for s in SETTINGS if s.editable)
+# Every property slicectl sets, in the order generated files list them (the table's order).
+PROPERTIES: Final[tuple[Prop, ...]] = tuple(
+    dict.fromkeys(s.prop for s in SETTINGS if s.prop is not None))
+PROP_BY_NAME: Final[Mapping[str, Prop]] = {p.name: p for p in PROPERTIES}
+PROP_BY_DBUS: Final[Mapping[str, Prop]] = {p.dbus: p for p in PROPERTIES}
+
+TOP_KEYS = ("version", "slice", "housekeeping", "confine", "tenants", "profiles", "schedule")
+HOUSEKEEPING_KEYS = ("cpus",)
+
+
+def reference_table(settings: tuple[Setting, ...]) -> str:
+    """The README's reference table for `settings` (tests/test_readme.py compares them)."""
+    lines = ["| key | default | systemd property | since systemd | meaning |",
+             "|---|---|---|---|---|"]
+    for s in settings:
+        prop = f"`{s.prop.name}`" if s.prop is not None else (
+            "`Slice`" if s.role is Role.MEMBERS else "`Description`" if s.role is Role.TEXT
+            else "—")
+        since = str(s.prop.since) if s.prop is not None else "—"
+        lines.append(f"| `{s.key}` | {s.default_doc} | {prop} | {since} | {s.doc} |")
+    return "\n".join(lines)

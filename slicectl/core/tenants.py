@@ -1,0 +1,147 @@
+"""The tenants of a host as slicectl reads them from tenants.yaml: frozen dataclasses (pure).
+
+`slicectl.core.config` builds them (parsing and validation); everything else reads them. A
+tenant's resource keys (the settings table's RESOURCE rows) live in one mapping, so a new
+property needs no field here; the few the core reasons about have typed accessors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import field, replace
+from typing import Any
+
+from slicectl.core.errors import ConfigError, Problem
+from slicectl.core.properties import BY_KEY, Numa, Role
+from slicectl.core.records import record
+from slicectl.core.values import Size
+
+HOUSEKEEPING_UNITS = ("system.slice", "user.slice", "init.scope")
+# `--profile default` and `schedule: {default: ...}` mean the base configuration, unless a
+# profile has that name.
+BASE_PROFILE = "default"
+
+
+class _Resources:
+    """Typed access to the resource values the core reasons about (lint, placement, plan).
+
+    Every resource key of the settings table lives in `resources`; a key that only becomes a
+    property (no rule looks at it) needs no accessor here."""
+
+    resources: Mapping[str, Any]
+
+    @property
+    def cpu_weight(self) -> int | None:
+        return self.resources.get("cpu_weight")
+
+    @property
+    def cpu_quota(self) -> int | None:
+        return self.resources.get("cpu_quota")
+
+    @property
+    def cpu_quota_period(self) -> int | None:
+        return self.resources.get("cpu_quota_period")
+
+    @property
+    def memory_max(self) -> Size | None:
+        return self.resources.get("memory_max")
+
+    @property
+    def memory_high(self) -> Size | None:
+        return self.resources.get("memory_high")
+
+    @property
+    def memory_low(self) -> Size | None:
+        return self.resources.get("memory_low")
+
+    @property
+    def memory_min(self) -> Size | None:
+        return self.resources.get("memory_min")
+
+    @property
+    def memory_swap_max(self) -> Size | None:
+        return self.resources.get("memory_swap_max")
+
+
+@record
+class Tenant(_Resources):
+    """One tenant: becomes `<slice>-<name>.slice`."""
+
+    name: str
+    line: int = 0
+    description: str | None = None
+    cpus: int | frozenset[int] | None = None
+    numa: Numa = Numa.LOCAL
+    nodes: tuple[int, ...] | None = None
+    exclusive: bool = True
+    services: tuple[str, ...] = ()
+    resources: Mapping[str, Any] = field(default_factory=dict)  # key -> value, as set
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def line_of(self, key: str) -> int:
+        """Line of `key` in the source file, or of the tenant when the key is absent."""
+        return self.lines.get(key, self.line)
+
+    def with_values(self, values: Mapping[str, Any]) -> Tenant:
+        """This tenant with some keys changed (a profile's overrides)."""
+        fields_ = {k: v for k, v in values.items() if BY_KEY[k].role is not Role.RESOURCE}
+        resources = {k: v for k, v in values.items() if BY_KEY[k].role is Role.RESOURCE}
+        return replace(self, **fields_, resources={**self.resources, **resources})
+
+
+@record
+class Confinement(_Resources):
+    """Limits for a housekeeping unit (system.slice, user.slice, cron.service, …)."""
+
+    unit: str
+    line: int = 0
+    cpus: frozenset[int] | None = None
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def line_of(self, key: str) -> int:
+        """Line of `key` in the source file, or of the unit when the key is absent."""
+        return self.lines.get(key, self.line)
+
+
+@record
+class Config:
+    """A validated tenants.yaml."""
+
+    path: str
+    slice: str = "tenants"
+    housekeeping_cpus: int | frozenset[int] = 0
+    housekeeping_line: int = 0
+    confine: tuple[Confinement, ...] = ()
+    tenants: tuple[Tenant, ...] = ()
+    profiles: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+    # line of each profile ("night") and of each of its keys ("night.db1.cpus")
+    profile_lines: Mapping[str, int] = field(default_factory=dict, compare=False)
+    profile: str | None = None  # the profile applied by with_profile(), if any
+    # profile (or BASE_PROFILE) -> calendar expressions (systemd.time(7)) that switch to it
+    schedule: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    schedule_lines: Mapping[str, int] = field(default_factory=dict, compare=False)
+
+    def tenant(self, name: str) -> Tenant:
+        for t in self.tenants:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def slice_unit(self, tenant: str | None = None) -> str:
+        """`tenants.slice`, or `tenants-NAME.slice` for a tenant."""
+        return f"{self.slice}.slice" if tenant is None else f"{self.slice}-{tenant}.slice"
+
+    def with_profile(self, name: str | None) -> Config:
+        """This config with a profile's overrides applied (None, or `default` when no profile
+        has that name: the base configuration, unchanged)."""
+        if name is None or (name == BASE_PROFILE and name not in self.profiles):
+            return self
+        if name not in self.profiles:
+            known = ", ".join(sorted(self.profiles)) or "none defined"
+            raise ConfigError([Problem(self.path, 0, "profiles", f"no profile {name!r}",
+                                       f"profiles in this file: {known}")])
+        overrides = self.profiles[name]
+        tenants = tuple(t.with_values(overrides[t.name]) if t.name in overrides else t
+                        for t in self.tenants)
+        return replace(self, tenants=tenants, profile=name)

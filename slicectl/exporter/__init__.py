@@ -1,0 +1,1 @@
+"""`slicectl exporter`: every slice's counters and limits for Prometheus (a front end)."""

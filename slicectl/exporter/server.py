@@ -1,0 +1,463 @@
+"""`slicectl exporter`: every slice's counters and limits for Prometheus (a front end).
+
+A prometheus_client collector reads the cgroups at scrape time with the sampler's kept file
+descriptors (Prometheus' guideline for exporters: no background cache that makes rates jump)
+and turns the rows of `exportmetrics` into the text format, or OpenMetrics when the scraper
+asks for it (the library's `choose_encoder` reads the Accept header). Nothing here parses a
+cgroup file: `cgroupfiles` does, once, for every reader.
+
+The per-slice families, tens of thousands of samples at 1,000 slices, are not handed to the
+library one sample object at a time: `SliceText` writes each cgroup's sample lines once and
+keeps them while the cgroup does not change (the sampler hands back the same sample, the memo
+the same rows); a changed cgroup rewrites only the lines whose values changed, and a family is
+joined again only when one of its lines changed. The response is sent in pieces, one per
+family, so no scrape copies the megabytes into one buffer (whose size, come and gone every
+scrape, made the C allocator's heap creep: BENCHMARKS.md, exporter.1000). Only the cgroups of
+the last scrape are kept. The lines are the library's, byte for
+byte (tests/test_exporter.py compares them); the library still writes the headers, the
+exporter's own families and the process metrics (`exportprocess`: its families, with the open
+descriptors counted without listing them), and serves what the fast path leaves out (`name[]`
+filters, other methods).
+
+A value that cannot be read drops its series and counts in `slicectl_exporter_errors_total`;
+a scrape never fails because of the host (the health metrics are always there).
+
+Why this module runs past 400 lines: the collector (what the library's encoders and `name[]`
+filters read), `SliceText` (the same samples written by hand) and the WSGI app that picks
+between them must agree on one set of families and one order; they are kept together so a
+change to one is seen next to the others. What stands alone is elsewhere: the metric table
+(`exportmetrics`), the process metrics (`exportprocess`), the command (`cli/exporter`).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import gzip
+import operator
+import re
+import socket
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.parse import parse_qs
+from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import (
+    ThreadingWSGIServer,
+    choose_encoder,
+    generate_latest,
+    gzip_accepted,
+    make_wsgi_app,
+)
+from prometheus_client.openmetrics.exposition import ALLOWUTF8, UNDERSCORES
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
+
+from slicectl.core import defaults
+from slicectl.core.errors import SlicectlError
+from slicectl.core.metrics import NodeCpus
+from slicectl.exporter.drift import DriftWatch
+from slicectl.exporter.families import (
+    CGROUPS,
+    DRIFT,
+    ERRORS,
+    SCRAPE_DURATION,
+    SLICE_METRICS,
+    MetricSpec,
+    MetricType,
+    Out,
+    Row,
+    SeriesMemo,
+)
+from slicectl.exporter.process_metrics import ProcessMetrics
+from slicectl.host.atomic import write_atomically
+from slicectl.host.sampler import Sampler
+
+DEFAULT_PORT = int(defaults.EXPORTER_LISTEN.rpartition(":")[2])
+# The library's value format and OpenMetrics encoder (not annotated there).
+go_float: Callable[[float], str] = floatToGoString
+openmetrics_of: Callable[[Any], bytes] = generate_openmetrics
+
+
+class ExporterError(SlicectlError):
+    """The exporter cannot start: address, port, output file."""
+
+
+def _family(spec: MetricSpec, rows: Iterable[Row]) -> Metric:
+    family: CounterMetricFamily | GaugeMetricFamily
+    if spec.type is MetricType.COUNTER:
+        family = CounterMetricFamily(spec.name, spec.help, labels=spec.labels)
+    else:
+        family = GaugeMetricFamily(spec.name, spec.help, labels=spec.labels)
+    for labels, value in rows:
+        family.add_metric(labels, value)
+    return family
+
+
+class _Families:
+    """Families already made, as something the library's encoders can collect."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> list[Metric]:
+        return self.families
+
+
+def encode(families: list[Metric], om: bool) -> bytes:
+    """The text format (or OpenMetrics, ending in `# EOF`) of `families`, by the library."""
+    return openmetrics_of(_Families(families)) if om else generate_latest(_Families(families))
+
+
+def _escape(value: str) -> str:
+    """A label value as both formats quote it (backslash, newline, double quote)."""
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
+
+
+class SliceText:
+    """The per-slice families as exposition text, kept between scrapes at two levels: each
+    cgroup's sample lines by metric while its rows are the same object (an unchanged cgroup:
+    `SeriesMemo.rows`), and each metric's samples of every cgroup (its column) while no
+    cgroup's lines of that metric changed.
+
+    A sample line is the same in the text format and in OpenMetrics (`name{labels} value`,
+    labels sorted by name, the value as Go prints floats); only the families' headers differ,
+    and those the library writes, once. Only the cgroups of the last scrape are kept.
+    """
+
+    def __init__(self) -> None:
+        # metric -> (its position, (label name, its place in the row), sorted by name)
+        self._index = {spec.name: (i, tuple(sorted((k, j) for j, k in enumerate(spec.labels))))
+                       for i, spec in enumerate(SLICE_METRICS)}
+        self._headers = {om: tuple(encode([_family(spec, ())], om).removesuffix(b"# EOF\n")
+                                   for spec in SLICE_METRICS) for om in (False, True)}
+        self._kept: dict[str, _Written] = {}  # by path, in the order of the last scrape
+        self._columns = [b""] * len(SLICE_METRICS)
+        self._last: list[tuple[str, Out]] | None = None  # what the columns were joined from
+
+    def __len__(self) -> int:
+        """The cgroups whose lines are kept: those of the last scrape."""
+        return len(self._kept)
+
+    def render(self, cgroups: list[tuple[str, Out]], om: bool) -> list[bytes]:
+        """Every per-slice family, header then samples, in SLICE_METRICS order, as pieces to
+        send one after the other: a column whose lines did not change is the very bytes
+        object of the last scrape, and none is joined with the others into one buffer."""
+        if cgroups is not self._last:
+            written = self._update(cgroups)
+            for i in self._changed(written):
+                self._columns[i] = b"".join([w.text[i] for w in self._kept.values()])
+            self._last = cgroups
+        headers = self._headers[om]
+        return [piece for i, column in enumerate(self._columns) for piece in (headers[i], column)]
+
+    def _update(self, cgroups: list[tuple[str, Out]]) -> list[tuple[_Written, _Written]] | None:
+        """Keep the lines of `cgroups`, those of the cgroups of the last scrape only. The
+        cgroups rewritten (before, after), or None when the cgroups are not the same ones.
+        `SeriesMemo.rows` hands back the very (path, rows) pair of a cgroup that did not
+        change, in the same place: only the pairs that are not the same are looked at."""
+        kept, last = self._kept, self._last
+        if last is None or len(cgroups) != len(last):
+            moved = None
+        else:
+            moved = [k for k, same in enumerate(map(operator.is_, cgroups, last)) if not same]
+            if any(cgroups[k][0] != last[k][0] for k in moved):
+                moved = None
+        if moved is None:
+            self._kept = {path: self._write(rows, kept.get(path)) for path, rows in cgroups}
+            return None
+        written = []
+        for k in moved:
+            path, rows = cgroups[k]
+            before = kept[path]
+            if before.rows is not rows:
+                kept[path] = after = self._write(rows, before)
+                written.append((before, after))
+        return written
+
+    @staticmethod
+    def _changed(written: list[tuple[_Written, _Written]] | None) -> Iterable[int]:
+        """The metric positions whose column must be joined again."""
+        if written is None:
+            return range(len(SLICE_METRICS))
+        return {i for before, after in written
+                for i, (old, new) in enumerate(zip(before.text, after.text, strict=True))
+                if old != new}
+
+    def _write(self, rows: Out, before: _Written | None) -> _Written:
+        """One cgroup's sample lines, by metric position. A row equal to the one at the same
+        place `before` (a limit, a counter that did not move) keeps its line, and a row whose
+        value alone changed keeps its line's name and labels."""
+        old_rows = before.rows if before is not None else []
+        old_lines = self._lines(before) if before is not None and len(old_rows) == len(rows) \
+            else None
+        by_metric: list[list[bytes]] = [[] for _ in SLICE_METRICS]
+        for k, row in enumerate(rows):
+            name, labels, value = row
+            i, order = self._index[name]
+            if old_lines is not None and old_rows[k] == row:
+                line = old_lines[k]
+            else:
+                if old_lines is not None and old_rows[k][:2] == (name, labels):
+                    old = old_lines[k]
+                    prefix = old[:old.rindex(b" ") + 1]  # a value never holds a space
+                else:
+                    prefix = f"{name}{{{self._labels(order, labels)}}} ".encode()
+                line = prefix + go_float(value).encode() + b"\n"
+            by_metric[i].append(line)
+        return _Written(rows, tuple(b"".join(x) for x in by_metric))
+
+    def _lines(self, written: _Written) -> list[bytes]:
+        """A cgroup's lines as written, one per row in row order (its columns' text split:
+        each metric's lines are in the order of its rows)."""
+        split = [iter(_LINE.findall(text)) for text in written.text]
+        return [next(split[self._index[name][0]]) for name, _, _ in written.rows]
+
+    @staticmethod
+    def _labels(order: tuple[tuple[str, int], ...], labels: tuple[str, ...]) -> str:
+        return ",".join(f'{k}="{_escape(labels[j])}"' for k, j in order)
+
+
+# One sample line: a label value's newline is written escaped (`\n`), never as itself.
+_LINE = re.compile(rb"[^\n]*\n")
+
+
+class _Written(NamedTuple):
+    """One cgroup's rows as written: its sample lines by metric position."""
+
+    rows: Out
+    text: tuple[bytes, ...]
+
+
+def manifest_tenants(unit_dir: Path) -> dict[str, str]:
+    """Unit name -> tenant of the slices slicectl generated in `unit_dir` (its manifest):
+    PARENT-NAME.slice where PARENT.slice is slicectl's too. Empty when there is none."""
+    from slicectl.host.unitdir import UnitDir
+
+    try:
+        files = UnitDir(unit_dir).manifest().files
+    except (SlicectlError, OSError):
+        return {}
+    slices = {rel for rel in files if "/" not in rel and rel.endswith(".slice")}
+    out = {}
+    for unit in slices:
+        parent, dash, name = unit.removesuffix(".slice").rpartition("-")
+        if dash and f"{parent}.slice" in slices:
+            out[unit] = name
+    return out
+
+
+class SliceCollector(Collector):
+    """Reads every slice when Prometheus scrapes (one scrape at a time: the sampler is not
+    thread-safe, and prometheus_client serves each request in a thread)."""
+
+    def __init__(self, sampler: Sampler, *, node_cpus: NodeCpus | None = None,
+                 tenants: Callable[[], Mapping[str, str]] = dict,
+                 drift: DriftWatch | None = None) -> None:
+        self.sampler = sampler
+        self.memo = SeriesMemo(node_cpus)
+        self.tenants = tenants
+        self.drift = drift
+        self.errors: Counter[str] = Counter()
+        self.text = SliceText()
+        self._lock = threading.Lock()
+
+    def describe(self) -> Iterator[Metric]:
+        """The families, without samples: what the registry's `name[]` filter selects by."""
+        own = (DRIFT,) if self.drift is not None else ()
+        for spec in (*SLICE_METRICS, *own, CGROUPS, ERRORS, SCRAPE_DURATION):
+            yield _family(spec, ())
+
+    def collect(self) -> Iterator[Metric]:
+        """Every family, for the library's encoders (name[] filters, tests)."""
+        with self._lock:
+            start = time.perf_counter()
+            cgroups = self._read()
+            series: dict[str, list[Row]] = {spec.name: [] for spec in SLICE_METRICS}
+            for _, rows in cgroups:
+                for name, labels, value in rows:
+                    series[name].append((labels, value))
+            for spec in SLICE_METRICS:
+                yield _family(spec, series[spec.name])
+            yield from self._own(start, len(cgroups))
+
+    def exposition(self, om: bool) -> tuple[list[bytes], list[Metric]]:
+        """The per-slice families as pieces of text (OpenMetrics if `om`; `SliceText.render`),
+        and the exporter's own: what `collect` yields, written as the library would write it."""
+        with self._lock:
+            start = time.perf_counter()
+            cgroups = self._read()
+            pieces = self.text.render(cgroups, om)
+            return pieces, list(self._own(start, len(cgroups)))
+
+    def _read(self) -> list[tuple[str, Out]]:
+        """Every cgroup's rows, now; none when the cgroup tree cannot be read at all."""
+        try:
+            snap = self.sampler.sample()
+            cgroups, errors = self.memo.rows(snap, self._tenants())
+        except SlicectlError:
+            self.errors["cgroupfs"] += 1
+            return []
+        self.errors.update(errors)
+        return cgroups
+
+    def _own(self, start: float, cgroups: int) -> Iterator[Metric]:
+        """Drift and the exporter's health; the scrape's duration last, so it counts the
+        conversion of the slices' families."""
+        if self.drift is not None:
+            yield _family(DRIFT, self._drift())
+        yield _family(CGROUPS, [((), float(cgroups))])
+        yield _family(ERRORS, [((source,), float(n)) for source, n in sorted(self.errors.items())])
+        yield _family(SCRAPE_DURATION, [((), time.perf_counter() - start)])
+
+    def _tenants(self) -> Mapping[str, str]:
+        if self.drift is not None:
+            try:
+                self.drift.refresh()
+            except SlicectlError:
+                self.errors["tenants"] += 1  # the last good plan stays in force
+            return self.drift.tenants()
+        return self.tenants()
+
+    def _drift(self) -> list[Row]:
+        assert self.drift is not None
+        try:
+            return [(key, value) for key, value in self.drift.rows()]
+        except SlicectlError as e:
+            if not self.errors["systemd"]:  # the first one in the journal, the rest counted
+                print(f"slicectl exporter: drift not read: {e.message}", file=sys.stderr,
+                      flush=True)
+            self.errors["systemd"] += 1
+            return []
+
+
+def registry_of(collector: SliceCollector) -> CollectorRegistry:
+    """A registry with the slices and the exporter's own process metrics (CPU, memory)."""
+    registry = CollectorRegistry()
+    registry.register(collector)
+    registry.register(ProcessMetrics())
+    return registry
+
+
+class Exposition:
+    """What /metrics and --textfile give: the families of `registry_of(collector)`, in its
+    order, with the slices' samples written by `SliceText`."""
+
+    def __init__(self, collector: SliceCollector) -> None:
+        self.collector = collector
+        self.registry = registry_of(collector)
+        self.process = ProcessMetrics()
+
+    def parts(self, om: bool = False) -> list[bytes]:
+        """The exposition in pieces: the slices' families (`SliceText.render`: a family whose
+        samples did not change is the same bytes object as last time), then the exporter's
+        own and the process'. Served as they are, the megabytes of the slices are neither
+        joined into one buffer nor copied again for every scrape."""
+        slices, own = self.collector.exposition(om)
+        return [*slices, encode([*own, *self.process.collect()], om)]
+
+    def render(self, om: bool = False) -> bytes:
+        """The whole exposition in one piece."""
+        return b"".join(self.parts(om))
+
+
+def _fast_format(encoder: Callable[..., bytes]) -> bool | None:
+    """Whether `choose_encoder`'s pick is OpenMetrics 1.x (True) or the text format (False)
+    with an escaping that leaves slicectl's names as they are; None for anything else."""
+    func, keywords = encoder, {}
+    if isinstance(encoder, functools.partial):
+        func, keywords = encoder.func, encoder.keywords
+    if keywords.get("escaping", UNDERSCORES) not in (UNDERSCORES, ALLOWUTF8):
+        return None
+    if func is generate_latest:
+        return False
+    if func is generate_openmetrics and str(keywords.get("version", "1.0.0")).startswith("1."):
+        return True
+    return None
+
+
+def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
+    """The library's /metrics app (content negotiation, gzip), with a GET of every metric in
+    the text format or OpenMetrics 1.x written by `Exposition.render`."""
+    library = make_wsgi_app(exposition.registry)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        om = _fast_format(encoder)
+        if (environ["REQUEST_METHOD"] != "GET" or environ.get("PATH_INFO") == "/favicon.ico"
+                or "name[]" in parse_qs(environ.get("QUERY_STRING", "")) or om is None):
+            return library(environ, start_response)  # type: ignore[no-any-return]
+        output = exposition.parts(om)
+        headers = [("Content-Type", content_type)]
+        if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
+            output = [gzip.compress(b"".join(output))]
+            headers.append(("Content-Encoding", "gzip"))
+        # (wsgiref counts the length of a one-piece body only)
+        headers.append(("Content-Length", str(sum(map(len, output)))))
+        start_response("200 OK", headers)
+        return output
+
+    return app
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        """No line per request."""
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """ADDR:PORT, :PORT or [IPv6]:PORT -> (address, port); raises ExporterError."""
+    host, colon, port = text.rpartition(":")
+    hint = f"give ADDR:PORT, e.g. 127.0.0.1:{DEFAULT_PORT}, :{DEFAULT_PORT} or [::1]:{DEFAULT_PORT}"
+    if not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ExporterError(f"--listen {text!r}: not ADDR:PORT with a port 0-65535", hint)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "0.0.0.0", int(port)
+
+
+def serve(exposition: Exposition, listen: str) -> tuple[Callable[[], None], int]:
+    """Serve /metrics on `listen` in a thread; returns its stop function and its port."""
+    host, port = parse_listen(listen)
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        server_class = type("Server", (ThreadingWSGIServer,), {"address_family": family})
+        server: ThreadingWSGIServer = make_server(
+            str(address[0]), port, wsgi_app(exposition), server_class, handler_class=_Quiet)
+    except socket.gaierror as e:
+        raise ExporterError(f"--listen {listen!r}: no such address ({e.strerror})",
+                            "give an IP address of this host, or :PORT for all") from e
+    except OSError as e:
+        hint = ("another program (another exporter?) listens there: pick a free port with "
+                "--listen ADDR:PORT" if e.errno == errno.EADDRINUSE else
+                "give an address of this host (ip -brief address), or :PORT for all")
+        raise ExporterError(f"cannot listen on {listen}: {e.strerror}", hint) from e
+
+    thread = threading.Thread(target=server.serve_forever, name="slicectl-http", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+    return stop, server.server_address[1]
+
+
+def write_textfile(exposition: Exposition, path: Path) -> None:
+    """The text format into `path` at once (node_exporter's textfile collector reads it)."""
+    data = exposition.render()
+    try:
+        write_atomically(path, data, 0o644)
+    except OSError as e:
+        raise ExporterError(f"cannot write {path}: {e.strerror}",
+                            "the textfile directory must exist and be writable "
+                            "(node_exporter --collector.textfile.directory)") from e

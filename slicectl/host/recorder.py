@@ -1,0 +1,161 @@
+"""`slicectl record`: sample every slice's memory footprint, pressure and CPU into SQLite.
+
+Feeds `slicectl recommend` (docs/recommend.md). One row per cgroup per round; each round is
+committed on its own, so a killed recorder loses at most the round in progress, and rows older
+than the retention are deleted every round. Reads cgroupfs through `slicectl.host.sampler`; the
+loop of `slicectl record` lives in the CLI (slicectl/cli/watch.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass, fields
+from pathlib import Path
+
+from slicectl.core.errors import SlicectlError
+from slicectl.core.metrics import NodeCpus, NumaMetrics
+from slicectl.core.recommend import Sample
+from slicectl.core.samples import Snapshot
+from slicectl.host.sampler import Sampler
+
+# 2: numa_local_percent and numa_outside_percent (issue 13). A version-1 database gets the
+# two columns added when it is opened, NULL in its old rows.
+SCHEMA_VERSION = 2
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS samples (
+    time REAL NOT NULL,            -- seconds since the epoch (UTC)
+    unit TEXT NOT NULL,            -- cgroup name, e.g. tenants-web.slice
+    path TEXT NOT NULL,            -- below the cgroup root, e.g. tenants.slice/tenants-web.slice
+    anon INTEGER,                  -- memory.stat anon (bytes)
+    file INTEGER,                  -- memory.stat file (bytes)
+    active_file INTEGER,           -- memory.stat active_file (bytes)
+    memory_current INTEGER,        -- memory.current (bytes)
+    memory_some_avg10 REAL,        -- memory.pressure some avg10 (%)
+    memory_some_total INTEGER,     -- memory.pressure some total (µs)
+    cpu_usage_usec INTEGER,        -- cpu.stat usage_usec (µs)
+    numa_local_percent REAL,       -- share of memory on the nodes of its CPUs (%)
+    numa_outside_percent REAL      -- share of memory on nodes it may not allocate on (%)
+);
+CREATE INDEX IF NOT EXISTS samples_time ON samples (time);
+CREATE INDEX IF NOT EXISTS samples_unit_time ON samples (unit, time);
+"""
+# Columns added after version 1, with their types: ALTER TABLE adds them to older databases.
+_ADDED = (("numa_local_percent", "REAL"), ("numa_outside_percent", "REAL"))
+
+
+class RecordError(SlicectlError):
+    """The sample database could not be opened, written or read."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One cgroup at one round; None where the kernel did not report a value."""
+
+    unit: str
+    path: str
+    anon: int | None
+    file: int | None
+    active_file: int | None
+    memory_current: int | None
+    memory_some_avg10: float | None
+    memory_some_total: int | None
+    cpu_usage_usec: int | None
+    numa_local_percent: float | None = None  # None: one memory node, or no memory yet
+    numa_outside_percent: float | None = None
+
+
+def open_db(path: str | Path) -> sqlite3.Connection:
+    """Open (creating if needed) the sample database and its schema."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=30)
+        # WAL: `recommend` can read while the recorder writes.
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_SCHEMA)
+        have = {row[1] for row in conn.execute("PRAGMA table_info(samples)")}
+        for column, kind in _ADDED:
+            if column not in have:
+                conn.execute(f"ALTER TABLE samples ADD COLUMN {column} {kind}")
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.commit()
+    except (OSError, sqlite3.Error) as e:
+        raise RecordError(f"{path}: cannot open the sample database: {e}",
+                          "check the path given to --db and that it is writable") from e
+    return conn
+
+
+def rows_from_snapshot(snapshot: Snapshot, node_cpus: NodeCpus | None = None) -> list[Row]:
+    """The recorded values of every cgroup in a sampler snapshot; NUMA locality against the
+    host's `node_cpus` (metrics.NumaMetrics)."""
+    rows = []
+    for path, s in sorted(snapshot.cgroups.items()):
+        psi = s.memory_pressure.some if s.memory_pressure is not None else None
+        numa = NumaMetrics.from_sample(s, node_cpus, snapshot.host_mems)
+        rows.append(Row(
+            unit=s.unit, path=path, anon=s.anon, file=s.file, active_file=s.active_file,
+            memory_current=s.memory_current,
+            memory_some_avg10=psi.avg10 if psi else None,
+            memory_some_total=psi.total if psi else None,
+            cpu_usage_usec=s.usage_usec,
+            numa_local_percent=None if numa is None else numa.local_percent,
+            numa_outside_percent=None if numa is None else numa.outside_percent,
+        ))
+    return rows
+
+
+def write_rows(conn: sqlite3.Connection, when: float, rows: Iterable[Row]) -> int:
+    """Insert one round of rows taken at `when` (epoch seconds) and commit; returns the count."""
+    data = [(when, *astuple(r)) for r in rows]
+    columns = ", ".join(("time", *(f.name for f in fields(Row))))
+    marks = ", ".join("?" * (len(fields(Row)) + 1))
+    try:
+        with conn:
+            conn.executemany(f"INSERT INTO samples ({columns}) VALUES ({marks})", data)
+    except sqlite3.Error as e:
+        raise RecordError(f"cannot write samples: {e}", "is the disk full or read-only?") from e
+    return len(data)
+
+
+def prune(conn: sqlite3.Connection, before: float) -> int:
+    """Delete rows older than `before` (epoch seconds); returns how many."""
+    try:
+        with conn:
+            return conn.execute("DELETE FROM samples WHERE time < ?", (before,)).rowcount
+    except sqlite3.Error as e:
+        raise RecordError(f"cannot delete old samples: {e}", "is the disk read-only?") from e
+
+
+def record_round(
+    conn: sqlite3.Connection, sampler: Sampler, now: float, retention_days: float,
+    *, node_cpus: NodeCpus | None = None,
+) -> int:
+    """Sample once, store the rows at `now`, delete rows past the retention."""
+    count = write_rows(conn, now, rows_from_snapshot(sampler.sample(), node_cpus))
+    prune(conn, now - retention_days * 86400)
+    return count
+
+
+def load_series(path: str | Path) -> dict[str, list[Sample]]:
+    """unit → its footprint samples in time order, from a database `record` wrote."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecordError(f"{path}: no sample database",
+                          "run `slicectl record` for a week first (or pass --samples CSV)")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            cur = conn.execute(
+                "SELECT unit, time, anon, active_file FROM samples "
+                "WHERE anon IS NOT NULL AND active_file IS NOT NULL ORDER BY unit, time")
+            series: dict[str, list[Sample]] = {}
+            for unit, when, anon, active_file in cur:
+                series.setdefault(unit, []).append(Sample(when, anon, active_file))
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise RecordError(f"{path}: cannot read samples: {e}",
+                          "is it a database written by `slicectl record`?") from e
+    return series

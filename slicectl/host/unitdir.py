@@ -1,0 +1,431 @@
+"""A directory of unit files that slicectl owns part of (an `--out DIR`, /etc/systemd/system).
+
+slicectl records what it generated, with each file's SHA-256, in a manifest and only ever
+writes, replaces or removes files listed there, and only while they still hold what slicectl
+wrote (a file edited by hand is refused unless `--force`). Any other file is left alone, a
+planned path already taken by a file slicectl did not generate is an error, and a symbolic
+link is never written through or replaced. Changes are transactional: every file is written to
+a temporary name and renamed into place, the previous contents are kept, and on any error all
+changes are undone (folders made, parents of the directory included), so nothing half-written
+is ever left behind. One run at a time per directory: `UnitDir.locked()` (slicectl.host.lock).
+
+Why this module runs past 400 lines: the manifest, the hash checks and the transaction (write,
+keep the previous contents, undo) act on the same records and must agree on them; the lock
+stands alone and is in `dirlock`, the atomic writes in `atomic`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from slicectl import __version__
+from slicectl.core.cpulist import format_cpulist, parse_cpulist
+from slicectl.core.errors import OutputError, shown
+from slicectl.core.parsers import UNIT_NAME_RE
+from slicectl.core.plan import DROPIN_NAME
+from slicectl.core.records import record
+from slicectl.host.atomic import write_atomically, write_many
+from slicectl.host.lock import LOCK_TIMEOUT, LockTimeout, locked_dir, make_dirs
+
+if TYPE_CHECKING:
+    from slicectl.core.config import Config
+    from slicectl.core.plan import Plan, ScheduleCommand
+    from slicectl.core.topology import Topology
+
+MANIFEST_NAME = ".slicectl-manifest.json"
+MANIFEST_FORMAT = "slicectl-manifest/1"
+# Every unit type systemd knows (systemd.unit(5)): slicectl writes slices, drop-ins for
+# services and scopes, the schedule's timers and service, and a drop-in for timers.target.
+SYSTEMD_UNIT_TYPES = frozenset({"service", "socket", "device", "mount", "automount", "swap",
+                                "target", "path", "timer", "slice", "scope"})
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def generated_path(rel: str) -> bool:
+    """True if slicectl could have generated `rel`: a unit file or its slicectl drop-in."""
+    unit, slash, name = rel.partition("/")
+    if slash:
+        if name != DROPIN_NAME or not unit.endswith(".d"):
+            return False
+        unit = unit.removesuffix(".d")
+    return (len(unit) <= 255 and UNIT_NAME_RE.fullmatch(unit) is not None
+            and unit.rsplit(".", 1)[1] in SYSTEMD_UNIT_TYPES)
+
+
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of the regular file at `path`, None if nothing is there.
+
+    Never follows a symbolic link and never blocks on a FIFO: a link, a folder or any other
+    kind of file there is refused, naming the path.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if os.path.islink(path):
+            raise _symlink_error(path) from e
+        raise OutputError(f"{shown(path)}: cannot read: {e.strerror}",
+                          "check permissions of the output directory") from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise OutputError(f"{shown(path)} is {kind}, where slicectl writes a unit file",
+                              "slicectl never replaces what it did not write: move it away, "
+                              "then run again")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as e:
+        raise OutputError(f"{shown(path)}: cannot read: {e.strerror}",
+                          "check permissions of the output directory") from e
+    finally:
+        os.close(fd)
+
+
+def _symlink_error(path: Path) -> OutputError:
+    try:
+        target = f" (to {shown(os.readlink(path))})"
+    except OSError:
+        target = ""
+    return OutputError(
+        f"{shown(path)} is a symbolic link{target}; slicectl never writes through or replaces "
+        "a link it did not make",
+        "move the link away, then run again (the settings of a unit slicectl should manage "
+        "belong in tenants.yaml)")
+
+
+def _edited_error(path: Path, manifest: Path, action: str) -> OutputError:
+    """`action`: "replace" or "remove"."""
+    return OutputError(
+        f"{shown(path)} was changed since slicectl generated it (it no longer matches its "
+        f"SHA-256 in {shown(manifest)}); not {action.removesuffix('e')}ing it",
+        "move the change into tenants.yaml, or into a drop-in of your own that sorts after "
+        "slicectl's (e.g. UNIT.d/60-local.conf); then remove the file, or run again with "
+        f"--force (`slicectl generate --force`, `slicectl apply --force`) to {action} it")
+
+
+@record
+class Manifest:
+    """What slicectl generated in a directory, and where it placed each tenant."""
+
+    files: Mapping[str, str] = field(default_factory=dict)  # relative path → sha256
+    placements: Mapping[str, frozenset[int]] = field(default_factory=dict)
+    source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": MANIFEST_FORMAT,
+            "generator": f"slicectl {__version__}",
+            "source": shown(self.source),  # any file name, as UTF-8 text on one line
+            "files": dict(sorted(self.files.items())),
+            "placements": {k: format_cpulist(v) for k, v in sorted(self.placements.items())},
+        }
+
+    @classmethod
+    def load(cls, path: Path) -> Manifest:
+        """Read a manifest; a missing file is an empty manifest (a symlink is refused)."""
+        try:
+            raw = read_regular(path)
+            if raw is None:
+                return cls()
+            data = json.loads(raw.decode("utf-8"))
+        except ValueError as e:  # UnicodeDecodeError and JSONDecodeError
+            raise OutputError(f"{shown(path)}: cannot read slicectl's manifest: {e}",
+                              "restore it from version control, or remove it and the files "
+                              "slicectl generated, then run again") from e
+        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+            raise OutputError(f"{shown(path)}: not a slicectl manifest",
+                              "remove or rename the file; slicectl writes it itself")
+        try:
+            return cls(files=_string_map(data.get("files", {})),
+                       placements={k: parse_cpulist(v)
+                                   for k, v in _string_map(data.get("placements", {})).items()},
+                       source=str(data.get("source", "")))
+        except (TypeError, ValueError) as e:
+            raise OutputError(f"{shown(path)}: malformed slicectl manifest: {e}",
+                              "remove it and the files slicectl generated, then run again"
+                              ) from e
+
+
+def _string_map(value: object) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise TypeError(f"expected an object of strings, got {json.dumps(value)[:80]}")
+    return value
+
+
+@record
+class FileChanges:
+    """What writing a set of files would do to a directory."""
+
+    created: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    # Entries of a damaged manifest that `force` drops (their files are left alone).
+    forgotten: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created or self.updated or self.removed or self.forgotten)
+
+
+@dataclass
+class Journal:
+    """Undo information for one transaction: previous contents of every path touched."""
+
+    root: Path
+    previous: list[tuple[Path, bytes | None]] = field(default_factory=list)
+    made_dirs: list[Path] = field(default_factory=list)
+
+    def rollback(self) -> list[tuple[Path, str]]:
+        """Restore every touched path to what it was (a file that did not exist is removed);
+        returns the paths that could not be restored, with why (the others are restored)."""
+        failed: list[tuple[Path, str]] = []
+        for path, old in reversed(self.previous):
+            try:
+                if old is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    path.parent.mkdir(parents=True, exist_ok=True)  # a removed .d folder
+                    _write_atomic(path, old)
+            except OSError as e:
+                failed.append((path, e.strerror or str(e)))
+        for d in reversed(self.made_dirs):
+            try:
+                d.rmdir()
+            except OSError:
+                pass  # not empty (someone else's file) or gone: leave it
+        self.previous.clear()
+        self.made_dirs.clear()
+        return failed
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Atomic replace (slicectl.host.atomic); a separate name so tests can make writes fail."""
+    write_atomically(path, data)
+
+
+def _write_all(writes: list[tuple[Path, bytes]], new: Collection[Path] = ()) -> None:
+    """Write the files atomically, flushed to disk together (slicectl.host.atomic.write_many);
+    a separate name so tests can make writes fail."""
+    write_many(writes, new)
+
+
+class UnitDir:
+    """The unit directory slicectl writes into, with its manifest."""
+
+    def __init__(self, root: Path, manifest_path: Path | None = None) -> None:
+        self.root = root
+        self.manifest_path = manifest_path or root / MANIFEST_NAME
+
+    def manifest(self) -> Manifest:
+        return Manifest.load(self.manifest_path)
+
+    @contextmanager
+    def locked(self, timeout: float = LOCK_TIMEOUT,
+               on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+        """Hold the directory's lock (slicectl.host.lock) for read manifest → plan → write.
+
+        Makes the directory if needed and removes what it made if the block leaves it empty.
+        Waits up to `timeout` seconds for another run, calling `on_wait(holder)` once.
+        """
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(locked_dir(self.root, timeout, on_wait))
+            except LockTimeout as e:
+                raise OutputError(
+                    f"{shown(self.root)} is in use by {e.holder}: gave up after waiting "
+                    f"{timeout:g} s",
+                    "slicectl writes a directory one run at a time, so that its manifest "
+                    "matches its files: let that run finish, then run again") from None
+            except OSError as e:
+                raise OutputError(
+                    f"cannot use {shown(e.filename or self.root)} as the unit directory: "
+                    f"{e.strerror}",
+                    "give a folder (or a path where one can be made) that you can write") from e
+            yield
+
+    def _target(self, rel: str) -> Path:
+        if rel.startswith("/") or ".." in Path(rel).parts:
+            raise OutputError(f"refusing to write outside {shown(self.root)}: {shown(rel)}",
+                              "this is a bug in slicectl; please report it")
+        return self.root / rel
+
+    def _check_folders(self, rel: str) -> None:
+        """The folders between the root and `rel` must be real folders (or not exist yet)."""
+        folder = self.root
+        for part in Path(rel).parts[:-1]:
+            folder = folder / part
+            try:
+                st = os.lstat(folder)
+            except FileNotFoundError:
+                return
+            except OSError as e:
+                raise OutputError(f"{shown(folder)}: cannot read: {e.strerror}",
+                                  "check permissions of the output directory") from e
+            if stat.S_ISLNK(st.st_mode):
+                raise _symlink_error(folder)
+            if not stat.S_ISDIR(st.st_mode):
+                raise OutputError(f"{shown(folder)} is not a folder, where slicectl writes "
+                                  f"{shown(self.root / rel)}",
+                                  "slicectl never replaces what it did not write: move it "
+                                  "away, then run again")
+
+    def _listed(self, force: bool) -> tuple[dict[str, str], tuple[str, ...]]:
+        """The manifest's files that slicectl could have written, and (with `force`) those
+        it could not have, which are forgotten; without `force` such an entry is an error."""
+        listed: dict[str, str] = {}
+        forgotten: list[str] = []
+        for rel, digest in sorted(self.manifest().files.items()):
+            if generated_path(rel):
+                listed[rel] = digest
+            elif force:
+                forgotten.append(rel)
+            else:
+                outside = rel.startswith("/") or ".." in rel.split("/")
+                raise OutputError(
+                    f"{shown(self.manifest_path)} lists {shown(rel)!r}, "
+                    + (f"which is outside {shown(self.root)}" if outside else
+                       "which is not a file slicectl generates (a unit file or its "
+                       f"UNIT.d/{DROPIN_NAME})"),
+                    "the manifest was edited or damaged: restore it, or run with --force to "
+                    "drop that entry (slicectl leaves the file itself alone)")
+        return listed, tuple(forgotten)
+
+    def _compare(self, rel: str, new: bytes, recorded: str | None, force: bool) -> str:
+        """"created", "updated" or "unchanged"; raises if the path is not slicectl's to write."""
+        path = self._target(rel)
+        self._check_folders(rel)
+        current = read_regular(path)
+        if current is None:
+            return "created"
+        if recorded is None:
+            raise OutputError(
+                f"{shown(path)} exists and was not generated by slicectl",
+                "slicectl never edits files it did not generate: move that file away, "
+                "or merge its settings into tenants.yaml",
+            )
+        if current == new:
+            return "unchanged"
+        if sha256(current) != recorded and not force:
+            raise _edited_error(path, self.manifest_path, "replace")
+        return "updated"
+
+    def _removable(self, rel: str, recorded: str, force: bool) -> bool:
+        """True if slicectl's file `rel` is there to remove; raises if it was edited."""
+        path = self._target(rel)
+        self._check_folders(rel)
+        current = read_regular(path)
+        if current is None:
+            return False
+        if sha256(current) != recorded and not force:
+            raise _edited_error(path, self.manifest_path, "remove")
+        return True
+
+    def diff(self, files: Mapping[str, str], *, force: bool = False) -> FileChanges:
+        """Compare planned files with the directory; raises if a path is not slicectl's, or
+        (unless `force`) if a file slicectl would replace or remove was changed by hand."""
+        listed, forgotten = self._listed(force)
+        changes: dict[str, list[str]] = {"created": [], "updated": [], "unchanged": []}
+        for rel in sorted(files):
+            changes[self._compare(rel, files[rel].encode(), listed.get(rel), force)].append(rel)
+        removed = [rel for rel in listed
+                   if rel not in files and self._removable(rel, listed[rel], force)]
+        return FileChanges(tuple(changes["created"]), tuple(changes["updated"]),
+                           tuple(removed), tuple(changes["unchanged"]), forgotten)
+
+    def write(self, files: Mapping[str, str], manifest: Manifest,
+              changes: FileChanges | None = None, *,
+              force: bool = False) -> tuple[FileChanges, Journal]:
+        """Make the directory hold exactly `files` (of slicectl's); all or nothing.
+
+        `changes` is the caller's diff of these files, just taken (else diffed here, with
+        `force`). Returns the changes and a journal the caller may use to roll back later
+        (apply does, when systemd refuses the new configuration).
+        """
+        if changes is None:
+            changes = self.diff(files, force=force)
+        journal = Journal(self.root)
+        try:
+            journal.made_dirs.extend(make_dirs(self.root))
+            self._write_files(files, changes, journal)
+            self._remove_files(changes, journal)
+            self._write_manifest(files, manifest, journal)
+        except BaseException as e:
+            journal.rollback()
+            if not isinstance(e, OSError):
+                raise
+            raise OutputError(
+                f"cannot write {shown(e.filename or self.root)}: {e.strerror}; nothing was "
+                "changed",
+                f"check that {shown(self.root)} is writable (permissions, read-only file "
+                "system, free space)",
+            ) from e
+        return changes, journal
+
+    def _write_files(self, files: Mapping[str, str], changes: FileChanges,
+                     journal: Journal) -> None:
+        writes: list[tuple[Path, bytes]] = []
+        new: set[Path] = set()
+        folders = {self.root}
+        updated = set(changes.updated)
+        for rel in changes.created + changes.updated:
+            path = self._target(rel)
+            if path.parent not in folders:
+                journal.made_dirs.extend(make_dirs(path.parent))
+                folders.add(path.parent)
+            if rel in updated:
+                journal.previous.append((path, read_regular(path)))
+            else:  # the diff just found no file there
+                journal.previous.append((path, None))
+                new.add(path)
+            writes.append((path, files[rel].encode()))
+        _write_all(writes, new)
+
+    def _remove_files(self, changes: FileChanges, journal: Journal) -> None:
+        for rel in changes.removed:
+            path = self._target(rel)
+            journal.previous.append((path, read_regular(path)))
+            path.unlink()
+            if path.parent != self.root and not any(path.parent.iterdir()):
+                path.parent.rmdir()
+
+    def _write_manifest(self, files: Mapping[str, str], manifest: Manifest,
+                        journal: Journal) -> None:
+        """Write the manifest if it would change (a stale entry for a file someone removed
+        is dropped too)."""
+        full = Manifest(files={rel: sha256(files[rel].encode()) for rel in files},
+                        placements=manifest.placements, source=manifest.source)
+        text = (json.dumps(full.to_json(), indent=2, sort_keys=False) + "\n").encode()
+        journal.made_dirs.extend(make_dirs(self.manifest_path.parent))
+        old = read_regular(self.manifest_path)
+        if old != text:
+            journal.previous.append((self.manifest_path, old))
+            _write_atomic(self.manifest_path, text)
+
+
+def plan_from_manifest(config: Config, topology: Topology, unit_dir: Path,
+                       command: ScheduleCommand | None = None, shares: bool = True) -> Plan:
+    """The plan, keeping tenants where the last apply or generate into `unit_dir` placed
+    them (its manifest): what plan shows is what apply does, and generate is stable. Here,
+    not in apply, so that generate does not import apply's asyncio and D-Bus machinery.
+    `shares`: as build_plan's."""
+    from slicectl.core.plan import build_plan
+
+    return build_plan(config, topology, UnitDir(unit_dir).manifest().placements, command,
+                      shares=shares)

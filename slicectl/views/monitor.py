@@ -1,0 +1,237 @@
+"""The render layer of `slicectl status`, `slicectl top` and the TUI: JSON and table rows.
+
+One render layer (`COLUMNS`, `row`, `render_table`) serves `status`, `top` and the TUI; their
+sampling loops live in the CLI (slicectl/cli/watch.py). rich is imported lazily inside
+functions so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from slicectl.core.cpulist import format_cpulist
+from slicectl.core.metrics import NumaMetrics, PressureMetrics, SliceMetrics, Trouble
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+JSON_VERSION = 1
+
+COLUMNS = (
+    "slice", "cpu cores/allowed", "quota", "throttled", "mem current/high/max",
+    "psi cpu", "psi mem", "psi io", "events", "tasks",
+)  # fmt: skip
+# status, top and the TUI's overview add it after the memory column(s) when memory.numa_stat
+# was read (more than one memory node).
+NUMA_COLUMN = "numa local"
+# status and top end with it when any slice read or wrote during the interval (io.stat).
+IO_COLUMN = "io r/w"  # bytes per second
+
+# Row styles by trouble, most serious first; the TUI maps the same flags to its classes.
+TROUBLE_STYLE = {
+    Trouble.OOM: "bold red",
+    Trouble.NEAR_LIMIT: "red",
+    Trouble.PRESSURE: "yellow",
+    Trouble.THROTTLED: "magenta",
+    Trouble.REMOTE_MEMORY: "cyan",
+}
+
+
+def _r(x: float | None, digits: int) -> float | None:
+    """Rounded for JSON; None for unknown, and for nan or inf, which JSON cannot carry."""
+    return None if x is None or not math.isfinite(x) else round(x, digits)
+
+
+def _psi_json(p: PressureMetrics | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    full = p.full
+    return {
+        "some": {"avg10": _r(p.some.avg10, 2), "rate": _r(p.some.rate, 2)},
+        "full": None if full is None else {"avg10": _r(full.avg10, 2), "rate": _r(full.rate, 2)},
+    }
+
+
+def _numa_json(n: NumaMetrics | None) -> dict[str, Any] | None:
+    if n is None:
+        return None
+    return {
+        "nodes": [{"node": x.node, "anon": x.anon, "file": x.file} for x in n.nodes],
+        "local_nodes": None if n.local_nodes is None else format_cpulist(n.local_nodes),
+        "local_percent": _r(n.local_percent, 2),
+        "outside_percent": _r(n.outside_percent, 2),
+        "bound": n.bound,
+    }
+
+
+def status_json(metrics: Sequence[SliceMetrics], interval: float | None) -> dict[str, Any]:
+    """The documented `status --json` object (docs/status-json.md), slices sorted by unit."""
+    slices = []
+    for m in sorted(metrics, key=lambda m: (m.unit, m.cgroup)):
+        slices.append(
+            {
+                "unit": m.unit,
+                "cgroup": m.cgroup,
+                "limits": {
+                    "cpus": None if m.cpus is None else format_cpulist(m.cpus),
+                    "allowed_cpus": m.allowed_cpus,
+                    "mems": None if m.mems is None else format_cpulist(m.mems),
+                    "cpu_weight": m.cpu_weight,
+                    "cpu_quota_cores": _r(m.quota_cores, 3),
+                    "memory_min": m.memory_min,
+                    "memory_low": m.memory_low,
+                    "memory_high": m.memory_high,
+                    "memory_max": m.memory_max,
+                    "memory_swap_max": m.swap_max,
+                },
+                "cpu": {
+                    "cores": _r(m.cpu_cores, 3),
+                    "percent": _r(m.cpu_percent, 2),
+                    "throttled_percent": _r(m.throttled_percent, 2),
+                    "throttled_s": _r(m.throttled_s, 6),
+                },
+                "memory": {
+                    "current": m.memory_current,
+                    "percent": _r(m.memory_percent, 2),
+                    "anon": m.anon,
+                    "file": m.file,
+                    "active_file": m.active_file,
+                    "inactive_file": m.inactive_file,
+                    "swap": m.swap_current,
+                    "refaults_per_s": _r(m.refaults_per_s, 1),
+                },
+                "pressure": {
+                    "cpu": _psi_json(m.cpu_pressure),
+                    "memory": _psi_json(m.memory_pressure),
+                    "io": _psi_json(m.io_pressure),
+                },
+                "events": {
+                    "low": m.events_low,
+                    "high": m.events_high,
+                    "max": m.events_max,
+                    "oom": m.events_oom,
+                    "oom_kill": m.events_oom_kill,
+                },
+                "tasks": m.tasks,
+                "io": {"read_bytes_per_s": _r(m.io_read_bps, 1),
+                       "write_bytes_per_s": _r(m.io_write_bps, 1)},
+                "trouble": sorted(m.trouble),
+                "numa": _numa_json(m.numa),
+            }
+        )
+    return {"version": JSON_VERSION, "interval_s": _r(interval, 3), "slices": slices}
+
+
+def size_text(n: int | None) -> str:
+    """Bytes for people: 1536 -> "1.5K", None (no limit) -> "max"."""
+    if n is None:
+        return "max"
+    value = float(n)
+    for unit in ("", "K", "M", "G", "T"):
+        if value < 1024 or unit == "T":
+            return f"{value:.0f}{unit}" if unit == "" else f"{value:.1f}{unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _psi_cell(p: PressureMetrics | None) -> str:
+    return "-" if p is None else f"{p.some.avg10:.1f}%"
+
+
+def _events_cell(m: SliceMetrics) -> str:
+    parts = [
+        f"{name} +{n}"
+        for name, n in (
+            ("oom_kill", m.events_oom_kill),
+            ("oom", m.events_oom),
+            ("max", m.events_max),
+            ("high", m.events_high),
+        )
+        if n
+    ]
+    return ", ".join(parts) or "-"
+
+
+def row(m: SliceMetrics) -> list[str]:
+    """One slice as the cells of COLUMNS ("-" = not measured yet or not available)."""
+    cores = "-" if m.cpu_cores is None else f"{m.cpu_cores:.2f}"
+    quota = "-" if m.quota_cores is None else f"{m.quota_cores:.2f}"
+    throttled = "-" if m.throttled_percent is None else f"{m.throttled_percent:.1f}%"
+    if m.quota_cores is None and not m.throttled_percent:
+        throttled = "-"  # no quota, so nothing to throttle against
+    if m.memory_current is None:
+        mem = "-"
+    else:
+        mem = (f"{size_text(m.memory_current)} / {size_text(m.memory_high)} / "
+               f"{size_text(m.memory_max)}")
+    return [
+        m.unit,
+        f"{cores} / {m.allowed_cpus}",
+        quota,
+        throttled,
+        mem,
+        _psi_cell(m.cpu_pressure),
+        _psi_cell(m.memory_pressure),
+        _psi_cell(m.io_pressure),
+        _events_cell(m),
+        "-" if m.tasks is None else str(m.tasks),
+    ]
+
+
+def numa_cell(m: SliceMetrics) -> str:
+    """The local share of the slice's memory, and the share outside its memory nodes when
+    there is some: "97%", "25% (75% out)" ("-" = unknown)."""
+    n = m.numa
+    if n is None or n.outside_percent is None:
+        return "-"
+    local = "-" if n.local_percent is None else f"{n.local_percent:.0f}%"
+    if n.outside_percent < 0.5:
+        return local
+    return f"{local} ({n.outside_percent:.0f}% out)"
+
+
+def io_cell(m: SliceMetrics) -> str:
+    """Bytes read and written per second: "1.5M/0" ("-" = unknown)."""
+    if m.io_read_bps is None or m.io_write_bps is None:
+        return "-"
+    return f"{size_text(round(m.io_read_bps))}/{size_text(round(m.io_write_bps))}"
+
+
+def row_style(m: SliceMetrics) -> str:
+    """The rich style of the most serious trouble flag, or "" when all is well."""
+    flags = m.trouble
+    if not flags:
+        return ""
+    return next((style for t, style in TROUBLE_STYLE.items() if t in flags), "")
+
+
+_LEFT = {"slice", "mem current/high/max", "events"}
+_NUMA_AFTER = COLUMNS.index("mem current/high/max") + 1
+
+
+def render_table(metrics: Sequence[SliceMetrics], title: str | None = None) -> Table:
+    """A rich Table of the metrics, in the given order; with NUMA_COLUMN when any slice has
+    NUMA figures, IO_COLUMN when any read or wrote."""
+    from rich.table import Table
+
+    numa = any(m.numa is not None for m in metrics)
+    io = any(m.io_read_bps or m.io_write_bps for m in metrics)
+    columns = list(COLUMNS)
+    if numa:
+        columns.insert(_NUMA_AFTER, NUMA_COLUMN)
+    if io:
+        columns.append(IO_COLUMN)
+    table = Table(title=title, title_justify="left")
+    for name in columns:
+        table.add_column(name, justify="left" if name in _LEFT else "right",
+                         no_wrap=name == "slice")
+    for m in metrics:
+        cells = row(m)
+        if numa:
+            cells.insert(_NUMA_AFTER, numa_cell(m))
+        if io:
+            cells.append(io_cell(m))
+        table.add_row(*cells, style=row_style(m))
+    return table

@@ -1,0 +1,183 @@
+"""The package's folders are its layers (DESIGN §1, §12): the import rules between them, read
+from the folders themselves, and no import cycles."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Layers (DESIGN §1, §12) are the package's folders: slicectl/core/ (pure), slicectl/host/ (the
+# edges), slicectl/apply/, slicectl/views/ (what the front ends show), then one folder per front
+# end. A module may import its own layer and the layers this table lists for it; a front end
+# may import any layer. A folder (or top-level module) in no layer fails the test.
+MAY_IMPORT = {"core": {"core"}, "host": {"core", "host"}, "apply": {"core", "host", "apply"},
+              "views": {"core", "views"}}
+FRONT_ENDS = {"cli", "tui", "exporter", "", "__main__"}  # "": the package's own __init__
+FORBIDDEN_IN_CORE = ("textual", "dbus_fast", "rich", "prometheus_client")
+# Cycles allowed for now, each named: the TUI's screens reach into the app (tui/app.py imports
+# its screens, tui/screens/base.py imports the app back). No other cycle is allowed.
+ALLOWED_CYCLES = [{"slicectl.tui.app", "slicectl.tui.screens.base", "slicectl.tui.screens.detail",
+                   "slicectl.tui.screens.numa", "slicectl.tui.screens.overview"}]
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """slicectl/cli/parser.py -> slicectl.cli.parser; a package's __init__.py -> the package."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_names(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+    """(line, module) for every import statement anywhere in the file (lazy ones too), with
+    relative imports made absolute; `from a import b` yields both a and a.b."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = module_name(path, root).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    result: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            result += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            result.append((node.lineno, module))
+            result += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return result
+
+
+def scan(root: Path = ROOT) -> dict[str, list[tuple[int, str]]]:
+    """slicectl module -> every import in its file (line, module), each file parsed once."""
+    return {module_name(p, root): imported_names(p, root)
+            for p in sorted((root / "slicectl").rglob("*.py"))}
+
+
+def import_graph(modules: dict[str, list[tuple[int, str]]]) -> dict[str, dict[str, int]]:
+    """slicectl module -> {slicectl module it imports: line}."""
+    return {name: {imported: line for line, imported in names
+                   if imported in modules and imported != name}
+            for name, names in modules.items()}
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[set[str]]:
+    """The import cycles: strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer(module: str) -> str:
+    """The layer of a module: the folder (or top-level module) under slicectl/ it lives in."""
+    name = module.split(".")[1] if "." in module else ""
+    if name in MAY_IMPORT or name in FRONT_ENDS:
+        return name
+    return "unclassified"
+
+
+def boundary_violations(root: Path = ROOT) -> list[str]:
+    """Imports that cross the layers the wrong way, modules in no layer, and import cycles
+    but the allowed ones."""
+    modules = scan(root)
+    graph = import_graph(modules)
+    found = cycles(graph)
+    bad = [f"import cycle: {' <-> '.join(sorted(c))}" for c in found if c not in ALLOWED_CYCLES]
+    bad += [f"allowed cycle gone, remove it: {sorted(c)}" for c in ALLOWED_CYCLES
+            if root == ROOT and c not in found]
+    for module, imports in graph.items():
+        where = layer(module)
+        if where == "unclassified":
+            bad.append(f"{module}: in no layer (a folder of MAY_IMPORT or FRONT_ENDS)")
+            continue
+        if where == "core":
+            bad += [f"{module}:{line}: core imports {name}" for line, name in modules[module]
+                    if name.split(".")[0] in FORBIDDEN_IN_CORE]
+        allowed = MAY_IMPORT.get(where)
+        for imported, line in imports.items():
+            if allowed is not None and layer(imported) not in allowed and imported != "slicectl":
+                bad.append(f"{module}:{line}: {where} imports {layer(imported)} {imported}")
+    return bad
+
+
+def test_import_boundaries() -> None:
+    """DESIGN §12: core -> core only; host -> core and host; apply -> core, host and apply;
+    views -> core and views; no import cycles (lazy imports included) but the named ones."""
+    bad = boundary_violations()
+    assert not bad, "\n".join(bad)
+
+
+def test_import_checker_sees_lazy_relative_and_crossing_imports(tmp_path: Path) -> None:
+    # The checker itself must see lazy, relative and from-imports, and the layers by folder,
+    # or the test above proves nothing.
+    pkg = tmp_path / "slicectl"
+    for folder in ("tui", "core", "host", "views", "odd"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "tui" / "__init__.py").write_text("from .app import run\n")
+    (pkg / "tui" / "app.py").write_text("def run():\n    from .. import tui\n")
+    (pkg / "core" / "config.py").write_text(
+        "import os\ndef f():\n    from rich.table import Table\n"
+        "    from slicectl.host import sysfs\n")
+    (pkg / "host" / "sysfs.py").write_text("import slicectl.core.config\n"
+                                           "from slicectl.views.tables import x\n")
+    (pkg / "views" / "tables.py").write_text("from slicectl.core.config import f\n")
+    (pkg / "views" / "rows.py").write_text("from ..tui import app\n")
+    (pkg / "odd" / "thing.py").write_text("")
+    (pkg / "loose.py").write_text("")
+    graph = import_graph(scan(tmp_path))
+    assert graph["slicectl.core.config"] == {"slicectl.host.sysfs": 4, "slicectl.host": 4}
+    assert graph["slicectl.tui"] == {"slicectl.tui.app": 1}
+    assert graph["slicectl.tui.app"] == {"slicectl.tui": 2, "slicectl": 2}
+    assert sorted(map(sorted, cycles(graph))) == [
+        ["slicectl.core.config", "slicectl.host.sysfs", "slicectl.views.tables"],
+        ["slicectl.tui", "slicectl.tui.app"]]
+    assert sorted(boundary_violations(tmp_path)) == [
+        "import cycle: slicectl.core.config <-> slicectl.host.sysfs <-> slicectl.views.tables",
+        "import cycle: slicectl.tui <-> slicectl.tui.app",
+        "slicectl.core.config:3: core imports rich.table",
+        "slicectl.core.config:3: core imports rich.table.Table",
+        "slicectl.core.config:4: core imports host slicectl.host",
+        "slicectl.core.config:4: core imports host slicectl.host.sysfs",
+        "slicectl.host.sysfs:2: host imports views slicectl.views.tables",
+        "slicectl.loose: in no layer (a folder of MAY_IMPORT or FRONT_ENDS)",
+        "slicectl.odd.thing: in no layer (a folder of MAY_IMPORT or FRONT_ENDS)",
+        "slicectl.odd: in no layer (a folder of MAY_IMPORT or FRONT_ENDS)",
+        "slicectl.views.rows:1: views imports tui slicectl.tui",
+        "slicectl.views.rows:1: views imports tui slicectl.tui.app"]
+    assert cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {}}) == []
+
+
+def test_top_level_is_small() -> None:
+    """A newcomer reads the package's layout in a minute: few top-level modules, every folder a
+    layer or a front end."""
+    top = sorted(p.name for p in (ROOT / "slicectl").iterdir()
+                 if p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))
+    assert len([n for n in top if n.endswith(".py")]) <= 10, top
+    folders = {n for n in top if not n.endswith(".py")}
+    assert folders <= set(MAY_IMPORT) | FRONT_ENDS, folders - set(MAY_IMPORT) - FRONT_ENDS

@@ -1,0 +1,74 @@
+"""slicectl.host.systemd_calendar over the real `systemd-analyze calendar` (systemd's own
+parser)."""
+
+from __future__ import annotations
+
+import calendar as stdcal
+import time
+
+import pytest
+
+from slicectl.host import systemd_calendar
+from slicectl.host.systemd_calendar import Elapses, InForce
+
+# Sun 2026-11-22 12:00:00 UTC
+NOW = float(stdcal.timegm((2026, 11, 22, 12, 0, 0)))
+
+
+def utc(*fields: int) -> float:
+    return float(stdcal.timegm((*fields, 0)[:6]))
+
+
+@pytest.fixture(autouse=True)
+def utc_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Calendar events are in the host's local time; the tests fix it to UTC (and one test
+    # checks another zone).
+    monkeypatch.setenv("TZ", "UTC")
+    if not systemd_calendar.available():
+        pytest.fail("systemd-analyze is not installed (tests/run installs systemd)")
+
+
+def test_evaluate_gives_the_next_elapses() -> None:
+    got = systemd_calendar.evaluate("Mon..Fri 22:00", base=NOW, iterations=3)
+    assert isinstance(got, Elapses)
+    assert got.normalized == "Mon..Fri *-*-* 22:00:00"
+    assert got.times == (utc(2026, 11, 23, 22, 0, 0), utc(2026, 11, 24, 22, 0, 0),
+                         utc(2026, 11, 25, 22, 0, 0))
+
+
+def test_times_are_utc_whatever_the_hosts_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Europe/Berlin")  # 22:00 CET is 21:00 UTC
+    got = systemd_calendar.evaluate("Mon..Fri 22:00", base=NOW)
+    assert isinstance(got, Elapses) and got.times == (utc(2026, 11, 23, 21, 0, 0),)
+
+
+def test_invalid_and_never() -> None:
+    assert systemd_calendar.evaluate("Mon..Fri 25:00") == (
+        "Failed to parse calendar specification 'Mon..Fri 25:00': Invalid argument")
+    assert systemd_calendar.next_elapse("2020-01-01", NOW) is None
+
+
+def test_last_elapse_looks_back_as_far_as_needed() -> None:
+    assert systemd_calendar.last_elapse("Mon..Fri 22:00", NOW) == utc(2026, 11, 20, 22, 0, 0)
+    assert systemd_calendar.last_elapse("minutely", NOW) == NOW  # elapses exactly now
+    assert systemd_calendar.last_elapse("*-01-01 00:00", NOW) == utc(2026, 1, 1, 0, 0, 0)
+    assert systemd_calendar.last_elapse("2030-01-01", NOW) is None
+
+
+def test_the_profile_whose_schedule_elapsed_last_is_in_force() -> None:
+    schedule = {"night": ("Mon..Fri 22:00",), "default": ("Mon..Fri 07:00", "Sat 09:00")}
+    # Sunday noon: Saturday 09:00 (the base file) came after Friday 22:00 (night).
+    assert systemd_calendar.in_force(schedule, NOW) == InForce(None, utc(2026, 11, 21, 9, 0, 0))
+    monday_night = utc(2026, 11, 23, 23, 0, 0)
+    assert systemd_calendar.in_force(schedule, monday_night) == InForce("night",
+                                                                utc(2026, 11, 23, 22, 0, 0))
+    # A profile really named "default" is that profile, not the base file.
+    assert systemd_calendar.in_force(schedule, NOW, base_name=None).profile == "default"
+    assert systemd_calendar.in_force({}, NOW) == InForce(None, None)
+
+
+def test_now_defaults_to_the_clock() -> None:
+    before = time.time()
+    got = systemd_calendar.in_force({"p": ("minutely",)})
+    assert got.profile == "p" and got.since is not None and before - 61 <= got.since <= \
+        time.time()
