@@ -40,7 +40,7 @@ def sample(**values: object) -> CgroupSample:
 
 
 def test_samples_and_metrics_are_values() -> None:
-    """slotted_record: built without the frozen __init__, compared and hashed by value."""
+    """Slotted dataclasses: built without the frozen __init__, compared and hashed by value."""
     a, b = sample(), sample()
     assert a == b and hash(a) == hash(b) and a != sample(tasks=8)
     m1, m2 = (SliceMetrics.from_samples(a, s, 1.0) for s in (b, sample()))

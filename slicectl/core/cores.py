@@ -14,7 +14,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from slicectl.core.cpulist import format_cpulist
-from slicectl.core.records import record
 from slicectl.core.topology import Topology
 
 Core = tuple[int, ...]
@@ -30,7 +29,7 @@ class _Sorted:
     shared: list[int] = field(default_factory=list)  # housekeeping/another tenant holds some
 
 
-@record
+@dataclass(frozen=True)
 class _Saved:
     free: set[int]
     owner: dict[int, str]

@@ -7,8 +7,7 @@ class to an exit code; tracebacks are shown only with `--debug`.
 from __future__ import annotations
 
 import os
-
-from slicectl.core.records import record
+from dataclasses import dataclass
 
 
 def shown(name: str | os.PathLike[str]) -> str:
@@ -33,7 +32,7 @@ class SlicectlError(Exception):
         return self.message
 
 
-@record
+@dataclass(frozen=True)
 class Problem:
     """One problem found in an input file, located by file, line and key path."""
 

@@ -10,10 +10,10 @@ NUMA locality needs the host's node -> CPUs map, which the caller reads (sysfs) 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from operator import attrgetter
 
-from slicectl.core.records import slotted_record
 from slicectl.core.samples import CgroupSample, NodeMemory, Pressure, Snapshot
 
 # The host's NUMA nodes and the CPUs of each (topology.Node.id -> Node.cpus).
@@ -34,7 +34,10 @@ class Trouble(StrEnum):
     REMOTE_MEMORY = "remote-memory"
 
 
-@slotted_record
+# Not frozen: these are built by the hundred on every refresh, and a frozen dataclass's
+# __init__ stores each field through object.__setattr__, ten times the cost of a plain
+# slotted one (BENCHMARKS.md, "records"). Treat them as immutable all the same.
+@dataclass(slots=True, unsafe_hash=True)
 class PsiMetrics:
     """One PSI line: avg10 as the kernel reports it and the rate over our interval (%)."""
 
@@ -42,7 +45,7 @@ class PsiMetrics:
     rate: float | None
 
 
-@slotted_record
+@dataclass(slots=True, unsafe_hash=True)
 class PressureMetrics:
     """`some` and `full` stall shares of one resource."""
 
@@ -50,7 +53,7 @@ class PressureMetrics:
     full: PsiMetrics | None
 
 
-@slotted_record
+@dataclass(slots=True, unsafe_hash=True)
 class NumaMetrics:
     """Where a slice's memory is (memory.numa_stat) against where it runs and may allocate.
 
@@ -96,7 +99,7 @@ def _nodes_of(cpus: frozenset[int] | None, node_cpus: NodeCpus | None) -> frozen
     return frozenset(n for n, on in node_cpus.items() if on and (cpus is None or on & cpus))
 
 
-@slotted_record
+@dataclass(slots=True, unsafe_hash=True)
 class SliceMetrics:
     """What `status`, `top` and the TUI show for one slice; None = unknown or unlimited."""
 

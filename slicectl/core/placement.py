@@ -17,6 +17,7 @@ Rules (DESIGN §4), each traced to the seeds:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from slicectl.core.config import Config, Tenant
 from slicectl.core.cores import Claims
@@ -24,11 +25,10 @@ from slicectl.core.cpulist import format_cpulist
 from slicectl.core.errors import PlacementError, Problem
 from slicectl.core.packing import Ask, place_asks
 from slicectl.core.properties import Numa
-from slicectl.core.records import record
 from slicectl.core.topology import Topology
 
 
-@record
+@dataclass(frozen=True)
 class TenantPlacement:
     """Where one tenant runs: its CPUs, the nodes they are on, and its memory nodes."""
 
@@ -40,7 +40,7 @@ class TenantPlacement:
     pool: bool  # True: runs on the shared pool (no `cpus` asked)
 
 
-@record
+@dataclass(frozen=True)
 class Layout:
     """The placement of every tenant plus the housekeeping CPUs and the shared pool.
 

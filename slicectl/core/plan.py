@@ -9,7 +9,7 @@ Plans round-trip through JSON (docs/plan-json.md).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,6 @@ from slicectl.core.properties import (
     PROPERTIES,
 )
 from slicectl.core.protection import FIX, SOURCE, overcommit, protects
-from slicectl.core.records import record
 from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.core.topology import Topology
 from slicectl.core.values import size_sum
@@ -69,7 +68,7 @@ def format_property(name: str, value: PlanValue) -> str:
     return PROP_BY_NAME[name].kind.file(value)
 
 
-@record
+@dataclass(frozen=True)
 class UnitPlan:
     """One file slicectl generates: a unit file, or a drop-in for an existing unit."""
 
@@ -117,7 +116,7 @@ class UnitPlan:
         )
 
 
-@record
+@dataclass(frozen=True)
 class Plan:
     """Everything slicectl wants on a host, derived from tenants.yaml and the topology."""
 
@@ -225,7 +224,7 @@ def _confine_props(c: Confinement | None, hk: frozenset[int], housekeeping_unit:
     return props
 
 
-@record
+@dataclass(frozen=True)
 class ScheduleCommand:
     """How a timer's service runs slicectl: the executable and the tenants file on the host."""
 

@@ -13,6 +13,7 @@ cgroup file must say), systemd (signatures), the TUI form, and the README's refe
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import Flag, StrEnum, auto
 from typing import Any, Final
 
@@ -43,7 +44,6 @@ from slicectl.core.parsers import (
     parse_weight,
     size_parser,
 )
-from slicectl.core.records import record
 from slicectl.core.values import UINT64_MAX, parse_percent
 
 __all__ = ["BY_KEY", "CONFINE_SETTINGS", "CONFINE_TYPES", "EDITABLE_KEYS", "MAX_UNIT_FILE_NAME",
@@ -81,7 +81,7 @@ def no_devices(_path: str) -> str | None:
     return None
 
 
-@record
+@dataclass(frozen=True)
 class Prop:
     """A systemd unit property slicectl sets, and the cgroup files that prove it took."""
 
@@ -175,7 +175,7 @@ _OOMD_TYPES = ("service", "scope", "slice")
 # --- the table ----------------------------------------------------------------------------
 
 
-@record
+@dataclass(frozen=True)
 class Setting:
     """One key of tenants.yaml: how to parse it, where it may appear, the systemd property it
     becomes, and its documentation (README's reference tables are made from these rows)."""

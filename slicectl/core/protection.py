@@ -8,7 +8,8 @@ reports it as `protection-overcommit`; both call `overcommit` here.
 
 from __future__ import annotations
 
-from slicectl.core.records import record
+from dataclasses import dataclass
+
 from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Tenant
 from slicectl.core.topology import Topology
 from slicectl.core.values import INFINITY, format_size, size_bytes
@@ -17,7 +18,7 @@ FIX = "lower memory_low/memory_min so all protections fit in RAM minus housekeep
 SOURCE = "systemd.resource-control(5)"
 
 
-@record
+@dataclass(frozen=True)
 class Overcommit:
     """Protections that do not fit: where the running total passes the budget, and why."""
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from slicectl.core.records import slotted_record
-
 
 class PsiLine(NamedTuple):
     """One line of a PSI file: share of time stalled (%) and total stall time (µs)."""
@@ -44,7 +42,10 @@ class NodeMemory(NamedTuple):
         return self.anon + self.file
 
 
-@slotted_record
+# Not frozen: these are built by the hundred on every refresh, and a frozen dataclass's
+# __init__ stores each field through object.__setattr__, ten times the cost of a plain
+# slotted one (BENCHMARKS.md, "records"). Treat them as immutable all the same.
+@dataclass(slots=True, unsafe_hash=True)
 class CgroupSample:
     """One cgroup's counters and limits at one instant, field by field as the kernel shows them.
 

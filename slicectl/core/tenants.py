@@ -8,12 +8,11 @@ property needs no field here; the few the core reasons about have typed accessor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.properties import BY_KEY, Numa, Role
-from slicectl.core.records import record
 from slicectl.core.values import Size
 
 HOUSEKEEPING_UNITS = ("system.slice", "user.slice", "init.scope")
@@ -63,7 +62,7 @@ class _Resources:
         return self.resources.get("memory_swap_max")
 
 
-@record
+@dataclass(frozen=True)
 class Tenant(_Resources):
     """One tenant: becomes `<slice>-<name>.slice`."""
 
@@ -89,7 +88,7 @@ class Tenant(_Resources):
         return replace(self, **fields_, resources={**self.resources, **resources})
 
 
-@record
+@dataclass(frozen=True)
 class Confinement(_Resources):
     """Limits for a housekeeping unit (system.slice, user.slice, cron.service, …)."""
 
@@ -104,7 +103,7 @@ class Confinement(_Resources):
         return self.lines.get(key, self.line)
 
 
-@record
+@dataclass(frozen=True)
 class Config:
     """A validated tenants.yaml."""
 

@@ -31,7 +31,6 @@ from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import OutputError, shown
 from slicectl.core.parsers import UNIT_NAME_RE
 from slicectl.core.plan import DROPIN_NAME
-from slicectl.core.records import record
 from slicectl.host.atomic import write_atomically, write_many
 from slicectl.host.lock import LOCK_TIMEOUT, LockTimeout, locked_dir, make_dirs
 
@@ -118,7 +117,7 @@ def _edited_error(path: Path, manifest: Path, action: str) -> OutputError:
         f"--force (`slicectl generate --force`, `slicectl apply --force`) to {action} it")
 
 
-@record
+@dataclass(frozen=True)
 class Manifest:
     """What slicectl generated in a directory, and where it placed each tenant."""
 
@@ -168,7 +167,7 @@ def _string_map(value: object) -> dict[str, str]:
     return value
 
 
-@record
+@dataclass(frozen=True)
 class FileChanges:
     """What writing a set of files would do to a directory."""
 

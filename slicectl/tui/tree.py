@@ -14,7 +14,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from slicectl.core.metrics import SliceMetrics
-from slicectl.core.records import slotted_record
 from slicectl.tui.model import SortKey, name_order, order_by
 from slicectl.views.monitor import size_text
 
@@ -40,7 +39,10 @@ class Effective:
     quota_cores: Limit
 
 
-@slotted_record
+# Not frozen: these are built by the hundred on every refresh, and a frozen dataclass's
+# __init__ stores each field through object.__setattr__, ten times the cost of a plain
+# slotted one (BENCHMARKS.md, "records"). Treat them as immutable all the same.
+@dataclass(slots=True, unsafe_hash=True)
 class TreeLine:
     """One line of the tree: a slice, its depth and fold state, and its effective limits."""
 
