@@ -99,16 +99,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)
 
 
-# --- compiled templates: this test process's own cache, not the user's ---------------------
-
-_TEMPLATE_CACHE = tempfile.mkdtemp(prefix="slicectl-test-cache-")
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    """generate and apply keep --templates DIR's templates compiled in $XDG_CACHE_HOME/slicectl:
-    the tests (and the `slicectl` processes they start) use a folder of their own, made empty
-    for each test process, so they neither read nor fill the user's cache."""
-    os.environ["XDG_CACHE_HOME"] = _TEMPLATE_CACHE
     scratch_in_memory(config)
 
 
@@ -141,10 +132,6 @@ def _is_tmpfs(path: Path) -> bool:
     except OSError:
         return False
     return any(f.split()[1:3] == [str(path), "tmpfs"] for f in mounts)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    shutil.rmtree(_TEMPLATE_CACHE, ignore_errors=True)
 
 
 # --- D-Bus: a private dbus-daemon with a fake org.freedesktop.systemd1 -----------------------

@@ -1,9 +1,9 @@
 """Rendering plans into unit files: determinism, headers, value checks, templates, and the
 real `systemd-analyze verify` on plans for every fixture topology.
 
-Why this module runs past 400 lines: rendering has three ways to the same bytes (the built-in
-functions, jinja2 templates, the compiled-template cache), each compared with the others here,
-and `systemd-analyze verify` runs on every fixture topology's plan.
+Why this module runs past 400 lines: every example and case file is rendered on every fixture
+topology it fits, rendering is checked to write nothing, and `systemd-analyze verify` runs on
+every fixture topology's plan.
 """
 
 from __future__ import annotations
@@ -17,19 +17,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import jinja2
 import pytest
-from examplecounts import examples
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from unitcheck import parse_unit, systemd_verify
 
 import slicectl
-from slicectl.core.builtin_templates import RENDERERS, SOURCES, renderer
 from slicectl.core.config import load_config, load_yaml, parse_config
 from slicectl.core.errors import RenderError, SlicectlError
 from slicectl.core.plan import FileKind, Plan, Section, UnitPlan, build_plan
-from slicectl.core.render import OPTIONS, check_value, default_templates_dir, render
+from slicectl.core.render import check_value, default_templates_dir, render
 from slicectl.core.topology import Topology
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -228,7 +223,7 @@ def test_missing_template(tmp_path: Path) -> None:
     assert e.value.hint == "--templates DIR must hold slice.j2 and dropin.j2"
 
 
-# --- the built-in templates without jinja2 (slicectl/core/builtin_templates.py) ------------------
+# --- every example and case file, and rendering writes nothing -----------------------------
 
 CASE_FILES = sorted(ROOT.glob("examples/*.yaml")) + sorted(
     p for p in (ROOT / "tests" / "cases").glob("*.yaml") if not p.name.startswith("err-"))
@@ -248,60 +243,22 @@ def plans_of(path: Path) -> list[Plan]:
 
 
 @pytest.mark.parametrize("path", CASE_FILES, ids=lambda p: p.name)
-def test_builtin_templates_render_what_jinja2_renders(path: Path) -> None:
-    """Every example and valid case file, every profile, every topology it fits: the Python
-    functions and jinja2 (the same templates, given as --templates DIR) agree byte for byte."""
+def test_every_example_renders_as_its_templates_say(path: Path, tmp_path: Path) -> None:
+    """Every example and valid case file, every profile, every topology it fits: the built-in
+    templates and a copy of them given as --templates DIR render the same bytes, and every
+    file ends in one newline."""
     plans = plans_of(path)
     assert plans, f"{path.name} fits no fixture topology"
+    copy = str(copy_templates(tmp_path))
     for plan in plans:
-        assert render(plan) == render(plan, default_templates_dir())
+        files = render(plan)
+        assert files == render(plan, copy)
+        assert all(text.endswith("\n") and not text.endswith("\n\n") for text in files.values())
 
 
-JINJA2 = jinja2.Environment(loader=jinja2.FileSystemLoader(default_templates_dir()),
-                            undefined=jinja2.StrictUndefined, **OPTIONS)
-TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
-PAIRS = st.lists(st.tuples(TEXT, TEXT), max_size=3)
-
-
-@settings(max_examples=examples(200), deadline=None)
-@given(header=st.lists(TEXT, max_size=3), section=st.sampled_from(list(Section)) | TEXT,
-       unit=TEXT, slice_=st.none() | TEXT, description=st.none() | TEXT, extra=PAIRS,
-       properties=PAIRS, wants=st.lists(TEXT, max_size=3),
-       sections=st.lists(st.tuples(TEXT, PAIRS), max_size=3))
-def test_builtin_templates_agree_with_jinja2_on_any_values(
-        header: list[str], section: object, unit: str, slice_: str | None,
-        description: str | None, extra: list[tuple[str, str]],
-        properties: list[tuple[str, str]], wants: list[str],
-        sections: list[tuple[str, list[tuple[str, str]]]]) -> None:
-    """Any values (empty, None, an enum member, braces, `%`, newlines): the same text."""
-    context = {"header": header, "section": section, "unit": unit, "slice": slice_,
-               "description": description, "extra": extra, "properties": properties,
-               "wants": wants, "sections": sections}
-    for name, function in RENDERERS.items():
-        assert function(context) == JINJA2.get_template(name).render(context), name
-
-
-def test_every_builtin_template_is_rendered_without_jinja2(tmp_path: Path) -> None:
-    """A built-in template edited without its function in builtin_templates.py would quietly
-    bring jinja2 back into every generate; an edited copy goes through jinja2, edit and all."""
-    folder = default_templates_dir()
-    assert {p.name for p in Path(folder).glob("*.j2")} == set(SOURCES)
-    for name in SOURCES:
-        assert renderer(folder, name) is RENDERERS[name], f"{name} differs from SOURCES[{name!r}]"
-    edited = copy_templates(tmp_path)
-    (edited / "dropin.j2").write_text(SOURCES["dropin.j2"] + "# site: rack 7\n")
-    assert renderer(str(edited), "dropin.j2") is None
-    assert renderer(str(edited), "slice.j2") is RENDERERS["slice.j2"]
-    assert renderer(str(edited), "missing.j2") is None
-
-
-# --- the cache of compiled templates ($XDG_CACHE_HOME/slicectl) ------------------------------
-
-
-def generate_files(out: Path, cache_home: Path, *extra: str) -> dict[str, bytes]:
-    """`slicectl generate` of web-batch into `out` with XDG_CACHE_HOME=`cache_home`; the files
-    it wrote (it must succeed and say nothing on stderr)."""
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache_home))
+def generate_files(out: Path, env: dict[str, str], *extra: str) -> dict[str, bytes]:
+    """`slicectl generate` of web-batch into `out` in environment `env`; the files it wrote
+    (it must succeed and say nothing on stderr)."""
     proc = subprocess.run([sys.executable, "-m", "slicectl", "generate",
                            str(ROOT / "examples" / "web-batch.yaml"), "--topology",
                            str(TOPOLOGIES / "xeon-2s-smt.json"), "--out", str(out), *extra],
@@ -311,69 +268,24 @@ def generate_files(out: Path, cache_home: Path, *extra: str) -> dict[str, bytes]
             if f.is_file()}
 
 
-def cached(cache_home: Path) -> list[Path]:
-    folder = cache_home / "slicectl"
-    return sorted(folder.iterdir()) if folder.is_dir() else []
-
-
-def test_builtin_templates_need_no_cache(tmp_path: Path) -> None:
-    """The built-in templates are Python functions (builtin_templates.py): nothing to keep."""
-    builtin = generate_files(tmp_path / "builtin", tmp_path / "cache")
-    assert cached(tmp_path / "cache") == []
-    own = generate_files(tmp_path / "own", tmp_path / "cache", "--templates",
-                         str(copy_templates(tmp_path)))
+def test_rendering_writes_nothing_but_the_units(tmp_path: Path) -> None:
+    """No cache of compiled templates or anything else under HOME or XDG_CACHE_HOME (a systemd
+    generator may write only its output folders), and no HOME needed at all."""
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    home.mkdir()
+    cache.mkdir()
+    env = dict(os.environ, HOME=str(home), XDG_CACHE_HOME=str(cache))
+    builtin = generate_files(tmp_path / "builtin", env)
+    own = generate_files(tmp_path / "own", env, "--templates", str(copy_templates(tmp_path)))
     assert own == builtin
+    assert list(home.iterdir()) == [] and list(cache.iterdir()) == []
+    no_home = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    assert generate_files(tmp_path / "no-home", no_home) == builtin
 
 
-def test_warm_cache_generates_the_same_bytes(tmp_path: Path) -> None:
-    templates = str(copy_templates(tmp_path))
-    cold = generate_files(tmp_path / "cold", tmp_path / "cache", "--templates", templates)
-    entries = cached(tmp_path / "cache")
-    assert len(entries) == 2  # slice.j2 and dropin.j2, compiled
-    stamps = [(p.name, p.stat().st_mtime_ns) for p in entries]
-    warm = generate_files(tmp_path / "warm", tmp_path / "cache", "--templates", templates)
-    assert warm == cold
-    assert [(p.name, p.stat().st_mtime_ns) for p in cached(tmp_path / "cache")] == stamps
-    assert oct((tmp_path / "cache" / "slicectl").stat().st_mode & 0o777) == "0o700"
-
-
-def test_generate_without_a_usable_cache_folder(tmp_path: Path) -> None:
-    own = ("--templates", str(copy_templates(tmp_path)))
-    expected = generate_files(tmp_path / "ref", tmp_path / "cache", *own)
-    not_a_folder = tmp_path / "file"  # $XDG_CACHE_HOME/slicectl cannot be made under a file
-    not_a_folder.write_text("")
-    assert generate_files(tmp_path / "a", not_a_folder, *own) == expected
-    shared = tmp_path / "shared"  # writable by others: not used (it holds code slicectl runs)
-    (shared / "slicectl").mkdir(parents=True)
-    (shared / "slicectl").chmod(0o777)
-    assert generate_files(tmp_path / "b", shared, *own) == expected
-    assert cached(shared) == []
-
-
-def test_unwritable_cache_renders_the_same(tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    templates = str(copy_templates(tmp_path))
-    expected = render(example_plan(), templates)
-
-    def refuse(*_args: object, **_kwargs: object) -> None:
-        raise PermissionError(13, "Permission denied")
-
-    # Every cache write fails as on a read-only or full file system; root may write anywhere,
-    # so a folder's mode cannot make it fail for the tests run as root.
-    for entry in cached(tmp_path):
-        entry.unlink()
-    monkeypatch.setattr("jinja2.bccache.tempfile.NamedTemporaryFile", refuse)
-    assert render(example_plan(), templates) == expected
-    assert cached(tmp_path) == []
-
-
-def test_cache_recompiles_a_changed_template(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+def test_an_edited_template_is_rendered_as_edited(tmp_path: Path) -> None:
     templates = copy_templates(tmp_path)
     before = render(example_plan(), str(templates))["cron.service.d/50-slicectl.conf"]
-    assert cached(tmp_path / "cache")
     dropin = templates / "dropin.j2"
     dropin.write_text(dropin.read_text() + "# site: rack 7\n")
     after = render(example_plan(), str(templates))["cron.service.d/50-slicectl.conf"]

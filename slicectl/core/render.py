@@ -3,20 +3,18 @@
 Every value is checked before it reaches a template: no control characters (a newline would
 start a new line, and so a new key or section), no trailing backslash (systemd joins the next
 line), and `%` in free text is doubled (systemd expands specifiers such as %n).
-jinja2 is imported here only, and only for a template that is not a built-in one unchanged:
-those are Python functions (builtin_templates.py), so `generate` and `apply` do not import it.
+The templates are jinja2 files (templates/*.j2, or `--templates DIR`), compiled once per
+`render`; nothing is cached on disk, so rendering writes nothing (a systemd generator may not).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from slicectl import __version__
-from slicectl.core.builtin_templates import renderer
 from slicectl.core.errors import RenderError, shown
 from slicectl.core.plan import DROPIN_NAME, Plan, UnitPlan
 
@@ -72,86 +70,13 @@ def _environment(templates_dir: str | None) -> jinja2.Environment:
         loader=jinja2.FileSystemLoader([d for d in (templates_dir, default_templates_dir())
                                         if d]),
         undefined=jinja2.StrictUndefined,
-        bytecode_cache=_bytecode_cache(),
         **OPTIONS,
     )
 
 
-# How jinja2 reads the templates (builtin_templates.py follows them; the compiled templates in
-# the cache depend on them too).
+# How jinja2 reads the templates: no logic in them, lines as written.
 OPTIONS: dict[str, Any] = {"keep_trailing_newline": True, "trim_blocks": True,
                            "lstrip_blocks": True, "autoescape": False}
-
-
-def template_cache_dir() -> str | None:
-    """Where generate and apply keep compiled templates: $XDG_CACHE_HOME/slicectl, else
-    ~/.cache/slicectl (None: no home to keep them in)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):  # unset, empty or relative: the XDG default
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "slicectl") if os.path.isabs(base) else None
-
-
-def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """jinja2's cache of compiled templates (the built-in ones and --templates DIR's alike),
-    which spares each `generate` and `apply` compiling them (BENCHMARKS.md). jinja2 compares
-    each template's source with the one the cache holds and compiles a changed template
-    again. A cache folder that cannot be made, read or written, or that someone else could
-    change, is left alone: the templates are compiled as without it."""
-    import hashlib
-
-    import jinja2
-
-    folder = template_cache_dir()
-    if folder is None or not _private_folder(folder):
-        return None
-
-    class QuietCache(jinja2.FileSystemBytecodeCache):
-        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-            try:
-                super().load_bytecode(bucket)
-            except Exception:  # unreadable or damaged: compile instead, as without a cache
-                bucket.reset()
-
-        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-            try:
-                super().dump_bytecode(bucket)
-            except OSError:  # read-only, full, gone: the template is compiled next time too
-                pass
-
-    # The file names carry what the compiled code depends on besides the template's source
-    # (jinja2 checks that): jinja2's version and the options above.
-    tag = hashlib.sha1(repr((jinja2.__version__, sorted(OPTIONS.items()))).encode()
-                       ).hexdigest()[:12]
-    return QuietCache(folder, f"jinja2-{tag}-%s.cache")
-
-
-def _private_folder(folder: str) -> bool:
-    """Make `folder` (mode 0700) if missing; whether only this user or root can change it and
-    the folders above it. The cache holds code slicectl runs: a folder another user could
-    write, or rename through a folder above it (`sudo -E` keeps a user's HOME), is not used."""
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        st = os.stat(folder)
-        if st.st_uid not in (os.geteuid(), 0) or st.st_mode & 0o022:
-            return False
-        # Both ways to the folder: the one named (through symbolic links) and the real one.
-        return all(_parents_private(p) for p in (os.path.abspath(folder),
-                                                 os.path.realpath(folder)))
-    except OSError:
-        return False
-
-
-def _parents_private(path: str) -> bool:
-    """Whether every folder above `path` is this user's or root's and writable by nobody
-    else (or sticky, like /tmp: others may add entries there but not move ours)."""
-    while (parent := os.path.dirname(path)) != path:
-        st = os.stat(parent)
-        if st.st_uid not in (os.geteuid(), 0) or (
-                st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
-            return False
-        path = parent
-    return True
 
 
 def _context(u: UnitPlan, head: list[str]) -> dict[str, object]:
@@ -212,32 +137,21 @@ def dropin_path(unit: str) -> str:
 
 
 class _Templates:
-    """The templates of one `render`: a built-in template unchanged is a Python function
-    (slicectl/core/builtin_templates.py, no jinja2 import); any other is jinja2's, compiled once."""
+    """The templates of one `render`, each loaded and compiled by jinja2 once."""
 
     def __init__(self, templates_dir: str | None) -> None:
         self.templates_dir = templates_dir
-        self.builtin = default_templates_dir() if templates_dir is None else None
-        self.loaded: dict[str, Callable[[dict[str, object]], str]] = {}
+        self.loaded: dict[str, jinja2.Template] = {}
         self.env: jinja2.Environment | None = None
 
     def render(self, name: str, context: dict[str, object]) -> str:
         if name not in self.loaded:
-            fast = renderer(self.builtin, name) if self.builtin is not None else None
-            self.loaded[name] = fast or self._jinja2(name)
-        return self.loaded[name](context)
-
-    def _jinja2(self, name: str) -> Callable[[dict[str, object]], str]:
-        if self.env is None:
-            self.env = _environment(self.templates_dir)
-        with _template_errors(name, self.templates_dir):
-            template = self.env.get_template(name)
-
-        def render(context: dict[str, object]) -> str:
+            if self.env is None:
+                self.env = _environment(self.templates_dir)
             with _template_errors(name, self.templates_dir):
-                return template.render(context)
-
-        return render
+                self.loaded[name] = self.env.get_template(name)
+        with _template_errors(name, self.templates_dir):
+            return self.loaded[name].render(context)
 
 
 @contextlib.contextmanager
