@@ -522,3 +522,79 @@ def test_bad_services(services: str, message: str) -> None:
 def test_services_single_string_is_a_list() -> None:
     c = parse("version: 1\ntenants:\n  a: {services: app.service}\n")
     assert c.tenant("a").services == ("app.service",)
+
+
+# --- systemd versions (slicectl.core.versions) ---------------------------------------------
+
+# A value each key takes, as tenants.yaml writes it (every key of the settings table that
+# becomes a property).
+VERSION_SAMPLES = {
+    "cpus": "\"0-3\"", "numa": "spread", "nodes": "[0]", "cpu_weight": "200",
+    "startup_cpu_weight": "200", "cpu_quota": "50%", "cpu_quota_period": "100ms",
+    "memory_min": "1G", "memory_low": "1G", "memory_high": "1G", "memory_max": "2G",
+    "memory_swap_max": "0", "memory_zswap_max": "0", "tasks_max": "100", "io_weight": "100",
+    "io_device_weight": "{/dev/sda: 200}", "io_read_bandwidth_max": "{/dev/sda: 50M}",
+    "io_write_bandwidth_max": "{/dev/sda: 20M}", "io_read_iops_max": "{/dev/sda: 1000}",
+    "io_write_iops_max": "{/dev/sda: 500}", "managed_oom_memory_pressure": "kill",
+    "managed_oom_memory_pressure_limit": "60%", "startup_allowed_cpus": "\"0-1\"",
+}
+
+
+def _gated() -> list[tuple[str, str]]:
+    from slicectl.core.properties import SETTINGS, Scope
+
+    cases = []
+    for s in SETTINGS:
+        if s.prop is None:
+            continue
+        for scope, name in ((Scope.TENANT, "tenant"), (Scope.PROFILE, "profile"),
+                            (Scope.CONFINE, "confine")):
+            if scope in s.scopes:
+                cases.append((s.key, name))
+    return cases
+
+
+def test_every_property_key_has_a_version_sample() -> None:
+    assert {key for key, _ in _gated()} == set(VERSION_SAMPLES)
+
+
+@pytest.mark.parametrize(("key", "where"), _gated())
+def test_every_key_is_gated_wherever_it_is_set(key: str, where: str) -> None:
+    """Each key is refused, located, by a systemd one release older than its property, in
+    each place it may be set; the release that introduced it takes it."""
+    from slicectl.core.properties import BY_KEY
+    from slicectl.core.versions import version_problems
+
+    value = VERSION_SAMPLES[key]
+    if where == "tenant":
+        text = f"version: 1\ntenants:\n  db:\n    {key}: {value}\n"
+        path, line = f"tenants.db.{key}", 4
+    elif where == "profile":
+        text = (f"version: 1\ntenants:\n  db: {{}}\nprofiles:\n  night:\n    db:\n"
+                f"      {key}: {value}\n")
+        path, line = f"profiles.night.db.{key}", 7
+    else:
+        text = f"version: 1\ntenants: {{db: {{}}}}\nconfine:\n  system.slice:\n    {key}: {value}\n"
+        path, line = f"confine.system.slice.{key}", 5
+    config = parse(text)
+    prop = BY_KEY[key].prop
+    assert prop is not None
+    since = prop.since
+    got = version_problems(config, since - 1, "--systemd-version")
+    assert [str(p) for p in got] == [
+        f"t.yaml:{line}: {path}: needs systemd {since} or later, but the target runs systemd "
+        f"{since - 1} (--systemd-version)"]
+    assert got[0].hint.startswith("remove the key, or upgrade systemd on the target")
+    assert version_problems(config, since, "--systemd-version") == []
+
+
+def test_housekeeping_cpus_is_gated() -> None:
+    from slicectl.core.versions import version_problems
+
+    config = parse("version: 1\nhousekeeping:\n  cpus: 2\ntenants: {db: {}}\n")
+    assert [str(p) for p in version_problems(config, 243, "--systemd-version")] == [
+        "t.yaml:3: housekeeping.cpus: needs systemd 244 or later, but the target runs "
+        "systemd 243 (--systemd-version)"]
+    assert version_problems(config, 244, "--systemd-version") == []
+    assert version_problems(parse("version: 1\nhousekeeping: {cpus: 0}\ntenants: {db: {}}\n"),
+                            200, "x") == []

@@ -15,7 +15,7 @@ from typing import Any
 
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.properties import BY_KEY
-from slicectl.core.tenants import Config
+from slicectl.core.tenants import Config, Confinement, Tenant
 
 _LEADING = re.compile(r"\s*(?:systemd\s+)?(\d+)")
 
@@ -36,8 +36,19 @@ def _too_new(values: Mapping[str, Any], version: int) -> Iterator[tuple[str, int
             yield key, prop.needs(value)
 
 
+def _as_set(unit: Tenant | Confinement) -> dict[str, Any]:
+    """Every key a tenant or confined unit sets in the file, placement keys (cpus, numa,
+    nodes) included, with its value: each becomes a property as much as a resource key does
+    (`cpus` is AllowedCPUs=, `nodes` AllowedMemoryNodes=)."""
+    return {key: unit.resources[key] if key in unit.resources else getattr(unit, key, None)
+            for key in unit.lines}
+
+
 def version_problems(config: Config, version: int, source: str) -> list[Problem]:
-    """Every key of `config` (profiles included) that systemd `version` cannot take."""
+    """Every key of `config` that systemd `version` cannot take, wherever it is set: tenants,
+    profiles (whether applied now, switched in by the schedule or not), `confine:` units and
+    `housekeeping.cpus` (AllowedCPUs= of the housekeeping units and of the parent slice).
+    The property each key becomes, and its first version, come from the settings table."""
     problems: list[Problem] = []
 
     def add(line: int, path: str, needs: int) -> None:
@@ -48,11 +59,17 @@ def version_problems(config: Config, version: int, source: str) -> list[Problem]
             "remove the key, or upgrade systemd on the target; --systemd-version N plans "
             "for another target"))
 
+    if config.housekeeping_cpus:
+        for _, needs in _too_new({"cpus": config.housekeeping_cpus}, version):
+            add(config.housekeeping_line, "housekeeping.cpus", needs)
+    # A profile applied now (with_profile) is reported where the profile sets its keys.
+    applied = config.profiles.get(config.profile or "", {})
     for t in config.tenants:
-        for key, needs in _too_new(t.resources, version):
+        own = {k: v for k, v in _as_set(t).items() if k not in applied.get(t.name, {})}
+        for key, needs in _too_new(own, version):
             add(t.line_of(key), f"tenants.{t.name}.{key}", needs)
     for c in config.confine:
-        for key, needs in _too_new(c.resources, version):
+        for key, needs in _too_new(_as_set(c), version):
             add(c.line_of(key), f"confine.{c.unit}.{key}", needs)
     for name, overrides in config.profiles.items():
         for tenant, values in overrides.items():
@@ -60,7 +77,7 @@ def version_problems(config: Config, version: int, source: str) -> list[Problem]
                 line = config.profile_lines.get(f"{name}.{tenant}.{key}",
                                                 config.profile_lines.get(name, 0))
                 add(line, f"profiles.{name}.{tenant}.{key}", needs)
-    return problems
+    return sorted(problems, key=lambda p: p.line)
 
 
 def check_version(config: Config, version: int | None, source: str) -> None:
