@@ -140,6 +140,26 @@ def test_garbage_is_named_in_unreadable(tree: MovingTree, name: str, data: bytes
     assert all(getattr(s, field) is None for field in bad)
 
 
+def test_a_file_that_cannot_be_read_is_unreadable_and_the_rest_is_read(tree: MovingTree
+                                                                        ) -> None:
+    """A file whose every read fails (a directory in its place: EISDIR, as root too) costs
+    its own values, named unreadable, and nothing else: not the cgroup's other files, not the
+    other cgroups, not the sample. Read again, it says the same."""
+    events = tree.root / DB1 / "memory.events"
+    events.unlink()
+    events.mkdir()
+    with Sampler(tree.root) as sampler:
+        for _ in range(2):
+            snap = sampler.sample()
+            s = snap.cgroups[DB1]
+            fields = set(next(f for f in FILES if f.name == "memory.events").fields)
+            assert s.unreadable == fields
+            assert all(getattr(s, field) is None for field in fields)
+            assert s.memory_max == 1 << 30 and s.usage_usec is not None
+            assert set(snap.cgroups) == {"system.slice", "tenants.slice", DB1}
+            assert not snap.cgroups["system.slice"].unreadable
+
+
 def test_status_json_with_garbage_is_valid_and_lists_every_slice(tree: MovingTree) -> None:
     def sleep(seconds: float) -> None:
         time.sleep(seconds)

@@ -153,6 +153,54 @@ def test_garbage_drops_the_series_and_counts_an_error(tmp_path: Path) -> None:
     assert value(again, "slicectl_exporter_errors_total", source="cpu.stat") == 2  # a counter
 
 
+def slice_series(samples: Samples) -> dict[str, set[tuple[str, tuple[tuple[str, str], ...]]]]:
+    """Every per-slice series of a scrape, by its `slice` label."""
+    out: dict[str, set[tuple[str, tuple[tuple[str, str], ...]]]] = {}
+    for name, labels in samples:
+        unit = dict(labels).get("slice")
+        if unit is not None:
+            out.setdefault(unit, set()).add((name, labels))
+    return out
+
+
+def test_one_bad_cgroup_costs_only_its_own_series(tmp_path: Path) -> None:
+    """Garbage in one slice's cpu.stat and a memory.events that cannot be read at all (a
+    directory in its place: EISDIR, which root gets too) in another: every other slice keeps
+    all its series, the two keep all but the spoiled file's, and each counts an error."""
+    tree = MovingTree(tmp_path / "cg", cpus="0-7", mems="0-1")
+    tree.add("system.slice", Motion(cpu_cores=0.2, events={"high": 1}))
+    tree.add("tenants.slice")
+    tree.add(DB1, Motion(cpu_cores=1.5), memory_max=str(G))
+    tree.add("tenants.slice/tenants-web.slice", Motion(cpu_cores=0.5))
+    tree.add("tenants.slice/tenants-batch.slice", Motion(events={"max": 2}))
+    web = tree.root / "tenants.slice/tenants-web.slice"
+    with Sampler(tree.root) as sampler:
+        clean = slice_series(scrape(SliceCollector(sampler)))
+    (web / "memory.events").unlink()
+    (web / "memory.events").mkdir()  # opens, but every read fails
+    with Sampler(tree.root) as sampler:
+        collector = SliceCollector(sampler)
+        exposition = Exposition(collector)
+        cpu_stat = tree.root / DB1 / "cpu.stat"  # usage_usec garbage, the rest as it was
+        cpu_stat.write_bytes(re.sub(rb"^usage_usec \d+", b"usage_usec 12x", cpu_stat.read_bytes()))
+        got = scrape(collector)
+        served = parse(exposition.render().decode())
+    for samples, errors in ((got, 1), (served, 2)):
+        series = slice_series(samples)
+        assert series.keys() == clean.keys()
+        for unit in clean.keys() - {"tenants-db1.slice", "tenants-web.slice"}:
+            assert series[unit] == clean[unit], unit
+        lost_db1 = {name for name, _ in clean["tenants-db1.slice"] - series["tenants-db1.slice"]}
+        assert lost_db1 == {"slicectl_cpu_usage_seconds_total"}
+        lost_web = {name for name, _ in clean["tenants-web.slice"] - series["tenants-web.slice"]}
+        assert lost_web == {"slicectl_memory_events_total"}
+        assert value(samples, "slicectl_exporter_errors_total", source="cpu.stat") == errors
+        assert value(samples, "slicectl_exporter_errors_total",  # its five values
+                     source="memory.events") == 5 * errors
+        assert ("slicectl_exporter_errors_total", (("source", "cgroupfs"),)) not in samples
+        assert value(samples, "slicectl_exporter_cgroups") == len(clean)
+
+
 def test_docs_list_exactly_the_metrics_exported(tmp_path: Path) -> None:
     """docs/metrics.md's table names every metric the exporter can emit, and no other."""
     text = (ROOT / "docs" / "metrics.md").read_text()

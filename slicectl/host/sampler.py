@@ -7,7 +7,8 @@ open/read/close (DESIGN.md §7, docs/design-notes.md): `sample()` is the hot pat
 
 What is read, and how each file parses into a `samples.CgroupSample`, is declared once in
 `cgroupfiles.FILES`; opening, reading, the unchanged-file shortcut and building a sample all
-walk it. A file that holds garbage reads as unknown (None), never as an error.
+walk it. A file that holds garbage, or that cannot be read, reads as unknown (None) and is
+named in the sample's `unreadable`, never as an error.
 
 Why this module runs past 400 lines: discovery (watching directories), the descriptor budget
 (pinning, raising RLIMIT_NOFILE, falling back to open/read/close) and the reading all act on
@@ -187,13 +188,15 @@ class Sampler:
         try:
             if not force and self._still_empty(cg):
                 return cg.last
-            raw = self._read_files(cg)
+            raw, failed = self._read_files(cg)
         except _Vanished:
             self._close(cg)
             return None
-        if cg.last is not None and raw == cg.raw:
+        if cg.last is not None and raw == cg.raw and not failed:
             return cg.last  # an idle slice: nothing moved, the last sample still holds
         parsed = parse_changed(raw, cg.raw, cg.parsed)
+        for i in failed:  # its values are unknown and named unreadable, as garbage is
+            parsed[i] = FILES[i].garbage
         cg.raw, cg.parsed = raw, parsed
         cg.last = build_sample(cg.unit, cg.path, cg.inode, parsed)
         return cg.last
@@ -209,24 +212,41 @@ class Sampler:
             state = os.pread(cg.events_fd, 64, 0)
         except OSError as e:
             if e.errno not in _GONE:
-                raise
+                return False  # unreadable: read the cgroup in full, which says what failed
             raise _Vanished from e
         return state.startswith(b"populated 0")  # no task: nothing but reclaim can move
 
-    def _read_files(self, cg: _Cgroup) -> list[bytes | None]:
-        """The contents of every file of cg, None where it is not open; raises _Vanished."""
+    def _read_files(self, cg: _Cgroup) -> tuple[list[bytes | None], list[int]]:
+        """The contents of every file of cg, None where it is not open or could not be read,
+        and the positions of those that could not be read; raises _Vanished."""
         if not cg.pinned and not self._open(cg, pin=False):
             raise _Vanished
         pread = os.pread
         try:
-            return [pread(fd, _READ_SIZE, 0) if fd >= 0 else None for fd in cg.fds]
+            return [pread(fd, _READ_SIZE, 0) if fd >= 0 else None for fd in cg.fds], []
         except OSError as e:
             if e.errno in _GONE:
                 raise _Vanished from e
-            raise SamplerError(f"cannot read cgroup {cg.path}: {e.strerror}", "run as root?") from e
+            return self._read_each(cg)
         finally:
             if not cg.pinned:
                 self._close(cg)
+
+    @staticmethod
+    def _read_each(cg: _Cgroup) -> tuple[list[bytes | None], list[int]]:
+        """As `_read_files`, one file at a time: one file that fails to read (EISDIR, EIO,
+        EACCES) costs only its own values, never the cgroup's or the other cgroups'."""
+        raw: list[bytes | None] = []
+        failed = []
+        for i, fd in enumerate(cg.fds):
+            try:
+                raw.append(os.pread(fd, _READ_SIZE, 0) if fd >= 0 else None)
+            except OSError as e:
+                if e.errno in _GONE:
+                    raise _Vanished from e
+                raw.append(None)
+                failed.append(i)
+        return raw, failed
 
     # -- opening and closing ------------------------------------------------------------
 
