@@ -156,7 +156,7 @@ def host(tmp_path: Path, dbus_daemon: str, fake_systemd: FakeSystemd) -> Host:
     wrapper.write_text(f"""#!/bin/sh
 verb=$1; shift
 case $verb in
-  apply) exec {slicectl} apply "$@" --topology {TOPOLOGY} --lock {tmp_path}/lock \\
+  apply) exec {slicectl} apply "$@" --topology {TOPOLOGY} \\
            --control-dir {tmp_path}/control ;;
   plan) exec {slicectl} plan "$@" --topology {TOPOLOGY} ;;
   *) exec {slicectl} "$verb" "$@" ;;

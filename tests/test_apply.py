@@ -11,15 +11,16 @@ tested in their own modules (test_unitdir, test_live_values, test_systemd, test_
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from fakesystemd import FakeSystemd
 
-from slicectl.apply.applier import ApplyOptions, apply_lock, apply_plan, compute_diff
+from slicectl.apply.applier import ApplyOptions, apply_plan, compute_diff
 from slicectl.cli import main
 from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.errors import ApplyError, LockError
+from slicectl.core.errors import ApplyError
 from slicectl.core.topology import Cpu, Node, Topology
 
 YAML = """\
@@ -56,8 +57,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 def options(tmp_path: Path, dbus_daemon: str, fake_systemd: FakeSystemd) -> ApplyOptions:
     (tmp_path / "units").mkdir()
     return ApplyOptions(unit_dir=tmp_path / "units", cgroup_root=tmp_path / "cgroup",
-                        bus_address=dbus_daemon, control_dir=tmp_path / "control",
-                        lock_path=tmp_path / "lock")
+                        bus_address=dbus_daemon, control_dir=tmp_path / "control")
 
 
 def config(text: str = YAML, profile: str | None = None) -> object:
@@ -233,12 +233,46 @@ async def test_dry_run_changes_nothing(options: ApplyOptions,
     assert not {"Reload", "SetUnitProperties", "StartUnit"} & set(fake_systemd.members())
 
 
-def test_one_apply_at_a_time(tmp_path: Path) -> None:
-    with apply_lock(tmp_path / "lock"):
-        with pytest.raises(LockError) as e:
-            with apply_lock(tmp_path / "lock"):
-                pass
-    assert "another slicectl apply is running" in e.value.message
+async def test_apply_gives_up_on_a_unit_directory_another_run_holds(
+        options: ApplyOptions) -> None:
+    """One lock per unit directory, whoever writes it: a generate, an apply, `flock DIR`."""
+    from dataclasses import replace
+
+    from slicectl.core.errors import OutputError
+    from slicectl.host.lock import locked_dir
+
+    with locked_dir(options.unit_dir, 1.0), pytest.raises(OutputError) as e:
+        await apply_plan(config(), make_topology(),  # type: ignore[arg-type]
+                         replace(options, lock_timeout=0.2))
+    assert e.value.message.startswith(f"{options.unit_dir} is in use by pid {os.getpid()}")
+    assert e.value.message.endswith("gave up after waiting 0.2 s")
+    assert snapshot(options.unit_dir) == {}
+
+
+async def test_apply_waits_for_the_run_that_holds_its_unit_directory(
+        options: ApplyOptions) -> None:
+    import asyncio
+    import threading
+
+    from slicectl.host.lock import locked_dir
+
+    waiting = threading.Event()
+
+    def progress(line: str) -> None:
+        if line.startswith("waiting for pid"):
+            waiting.set()
+
+    def apply() -> object:
+        return asyncio.run(apply_plan(config(), make_topology(),  # type: ignore[arg-type]
+                                      options, progress=progress))
+
+    with locked_dir(options.unit_dir, 1.0):
+        task = asyncio.ensure_future(asyncio.to_thread(apply))
+        assert await asyncio.to_thread(waiting.wait, 60)
+        assert snapshot(options.unit_dir) == {}  # nothing written while the other run holds it
+    report = await task
+    assert report.verified  # type: ignore[attr-defined]
+    assert (options.unit_dir / "tenants-db1.slice").exists()
 
 
 async def test_cli_apply_and_plan_exit_code(options: ApplyOptions, tmp_path: Path,
@@ -258,8 +292,7 @@ async def test_cli_apply_and_plan_exit_code(options: ApplyOptions, tmp_path: Pat
     # main() runs its own event loop: call it from a worker thread.
     assert await asyncio.to_thread(run, "plan", "--exit-code") == 3
     capsys.readouterr()
-    assert await asyncio.to_thread(run, "apply", "--yes", "--lock",
-                                   str(options.lock_path), "--control-dir",
+    assert await asyncio.to_thread(run, "apply", "--yes", "--control-dir",
                                    str(options.control_dir)) == 0
     out = capsys.readouterr().out
     assert "Applied" in out and "verified" in out
@@ -385,7 +418,7 @@ async def test_hand_edited_unit_file_is_refused_unless_apply_force(
         return main(["apply", str(tmp_path / "tenants.yaml"), "--yes", "--profile", "night",
                      "--unit-dir", str(options.unit_dir), "--cgroup-root",
                      str(options.cgroup_root), "--bus", str(options.bus_address),
-                     "--topology", str(topo), "--lock", str(options.lock_path),
+                     "--topology", str(topo),
                      "--control-dir", str(options.control_dir), *more])
 
     await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]

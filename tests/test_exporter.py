@@ -618,8 +618,7 @@ async def test_drift_goes_to_one_after_set_property_and_back_after_apply(
 
     (tmp_path / "units").mkdir()
     options = ApplyOptions(unit_dir=tmp_path / "units", cgroup_root=tmp_path / "cgroup",
-                           bus_address=dbus_daemon, control_dir=tmp_path / "control",
-                           lock_path=tmp_path / "lock")
+                           bus_address=dbus_daemon, control_dir=tmp_path / "control")
     tenants = tmp_path / "tenants.yaml"
     tenants.write_text(TENANTS)
     topo = make_topology()

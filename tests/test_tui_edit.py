@@ -28,8 +28,7 @@ def host(tmp_path: Path, dbus_daemon: str, fake_systemd: FakeSystemd) -> ApplyOp
     make_root(tmp_path / "cgroup")
     (tmp_path / "units").mkdir()
     return ApplyOptions(unit_dir=tmp_path / "units", cgroup_root=tmp_path / "cgroup",
-                        bus_address=dbus_daemon, control_dir=tmp_path / "control",
-                        lock_path=tmp_path / "lock")
+                        bus_address=dbus_daemon, control_dir=tmp_path / "control")
 
 
 async def edit_settings(tmp_path: Path, options: ApplyOptions) -> TuiSettings:

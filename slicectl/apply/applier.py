@@ -15,11 +15,8 @@ SetUnitProperties makes running cgroups match at once, for what a reload did not
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import os
 import time
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,30 +24,33 @@ from typing import TYPE_CHECKING, Any
 from slicectl.apply.host_diff import Diff, PropChange, host_diff, managed_units, read_back
 from slicectl.apply.transaction import Transaction
 from slicectl.core import defaults
-from slicectl.core.errors import ApplyError, LockError, SlicectlError
+from slicectl.core.errors import ApplyError, SlicectlError
 from slicectl.core.live_values import LiveValue, format_live
 from slicectl.core.plan import Plan, ScheduleCommand
 from slicectl.core.versions import check_version, parse_version
-from slicectl.host.unitdir import Manifest, UnitDir, plan_from_manifest
+from slicectl.host.lock import LOCK_TIMEOUT
+from slicectl.host.planning import plan_for_host
+from slicectl.host.unitdir import Manifest, UnitDir
 
 if TYPE_CHECKING:
     from slicectl.core.config import Config
     from slicectl.core.topology import Topology
     from slicectl.host.systemd import Systemd, UnitState
 
-__all__ = ["ApplyOptions", "ApplyReport", "Diff", "PropChange", "apply_lock", "apply_plan",
-           "compute_diff", "diff_plan", "load_plan", "plan_from_manifest"]
+__all__ = ["ApplyOptions", "ApplyReport", "Diff", "PropChange", "apply_plan", "compute_diff",
+           "diff_plan", "load_plan"]
 
 
 @dataclass(frozen=True)
 class ApplyOptions:
-    """Where apply acts: the unit directory, cgroup root, bus, lock (defaults: the host)."""
+    """Where apply acts: the unit directory, cgroup root and bus (defaults: the host)."""
 
     unit_dir: Path = Path(defaults.UNIT_DIR)
     cgroup_root: Path = Path(defaults.CGROUP_ROOT)
     bus_address: str | None = None  # None: the system bus
     control_dir: Path = Path(defaults.CONTROL_DIR)
-    lock_path: Path = Path(defaults.LOCK)
+    # Seconds to wait for another slicectl writing unit_dir (generate, apply: one lock).
+    lock_timeout: float = LOCK_TIMEOUT
     templates: str | None = None
     # How the schedule's timers run slicectl on this host (None: ScheduleCommand.default).
     schedule_command: ScheduleCommand | None = None
@@ -74,32 +74,13 @@ Confirm = Callable[[Diff], bool]
 Progress = Callable[[str], None]
 
 
-@contextmanager
-def apply_lock(path: Path) -> Iterator[None]:
-    """One apply at a time: an exclusive flock, with the holder's PID for the message."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            raise LockError(f"another slicectl apply is running (pid {holder}, lock {path})",
-                            "wait for it to finish; one apply at a time keeps state "
-                            "consistent") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)
-
-
-def load_plan(config: Config, topology: Topology, options: ApplyOptions) -> tuple[
-        Plan, dict[str, str]]:
-    """The plan for the host's unit directory and its rendered files."""
+def load_plan(config: Config, topology: Topology, options: ApplyOptions,
+              manifest: Manifest | None = None) -> tuple[Plan, dict[str, str]]:
+    """The host's plan (slicectl.host.planning.plan_for_host) and its rendered files."""
     from slicectl.core.render import render
 
-    plan = plan_from_manifest(config, topology, options.unit_dir, options.schedule_command)
+    plan = plan_for_host(config, topology, options.unit_dir, options.schedule_command,
+                         manifest=manifest)
     return plan, render(plan, options.templates)
 
 
@@ -128,19 +109,24 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
     from slicectl.host.systemd import Systemd
 
     say = progress or (lambda _line: None)
-    with apply_lock(options.lock_path):
-        plan, files = load_plan(config, topology, options)
+    units = UnitDir(options.unit_dir)
+    # The unit directory's one lock (generate takes it too), held from reading the manifest
+    # to writing it; the manifest is read once, here.
+    with units.locked(options.lock_timeout,
+                      on_wait=lambda holder: say(f"waiting for {holder}, which is writing "
+                                                 f"{options.unit_dir}")):
+        plan, files = load_plan(config, topology, options, units.manifest())
         async with await Systemd.connect(options.bus_address) as sd:
             # Before anything is written: a key this systemd cannot take is refused here.
             check_version(config, parse_version(await sd.version()), "systemd on this host")
-            diff, states = await host_diff(sd, plan, files, options.unit_dir,
+            diff, states = await host_diff(sd, plan, files, units,
                                            options.cgroup_root, force=options.force)
             report = ApplyReport(diff=diff, notes=list(diff.notes))
             if dry_run or not diff.changed:
                 return report
             if confirm is not None and not confirm(diff):
                 raise ApplyError("cancelled; nothing was changed", "")
-            tx = Transaction(sd, UnitDir(options.unit_dir), options.control_dir)
+            tx = Transaction(sd, units, options.control_dir)
             try:
                 await _change(tx, plan, files, config, states, report, options, say)
             except (SlicectlError, OSError) as e:

@@ -175,15 +175,16 @@ async def _stopped_timers(sd: Systemd, plan: Plan) -> list[str]:
             if row.active_state not in ("active", "activating", "reloading")]
 
 
-async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str], unit_dir: Path,
-                    cgroup_root: Path, *, force: bool = False) -> tuple[
-                        Diff, dict[str, UnitState]]:
+async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str],
+                    unit_dir: Path | UnitDir, cgroup_root: Path, *, force: bool = False
+                    ) -> tuple[Diff, dict[str, UnitState]]:
     """What applying `plan` would change: files, live properties, units to start and stop.
-    Raises if a file slicectl would replace or remove was edited by hand, unless `force`."""
-    units = UnitDir(unit_dir)
+    Raises if a file slicectl would replace or remove was edited by hand, unless `force`.
+    `unit_dir`: a UnitDir whose manifest the caller has read already, or its folder."""
+    units = unit_dir if isinstance(unit_dir, UnitDir) else UnitDir(unit_dir)
     diff = Diff(files=units.diff(files, force=force))
     notes: list[str] = []
-    diff.props, diff.start, states = await live_diff(sd, plan, unit_dir, notes)
+    diff.props, diff.start, states = await live_diff(sd, plan, units.root, notes)
     diff.start += await _stopped_timers(sd, plan)
     diff.stop, diff.notes = await _removed_slices(sd, plan, units, cgroup_root)
     diff.notes += notes + await _member_notes(sd, plan)

@@ -102,12 +102,12 @@ def _write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
     """Set memory_max/high/low of the tenants whose slice has a recommendation; returns them."""
     from pathlib import Path
 
-    from slicectl.core.config import load_config as load
     from slicectl.core.recommend import tenant_sizes
     from slicectl.core.yamledit import edit_tenants
     from slicectl.host.atomic import write_atomically
+    from slicectl.host.planning import load_tenants
 
-    sizes = tenant_sizes(load(path), recs)
+    sizes = tenant_sizes(load_tenants(path), recs)
     if not sizes:
         return []
     with open(path, encoding="utf-8") as f:

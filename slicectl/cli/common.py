@@ -34,15 +34,20 @@ def load_topology(args: Namespace) -> Topology:
 
 
 def load_config(args: Namespace) -> Config:
-    """tenants.yaml of `args.tenants`, with `--profile P`'s overrides when given."""
-    from slicectl.core.config import load_config as load
+    """tenants.yaml of `args.tenants` with every check, and `--profile P`'s overrides."""
+    import sys
 
-    config = load(args.tenants)
-    if config.schedule:
-        from slicectl.cli.schedule import check_schedule
+    from slicectl.host.planning import load_tenants
 
-        check_schedule(config)
-    return config.with_profile(getattr(args, "profile", None))
+    return load_tenants(args.tenants, getattr(args, "profile", None),
+                        warn=lambda line: print(f"warning: {line}", file=sys.stderr))
+
+
+def _lock_timeout(args: Namespace) -> float:
+    from slicectl.host.lock import LOCK_TIMEOUT
+
+    timeout = getattr(args, "lock_timeout", None)
+    return LOCK_TIMEOUT if timeout is None else float(timeout)
 
 
 def apply_options(args: Namespace) -> ApplyOptions:
@@ -56,7 +61,7 @@ def apply_options(args: Namespace) -> ApplyOptions:
         unit_dir=Path(args.unit_dir or defaults.UNIT_DIR),
         cgroup_root=Path(args.cgroup_root), bus_address=args.bus,
         control_dir=Path(getattr(args, "control_dir", defaults.CONTROL_DIR)),
-        lock_path=Path(getattr(args, "lock", defaults.LOCK)),
+        lock_timeout=_lock_timeout(args),
         templates=getattr(args, "templates", None),
         schedule_command=schedule_command(args) if getattr(args, "tenants", None) else None,
         force=getattr(args, "force", False),

@@ -100,14 +100,14 @@ def tenants_in(words: Sequence[str]) -> str | None:
 
 def profiles(words: Sequence[str]) -> list[str]:
     """The profile names of the tenants file in `words`; none when it cannot be read."""
-    from slicectl.core.config import load_config
     from slicectl.core.errors import SlicectlError
+    from slicectl.host.planning import load_tenants
 
     path = tenants_in(words)
     if path is None:
         return []
     try:
-        return list(load_config(path).profiles)
+        return list(load_tenants(path, check_schedule=False).profiles)
     except SlicectlError:
         return []
 

@@ -170,7 +170,7 @@ def apply(p: Parser) -> None:
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
     _force(p)
     _host(p)
-    p.add_argument("--lock", metavar="FILE", default=defaults.LOCK, help=argparse.SUPPRESS)
+    _lock_timeout(p, "the unit directory")
     p.add_argument("--control-dir", metavar="DIR", default=defaults.CONTROL_DIR,
                    help=argparse.SUPPRESS)
 
@@ -183,8 +183,13 @@ def generate(p: Parser) -> None:
                    help="directory laid out like /etc/systemd/system")
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
     _force(p)
+    _lock_timeout(p, "DIR")
+
+
+def _lock_timeout(p: Parser, where: str) -> None:
     p.add_argument("--lock-timeout", metavar="S", type=seconds, default=None,
-                   help="wait at most S seconds for another slicectl writing DIR (default 60)")
+                   help=f"wait at most S seconds for another slicectl writing {where} "
+                   "(default 60)")
 
 
 def lint(p: Parser) -> None:

@@ -77,12 +77,11 @@ def run_live_map(args: Namespace) -> int:
     overrides: dict[str, str] = {}
     parent = "tenants"
     if args.tenants:
-        from slicectl.core.config import load_config as read_config
-        from slicectl.host.unitdir import plan_from_manifest
+        from slicectl.host.planning import plan_for_host
 
-        config = read_config(args.tenants).with_profile(args.profile)
+        config = load_config(args)
         parent = config.slice
-        layout = plan_from_manifest(config, topo, Path(defaults.UNIT_DIR)).layout
+        layout = plan_for_host(config, topo, Path(defaults.UNIT_DIR)).layout
         plan_sets = {p.tenant: p.cpus for p in layout.tenants}
         housekeeping = layout.housekeeping
         overrides = cpu_overrides({t.name: config.slice_unit(t.name) for t in config.tenants},
@@ -236,9 +235,9 @@ def cmd_plan(args: Namespace) -> int:
     if live:
         plan, diff, warning, files = _host_diff(args, config, topo)
     else:
-        from slicectl.core.plan import build_plan
+        from slicectl.host.planning import plan_for_host
 
-        plan = build_plan(config, topo)
+        plan = plan_for_host(config, topo, None)
     _print_plan(args, config, plan, topo, diff, files)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
@@ -352,7 +351,8 @@ def cmd_generate(args: Namespace) -> int:
     from slicectl.core.errors import shown
     from slicectl.core.render import render
     from slicectl.host.lock import LOCK_TIMEOUT
-    from slicectl.host.unitdir import Manifest, UnitDir, plan_from_manifest
+    from slicectl.host.planning import plan_for_host
+    from slicectl.host.unitdir import Manifest, UnitDir
 
     config = load_config(args)
     topo = load_topology(args)
@@ -366,8 +366,8 @@ def cmd_generate(args: Namespace) -> int:
     # Locked from reading the manifest (placements) to writing it: runs never interleave.
     timeout = LOCK_TIMEOUT if args.lock_timeout is None else args.lock_timeout
     with unit_dir.locked(timeout, on_wait=waiting):
-        plan = plan_from_manifest(config, topo, unit_dir.root, schedule_command(args),
-                                  shares=False)  # files only: no guaranteed CPU to show
+        plan = plan_for_host(config, topo, unit_dir.root, schedule_command(args),
+                             shares=False)  # files only: no guaranteed CPU to show
         files = render(plan, args.templates)
         changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
                                                     source=Path(config.path).name),

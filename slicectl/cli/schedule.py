@@ -31,22 +31,6 @@ def check_target_version(args: Namespace, config: Config, topo: Topology) -> Non
         check_version(config, systemd_version(), "systemd on this host")
 
 
-def check_schedule(config: Config) -> None:
-    """Calendar events systemd does not understand, or two profiles at one moment, are
-    located errors (systemd's own parser: slicectl.host.systemd_calendar)."""
-    from slicectl.host import systemd_calendar
-
-    if not systemd_calendar.available():
-        print("warning: schedule: not checked (systemd-analyze is not installed); the "
-              "timers check it on the host", file=sys.stderr)
-        return
-    problems = systemd_calendar.schedule_problems(config)
-    if problems:
-        from slicectl.core.errors import ConfigError
-
-        raise ConfigError(problems)
-
-
 def in_force(config: Config) -> bool:
     """Whether `config`'s profile is the one its schedule has in force now; says so if not."""
     from slicectl.host import systemd_calendar

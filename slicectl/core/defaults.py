@@ -19,7 +19,6 @@ UNIT_DIR = "/etc/systemd/system"
 CONTROL_DIR = "/run/systemd/system.control"
 # where a persistent `systemctl set-property` (without --runtime) leaves its drop-ins
 ETC_CONTROL_DIR = "/etc/systemd/system.control"
-LOCK = "/run/slicectl.lock"
 
 # status, top and the TUI: one refresh a second (never below 0.03 s in the TUI, seed 002).
 MONITOR_INTERVAL_S = 1.0

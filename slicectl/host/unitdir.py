@@ -35,9 +35,7 @@ from slicectl.host.atomic import write_atomically, write_many
 from slicectl.host.lock import LOCK_TIMEOUT, LockTimeout, locked_dir, make_dirs
 
 if TYPE_CHECKING:
-    from slicectl.core.config import Config
-    from slicectl.core.plan import Plan, ScheduleCommand
-    from slicectl.core.topology import Topology
+    pass
 
 MANIFEST_NAME = ".slicectl-manifest.json"
 MANIFEST_FORMAT = "slicectl-manifest/1"
@@ -231,9 +229,13 @@ class UnitDir:
     def __init__(self, root: Path, manifest_path: Path | None = None) -> None:
         self.root = root
         self.manifest_path = manifest_path or root / MANIFEST_NAME
+        self._manifest: Manifest | None = None
 
     def manifest(self) -> Manifest:
-        return Manifest.load(self.manifest_path)
+        """The manifest, read once until this UnitDir writes it (read it under `locked`)."""
+        if self._manifest is None:
+            self._manifest = Manifest.load(self.manifest_path)
+        return self._manifest
 
     @contextmanager
     def locked(self, timeout: float = LOCK_TIMEOUT,
@@ -408,6 +410,7 @@ class UnitDir:
                         journal: Journal) -> None:
         """Write the manifest if it would change (a stale entry for a file someone removed
         is dropped too)."""
+        self._manifest = None  # read again after a write (or its rollback)
         full = Manifest(files={rel: sha256(files[rel].encode()) for rel in files},
                         placements=manifest.placements, source=manifest.source)
         text = (json.dumps(full.to_json(), indent=2, sort_keys=False) + "\n").encode()
@@ -416,15 +419,3 @@ class UnitDir:
         if old != text:
             journal.previous.append((self.manifest_path, old))
             _write_atomic(self.manifest_path, text)
-
-
-def plan_from_manifest(config: Config, topology: Topology, unit_dir: Path,
-                       command: ScheduleCommand | None = None, shares: bool = True) -> Plan:
-    """The plan, keeping tenants where the last apply or generate into `unit_dir` placed
-    them (its manifest): what plan shows is what apply does, and generate is stable. Here,
-    not in apply, so that generate does not import apply's asyncio and D-Bus machinery.
-    `shares`: as build_plan's."""
-    from slicectl.core.plan import build_plan
-
-    return build_plan(config, topology, UnitDir(unit_dir).manifest().placements, command,
-                      shares=shares)

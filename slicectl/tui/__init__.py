@@ -46,9 +46,9 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
     options = options or ApplyOptions(cgroup_root=cgroup_root)
     config = None
     if tenants is not None:
-        from slicectl.core.config import load_config
+        from slicectl.host.planning import load_tenants
 
-        config = load_config(tenants)
+        config = load_tenants(tenants)
     topology, topology_error = None, ""
     try:
         from slicectl.host.sysfs import load_topology

@@ -228,16 +228,14 @@ class SlicectlApp(App[int]):
         where apply left the tenants, or None and why not; `shares`: as build_plan's."""
         if base is None or self.settings.topology is None:
             return None, ""
-        from slicectl.apply.applier import plan_from_manifest
-        from slicectl.core.plan import build_plan
+        from slicectl.host.planning import plan_for_host
 
         options = self.settings.options
         try:
             config = base.with_profile(self.profile)
-            if options is None:
-                return build_plan(config, self.settings.topology, shares=shares), ""
-            return plan_from_manifest(config, self.settings.topology, options.unit_dir,
-                                      shares=shares), ""
+            return plan_for_host(config, self.settings.topology,
+                                 None if options is None else options.unit_dir,
+                                 shares=shares), ""
         except SlicectlError as e:
             return None, f"{e.message}" + (f" (hint: {e.hint})" if e.hint else "")
 

@@ -1,0 +1,96 @@
+"""The one way to read tenants.yaml and the one way to plan for a host: every front end (CLI,
+TUI, exporter, apply, the generator) calls these two, so each gets the same checks and the
+same placement.
+
+`load_tenants` reads the file and runs every check: the schema (slicectl.core.config) and the
+schedule's calendar events, by systemd's own parser. `plan_for_host` places the tenants where
+the unit directory's manifest says the last apply or generate left them, so that what `plan`
+shows is what `apply` does and a tenant keeps its CPUs from one run to the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from slicectl.core.config import Config, load_yaml, parse_config
+from slicectl.core.errors import ConfigError, Problem, shown
+
+if TYPE_CHECKING:
+    from slicectl.core.plan import Plan, ScheduleCommand
+    from slicectl.core.topology import Topology
+    from slicectl.host.unitdir import Manifest
+
+__all__ = ["load_tenants", "plan_for_host", "read_text"]
+
+
+def read_text(path: str) -> str:
+    """tenants.yaml's text; a byte that is not UTF-8, or a NUL, is refused with its line."""
+    name = shown(path)  # bytes that are not UTF-8 as \xNN, on one line
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise ConfigError([Problem(name, 0, "", f"cannot read: {e.strerror}",
+                                   "check the path to tenants.yaml")]) from e
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        column = e.start - raw.rfind(b"\n", 0, e.start)
+        raise ConfigError([Problem(name, line, "", f"is not UTF-8 text (byte "
+                                   f"{raw[e.start]:#04x} in column {column})",
+                                   "save the file as UTF-8")]) from None
+    if "\0" in text:
+        at = text.index("\0")
+        raise ConfigError([Problem(name, text.count("\n", 0, at) + 1, "",
+                                   "contains a NUL character", "remove it; tenants.yaml is "
+                                   "text")])
+    return text
+
+
+def load_tenants(path: str, profile: str | None = None, *, check_schedule: bool = True,
+                 warn: Callable[[str], None] | None = None) -> Config:
+    """tenants.yaml at `path`, every problem raised at once as a ConfigError, with profile
+    `profile`'s overrides when given. `check_schedule`: check the schedule's calendar events
+    with `systemd-analyze calendar` (skipped, with a `warn`ing, where it is not installed)."""
+    name = shown(path)
+    config = parse_config(load_yaml(read_text(path), name), name)
+    if check_schedule and config.schedule:
+        _check_schedule(config, warn)
+    return config.with_profile(profile)
+
+
+def _check_schedule(config: Config, warn: Callable[[str], None] | None) -> None:
+    """Calendar events systemd does not understand, or two profiles at one moment, are
+    located errors."""
+    from slicectl.host import systemd_calendar
+
+    if not systemd_calendar.available():
+        if warn is not None:
+            warn("schedule: not checked (systemd-analyze is not installed); the timers check "
+                 "it on the host")
+        return
+    problems = systemd_calendar.schedule_problems(config)
+    if problems:
+        raise ConfigError(problems)
+
+
+def plan_for_host(config: Config, topology: Topology, unit_dir: Path | None,
+                  command: ScheduleCommand | None = None, shares: bool = True,
+                  manifest: Manifest | None = None) -> Plan:
+    """The plan for a host: `config` placed on `topology`, keeping each tenant where the last
+    apply or generate into `unit_dir` placed it (its manifest; `manifest` when the caller has
+    read it already). `unit_dir` None: a plan with no history (another host's, offline).
+    `command`: how the schedule's timers run slicectl; `shares`: as build_plan's."""
+    from slicectl.core.plan import build_plan
+
+    placements: Mapping[str, frozenset[int]] = {}
+    if manifest is not None:
+        placements = manifest.placements
+    elif unit_dir is not None:
+        from slicectl.host.unitdir import UnitDir
+
+        placements = UnitDir(unit_dir).manifest().placements
+    return build_plan(config, topology, placements, command, shares=shares)
