@@ -168,3 +168,32 @@ def test_managed_oom_without_systemd_oomd(tmp_path: Path) -> None:
     assert (finding.rule, finding.line) == ("oomd-not-running", 7)
     assert "tenant db has managed_oom_memory_pressure: kill" in finding.message
     assert oomd_rule(config, oomd_running=True) == []
+
+
+def test_memory_findings_say_what_happens() -> None:
+    """The exact messages of limit-exceeds-memory and of protection-overcommit on nodes."""
+    path = ROOT / "tests/cases/lint/limit-exceeds-memory.yaml"
+    findings = lint(load_config(str(path)), load_topology_file(_topo()))
+    assert [f"{f.line}: {f.rule}: {f.message}" for f in findings] == [
+        "15: limit-exceeds-memory: tenant host has memory_max 500G but the host has 192G of "
+        "RAM: the limit is never reached, the tenant is pushed into swap (or the kernel "
+        "OOM-kills on the host) first",
+        "21: limit-exceeds-memory: tenant node has memory_max 120G but its memory is bound to "
+        "node 0 (96G): past 96G it swaps or the kernel OOM-kills it on that node, before the "
+        "limit",
+        "27: limit-exceeds-memory: tenant remote has memory_max 120G but its CPUs' node 1 "
+        "holds 96G: beyond that its memory comes from other nodes (remote memory, slower)",
+    ]
+    assert all(f.level == "warning" for f in findings)
+
+
+def test_protection_beyond_bound_nodes_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text("version: 1\ntenants:\n  a: {cpus: \"0-3\", memory_low: 50G}\n"
+                    "  b: {cpus: \"4-7\", memory_low: 50G}\n")
+    findings = lint(load_config(str(path)), load_topology_file(_topo()))
+    over = [f for f in findings if f.rule == "protection-overcommit"]
+    assert [(f.line, f.level, f.message) for f in over] == [
+        (4, "error", "tenants a, b protect 100G (memory_low + memory_min) with their memory "
+         "bound to node 0, which has 96G: protection beyond the memory it can be given "
+         "protects nobody")]

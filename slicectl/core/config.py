@@ -13,7 +13,7 @@ parsers and ranges already live in `parsers`, `kinds` and `settings`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from slicectl.core.errors import ConfigError, Problem, shown
@@ -34,7 +34,7 @@ from slicectl.core.properties import (
     parse_housekeeping_cpus,
 )
 from slicectl.core.tenants import BASE_PROFILE, HOUSEKEEPING_UNITS, Config, Confinement, Tenant
-from slicectl.core.values import quote
+from slicectl.core.values import INFINITY, format_size, quote
 
 __all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_config",
            "load_yaml", "parse_config", "read_text"]
@@ -331,6 +331,39 @@ def _check_nodes(c: _Collector, tenants: list[Tenant]) -> None:
                   "list one node, or set numa: spread")
 
 
+def _protection_above_limit(t: Tenant) -> Iterator[tuple[str, str]]:
+    """(key, message) for memory_low/memory_min above memory_max: the kernel caps protection
+    at the usage memory_max allows, so the part above it protects nothing."""
+    limit = t.memory_max
+    if limit is None or limit is INFINITY:
+        return
+    for key in ("memory_low", "memory_min"):
+        value = t.resources.get(key)
+        if value is not None and (value is INFINITY or value > limit):
+            yield key, (f"{key} {format_size(value)} is above memory_max {format_size(limit)}: "
+                        f"the tenant can never use what it protects beyond "
+                        f"{format_size(limit)}")
+
+
+def _check_memory(c: _Collector, tenants: list[Tenant],
+                  profiles: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                  plines: Mapping[str, int]) -> None:
+    """Protection above the limit, in each tenant and in each profile's tenants."""
+    hint = "lower memory_low/memory_min to at most memory_max, or raise memory_max"
+    for t in tenants:
+        for key, message in _protection_above_limit(t):
+            c.add(t.line_of(key), f"tenants.{t.name}.{key}", message, hint)
+    by_name = {t.name: t for t in tenants}
+    for pname, overrides in profiles.items():
+        for tname, values in overrides.items():
+            if not {"memory_max", "memory_low", "memory_min"} & set(values):
+                continue
+            for key, message in _protection_above_limit(by_name[tname].with_values(values)):
+                where = key if key in values else "memory_max"
+                c.add(plines.get(f"{pname}.{tname}.{where}", plines.get(pname, 0)),
+                      f"profiles.{pname}.{tname}.{where}", message, hint)
+
+
 def _check_top(c: _Collector, data: Mapping[Any, Any]) -> None:
     """Unknown top-level keys and the version."""
     for key in data:
@@ -404,6 +437,7 @@ def parse_config(data: Any, path: str) -> Config:
                                        _key_line(data, "profiles", 1), tenants)
     _check_members(c, tenants, confine, slice_name)
     _check_nodes(c, tenants)
+    _check_memory(c, tenants, profiles, plines)
     schedule, slines = _parse_schedule(c, data.get("schedule"), _key_line(data, "schedule", 1),
                                        profiles)
     if c.problems:

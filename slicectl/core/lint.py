@@ -29,7 +29,7 @@ from slicectl.core.cpulist import format_cpulist
 from slicectl.core.kinds import WEIGHT_IDLE
 from slicectl.core.placement import Layout, place
 from slicectl.core.properties import Numa
-from slicectl.core.protection import overcommit
+from slicectl.core.protection import node_overcommit, overcommit
 from slicectl.core.shares import Bound
 from slicectl.core.topology import Topology
 from slicectl.core.values import INFINITY, Size, format_duration_us, format_size
@@ -83,6 +83,9 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          "set memory_high below memory_max (e.g. halfway between footprint and max)"),
     Rule("protection-overcommit", Level.ERROR, MAN_RESOURCE_CONTROL,
          "lower memory_low/memory_min so all protections fit in RAM minus housekeeping"),
+    Rule("limit-exceeds-memory", Level.WARNING, MAN_RESOURCE_CONTROL,
+         "lower memory_max (and memory_high) to what the tenant's node(s) hold, or bind it to "
+         "more nodes"),
     Rule("unconfined-housekeeping", Level.WARNING, SEED_MEMORY,
          "add e.g. `confine: {system.slice: {memory_high: 2G, memory_max: 3G}, "
          "cron.service: {memory_max: 512M, cpu_quota: 50%}}`"),
@@ -255,12 +258,64 @@ def _housekeeping_rules(c: Config) -> Iterator[Finding]:
                        "(crond.service on RHEL)")
 
 
-def overcommit_rule(c: Config, topo: Topology) -> Iterator[Finding]:
+def overcommit_rule(c: Config, topo: Topology, layout: Layout | None = None
+                    ) -> Iterator[Finding]:
     """protection-overcommit: also enforced by build_plan, so nothing is generated."""
     found = overcommit(c, topo)
     if found is not None:
         yield _finding("protection-overcommit", c.path, found.tenant.line_of(found.key),
                        found.message())
+        return
+    on_nodes = node_overcommit(c, topo, layout) if layout is not None else None
+    if on_nodes is not None:
+        yield _finding("protection-overcommit", c.path, on_nodes.tenant.line_of(on_nodes.key),
+                       on_nodes.message(), on_nodes.fix)
+
+
+def _nodes_text(nodes: tuple[int, ...]) -> str:
+    return f"node {nodes[0]}" if len(nodes) == 1 else f"nodes {', '.join(map(str, nodes))}"
+
+
+def _limit_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Finding]:
+    """limit-exceeds-memory: a memory limit the tenant's memory can never reach, and what
+    happens first: swap or the host's OOM killer (above RAM), an OOM kill on its nodes
+    (memory bound with cpuset.mems), or memory from other nodes (memory unbound)."""
+    ram = topo.total_memory
+    if ram <= 0:
+        return
+    node_memory = {n.id: n.memory_bytes for n in topo.nodes}
+    for t in c.tenants:
+        key = "memory_max" if _limited(t.memory_max) else "memory_high"
+        limit = t.resources.get(key)
+        if not _limited(limit):
+            continue
+        p = layout.of(t.name)
+        line = t.line_of(key)
+        if limit > ram:
+            yield _finding("limit-exceeds-memory", c.path, line,
+                           f"tenant {t.name} has {key} {_size(limit)} but the host has "
+                           f"{_size(ram)} of RAM: the limit is never reached, the tenant is "
+                           "pushed into swap (or the kernel OOM-kills on the host) first")
+            continue
+        if p.memory_nodes:
+            here = sum(topo.node(n).memory_bytes for n in
+                       dict.fromkeys(topo.node(m).id for m in p.memory_nodes))
+            if limit > here:
+                yield _finding("limit-exceeds-memory", c.path, line,
+                               f"tenant {t.name} has {key} {_size(limit)} but its memory is "
+                               f"bound to {_nodes_text(p.memory_nodes)} ({_size(here)}): past "
+                               f"{_size(here)} it swaps or the kernel OOM-kills it on "
+                               f"{'that node' if len(p.memory_nodes) == 1 else 'those nodes'}, "
+                               "before the limit")
+            continue
+        local = sum(node_memory.get(n, 0) for n in p.cpu_nodes)
+        if p.cpu_nodes and 0 < local < limit:
+            yield _finding("limit-exceeds-memory", c.path, line,
+                           f"tenant {t.name} has {key} {_size(limit)} but its CPUs' "
+                           f"{_nodes_text(p.cpu_nodes)} "
+                           f"{'holds' if len(p.cpu_nodes) == 1 else 'hold'} {_size(local)}: "
+                           "beyond that its "
+                           "memory comes from other nodes (remote memory, slower)")
 
 
 def _cross_node_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Finding]:
@@ -336,7 +391,8 @@ def lint(config: Config, topology: Topology | None,
     findings += _confine_rules(config)
     findings += _housekeeping_rules(config)
     if topology is not None and layout is not None:
-        findings += overcommit_rule(config, topology)
+        findings += overcommit_rule(config, topology, layout)
+        findings += _limit_rule(config, topology, layout)
         findings += _cross_node_rule(config, topology, layout)
         findings += _share_rule(config, topology, layout, competition)
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule))

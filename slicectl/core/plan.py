@@ -24,7 +24,7 @@ from slicectl.core.properties import (
     PROP_BY_NAME,
     PROPERTIES,
 )
-from slicectl.core.protection import FIX, SOURCE, overcommit, protects
+from slicectl.core.protection import FIX, SOURCE, node_overcommit, overcommit, protects
 from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.core.topology import Topology
 from slicectl.core.values import size_sum
@@ -281,13 +281,17 @@ def schedule_units(config: Config, command: ScheduleCommand) -> list[UnitPlan]:
     return units
 
 
-def check_protection(config: Config, topo: Topology) -> None:
-    """Refuse protection beyond RAM minus housekeeping: it protects nobody (issue 5; lint's
-    protection-overcommit reports the same)."""
+def check_protection(config: Config, topo: Topology, layout: Layout) -> None:
+    """Refuse protection beyond RAM minus housekeeping, or beyond the memory of the nodes a
+    tenant's memory is bound to: it protects nobody (lint's protection-overcommit reports
+    the same)."""
     found = overcommit(config, topo)
     if found is not None:
-        raise PlacementError(f"{config.path}:{found.tenant.line_of(found.key)}: "
-                             f"{found.message()}", f"{FIX} (source: {SOURCE})")
+        raise PlacementError(found.located(config.path), f"{FIX} (source: {SOURCE})")
+    on_nodes = node_overcommit(config, topo, layout)
+    if on_nodes is not None:
+        raise PlacementError(on_nodes.located(config.path),
+                             f"{on_nodes.fix} (source: {SOURCE})")
 
 
 def _parent(config: Config, topo: Topology, layout: Layout) -> UnitPlan:
@@ -343,7 +347,7 @@ def build_plan(
     and skips slicectl.core.contention's import and its prediction)."""
     layout = place(config, topo, previous)
     if any(protects(t) for t in config.tenants):
-        check_protection(config, topo)
+        check_protection(config, topo, layout)
     units = [_parent(config, topo, layout)]
     for t in config.tenants:
         name = config.slice_unit(t.name)

@@ -1,15 +1,21 @@
-"""Memory protection must fit in RAM minus housekeeping (pure).
+"""Memory protection must fit in RAM minus housekeeping, and in the nodes it is bound to
+(pure).
 
 memory.low/memory.min reserve memory only under pressure, and only if the host can honour
 them: protection beyond RAM protects nobody (seed 001: limits are not reservations;
-cgroup-v2.rst, "memory.low"). plan, generate and apply refuse such a configuration, and lint
-reports it as `protection-overcommit`; both call `overcommit` here.
+cgroup-v2.rst, "memory.low"). A tenant whose memory is bound to nodes (cpuset.mems) can only
+be given memory there, so its protection must fit those nodes' memory, beside every other
+tenant bound to them. plan, generate and apply refuse such a configuration, and lint reports
+it as `protection-overcommit`; both call `overcommit` and `node_overcommit` here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
+from slicectl.core.placement import Layout
 from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Tenant
 from slicectl.core.topology import Topology
 from slicectl.core.values import INFINITY, format_size, size_bytes
@@ -27,6 +33,11 @@ class Overcommit:
     everyone: int  # all tenants' protection
     budget: int  # RAM minus housekeeping
     ram: int
+
+    def located(self, path: str) -> str:
+        """`FILE:LINE: KEY: message`, as plan and generate report it."""
+        return (f"{path}:{self.tenant.line_of(self.key)}: tenants.{self.tenant.name}.{self.key}: "
+                f"{self.message()}")
 
     def message(self) -> str:
         return (f"memory_low + memory_min of all tenants is {format_size(self.everyone)} but "
@@ -66,3 +77,97 @@ def overcommit(config: Config, topo: Topology) -> Overcommit | None:
 def protects(t: Tenant) -> bool:
     """Whether a tenant asks for any protection (infinity included)."""
     return any(v is INFINITY or (v or 0) > 0 for v in (t.memory_low, t.memory_min))
+
+
+# Subsets of the bound nodes checked exhaustively up to this many nodes; beyond it, each
+# tenant's own node set and each single node.
+EXHAUSTIVE_NODES = 10
+
+
+@dataclass(frozen=True)
+class NodeOvercommit:
+    """Protections of tenants whose memory is bound to `nodes` that those nodes cannot hold."""
+
+    tenant: Tenant  # the tenant at which the total (in file order) first passes the memory
+    key: str
+    tenants: tuple[Tenant, ...]  # every protecting tenant bound within `nodes`
+    nodes: tuple[int, ...]
+    protected: int
+    memory: int
+
+    def located(self, path: str) -> str:
+        """`FILE:LINE: KEY: message`, as plan and generate report it."""
+        return (f"{path}:{self.tenant.line_of(self.key)}: tenants.{self.tenant.name}.{self.key}: "
+                f"{self.message()}")
+
+    def message(self) -> str:
+        where = (f"node {self.nodes[0]}, which has" if len(self.nodes) == 1 else
+                 f"nodes {', '.join(map(str, self.nodes))}, which have")
+        if len(self.tenants) == 1:
+            who = f"tenant {self.tenant.name} protects {format_size(self.protected)} " \
+                  "(memory_low + memory_min) but its memory is bound to"
+        else:
+            names = ", ".join(t.name for t in self.tenants)
+            who = f"tenants {names} protect {format_size(self.protected)} " \
+                  "(memory_low + memory_min) with their memory bound to"
+        return (f"{who} {where} {format_size(self.memory)}: protection beyond the memory "
+                "it can be given protects nobody")
+
+    @property
+    def fix(self) -> str:
+        return ("lower memory_low/memory_min, bind the tenant to more or other nodes "
+                "(`nodes:`, numa: spread), or numa: any to leave its memory unbound")
+
+
+def _node_memory(topo: Topology) -> dict[int, int]:
+    """MemTotal of every kernel node id that can hold memory (merged nodes too)."""
+    memory: dict[int, int] = {}
+    for n in topo.nodes:
+        memory[n.id] = n.own_memory
+        memory.update(n.merged)
+    return memory
+
+
+def _candidates(bound: Sequence[frozenset[int]]) -> Iterator[frozenset[int]]:
+    """Node sets to compare protection with, smallest first: every subset of the bound nodes
+    (Hall's condition: the tenants bound within a set must fit in it), or on large hosts
+    each single node and each tenant's own set."""
+    nodes = sorted(frozenset().union(*bound))
+    if len(nodes) <= EXHAUSTIVE_NODES:
+        for size in range(1, len(nodes) + 1):
+            for combo in combinations(nodes, size):
+                yield frozenset(combo)
+        return
+    yield from (frozenset([n]) for n in nodes)
+    yield from sorted(set(bound), key=lambda s: (len(s), sorted(s)))
+
+
+def node_overcommit(config: Config, topo: Topology, layout: Layout) -> NodeOvercommit | None:
+    """The first set of nodes whose bound tenants protect more than the nodes hold, if any.
+    `infinity` counts as nothing here: `overcommit` counts it as all of the host's RAM."""
+    memory = _node_memory(topo)
+    bound: list[tuple[Tenant, frozenset[int], int]] = []
+    for t in config.tenants:
+        mems = layout.of(t.name).memory_nodes
+        amount = sum(v for v in (t.memory_low, t.memory_min) if isinstance(v, int))
+        if mems and amount > 0:
+            bound.append((t, frozenset(mems), amount))
+    if not bound:
+        return None
+    for nodes in _candidates([b for _, b, _ in bound]):
+        within = [(t, amount) for t, b, amount in bound if b <= nodes]
+        capacity = sum(memory.get(n, 0) for n in nodes)
+        total = sum(amount for _, amount in within)
+        if not within or total <= capacity or capacity <= 0:
+            continue  # a node with no memory reported: nothing to compare with
+        running, at = 0, within[-1][0]
+        for tenant, amount in within:
+            running += amount
+            if running > capacity:
+                at = tenant
+                break
+        t = at
+        key = "memory_low" if t.memory_low else "memory_min"
+        return NodeOvercommit(t, key, tuple(x for x, _ in within), tuple(sorted(nodes)),
+                              total, capacity)
+    return None
