@@ -114,7 +114,7 @@ def test_bitmask_round_trip(cpus: frozenset[int], padding: int) -> None:
 @pytest.mark.parametrize(("value", "size"), [
     ("24G", 24 * G), ("512M", 512 * M), ("1K", K), ("2T", 2 * T),
     ("1.5G", 3 * G // 2), ("0.5K", 512), ("1048576", M), ("0", 0), (0, 0), (4096, 4096),
-    (" 24G ", 24 * G), ("24g", 24 * G), ("10KiB", 10 * K),
+    (" 24G ", 24 * G), ("24 G", 24 * G), ("1E", 1024**6),
     ("infinity", INFINITY), ("Infinity", INFINITY),
 ])
 def test_parse_size(value: object, size: int) -> None:
@@ -137,6 +137,33 @@ def test_parse_size_refuses(value: object, message: str) -> None:
     with pytest.raises(ValueError) as e:
         parse_size(value)
     assert message in str(e.value)
+
+
+@pytest.mark.parametrize(("value", "message", "hint"), [
+    ("12GB", "'12GB' is not a size (systemd sizes take no B or iB)",
+     "write 12G (systemd sizes are base 1024 and take no B)"),
+    ("12Gb", "'12Gb' is not a size (systemd sizes take no B or iB)",
+     "write 12G (systemd sizes are base 1024 and take no B)"),
+    ("10KiB", "'10KiB' is not a size (systemd sizes take no B or iB)",
+     "write 10K (systemd sizes are base 1024 and take no B)"),
+    ("512B", "'512B' is not a size (systemd sizes take no B)",
+     "write 512 (a plain number is bytes)"),
+    ("24g", "'24g' is not a size (systemd's suffixes are upper case)",
+     "write 24G (K, M, G, T, P, E: base 1024)"),
+    ("max", "'max' is not a size (max is the cgroup file's word for no limit)",
+     "write infinity"),
+    ("50%", "'50%' is not a size: slicectl takes memory sizes in bytes, not a share of RAM",
+     "write the size, e.g. 48G for half of a 96G host (`slicectl topology` shows each "
+     "node's memory)"),
+])
+def test_parse_size_refuses_what_systemd_refuses_with_a_hint(value: str, message: str,
+                                                             hint: str) -> None:
+    """systemd refuses these for memory properties; the hint says what to write."""
+    from slicectl.core.values import ValueHint
+
+    with pytest.raises(ValueHint) as e:
+        parse_size(value)
+    assert (str(e.value), e.value.hint) == (message, hint)
 
 
 def test_parse_size_large_exact_byte_count() -> None:

@@ -115,7 +115,8 @@ def _parse_settings(
         try:
             values[key] = setting.parse(value)
         except ValueError as e:
-            c.add(kline, f"{prefix}.{key}", str(e), f"{key}: {setting.doc}")
+            c.add(kline, f"{prefix}.{key}", str(e),
+                  getattr(e, "hint", None) or f"{key}: {setting.doc}")
             continue
         lines[key] = kline
     return values, lines

@@ -1,6 +1,6 @@
 """Parsing and formatting of the value types in tenants.yaml: sizes, percents, durations.
 
-Sizes use base 1024 like systemd (K, M, G, T, P); "infinity" means no limit and has one
+Sizes use base 1024 like systemd (K, M, G, T, P, E); "infinity" means no limit and has one
 typed representation, `INFINITY` (a `Size` is `int | Infinity`), so every sum and comparison
 must say what infinity does: `size_sum`, `size_min`, `size_le`. Formatting produces exactly
 what systemd accepts in unit files, so generated files round-trip through systemd. The
@@ -39,8 +39,22 @@ MAX_PERCENT: Final = (2**31 - 1) // 100
 MIN_PERIOD_US: Final = 1_000
 MAX_PERIOD_US: Final = 1_000_000
 
-_SIZE_RE = re.compile(r"^\s*(\d{1,40}(?:\.\d{1,40})?)\s*([KMGTP]?)(i?B?)?\s*$", re.IGNORECASE)
-_FACTORS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
+# What systemd's parse_size() takes for memory properties: a number, optionally with a
+# fraction, and one upper-case suffix of base 1024 (systemd.resource-control(5)).
+_SIZE_RE = re.compile(r"^\s*(\d{1,40}(?:\.\d{1,40})?)\s*([KMGTPE]?)\s*$")
+# What people write instead (12GB, 12Gb, 12GiB, 12g, 50%): refused with what to write.
+_LOOSE_SIZE_RE = re.compile(r"^\s*(\d{1,40}(?:\.\d{1,40})?)\s*([KMGTPE]?)(i?B)?\s*$",
+                            re.IGNORECASE)
+_FACTORS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5,
+            "E": 1024**6}
+
+
+class ValueHint(ValueError):
+    """A value refused with a hint of what to write instead (config shows the hint)."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 def _check_size(size: int, value: object, minimum: int) -> int:
@@ -53,8 +67,36 @@ def _check_size(size: int, value: object, minimum: int) -> int:
     return size
 
 
+def _not_a_size(value: str) -> ValueError:
+    """Why `value` is not a systemd size, with what to write when that is clear."""
+    text = value.strip()
+    message = f"{quote(value)} is not a size"
+    if text.lower() == "max":
+        return ValueHint(f"{message} (max is the cgroup file's word for no limit)",
+                         "write infinity")
+    if text.endswith("%"):
+        return ValueHint(f"{message}: slicectl takes memory sizes in bytes, not a share of "
+                         "RAM", "write the size, e.g. 48G for half of a 96G host "
+                         "(`slicectl topology` shows each node's memory)")
+    loose = _LOOSE_SIZE_RE.match(value)
+    if loose:
+        number, unit, b = loose[1], loose[2].upper(), loose[3]
+        if b and not unit:
+            return ValueHint(f"{message} (systemd sizes take no B)",
+                             f"write {number} (a plain number is bytes)")
+        if b:
+            return ValueHint(f"{message} (systemd sizes take no B or iB)",
+                             f"write {number}{unit} (systemd sizes are base 1024 and take "
+                             "no B)")
+        return ValueHint(f"{message} (systemd's suffixes are upper case)",
+                         f"write {number}{unit} (K, M, G, T, P, E: base 1024)")
+    return ValueError(f"{message} (use a number with K, M, G or T, or infinity)")
+
+
 def parse_size(value: object, minimum: int = 0) -> Size:
-    """Parse 24G, 512M, 1.5G, 1048576, 0 or "infinity" into bytes (INFINITY for infinity).
+    """Parse 24G, 512M, 1.5G, 1048576, 0 or "infinity" into bytes (INFINITY for infinity):
+    what systemd takes for memory properties. 12GB, 12Gb, 12GiB, 12g and max are refused
+    with what to write instead (systemd refuses them too).
 
     Sizes of 2^64-1 bytes and more, or below `minimum`, are refused as systemd does.
     """
@@ -70,9 +112,8 @@ def parse_size(value: object, minimum: int = 0) -> Size:
         return INFINITY
     m = _SIZE_RE.match(value)
     if not m:
-        raise ValueError(f"{quote(value)} is not a size (use a number with K, M, G or T, "
-                         "or infinity)")
-    number, unit = m.group(1), m.group(2).upper()
+        raise _not_a_size(value)
+    number, unit = m.group(1), m.group(2)
     if "." not in number:
         return _check_size(int(number) * _FACTORS[unit], value, minimum)  # exact
     from fractions import Fraction
@@ -89,7 +130,7 @@ def format_size(size: Size) -> str:
         return "infinity"
     if size == 0:
         return "0"
-    for unit in ("P", "T", "G", "M", "K"):
+    for unit in ("E", "P", "T", "G", "M", "K"):
         factor = _FACTORS[unit]
         if size % factor == 0:
             return f"{size // factor}{unit}"
