@@ -115,9 +115,60 @@ def test_help_before_a_verb_is_the_main_help(capsys: pytest.CaptureFixture[str])
 def test_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "validate", str(WEB_BATCH))
     assert code == 0 and not err
-    assert out == f"{WEB_BATCH}: ok (2 tenant(s))\n"
+    assert out == (f"{WEB_BATCH}: ok (2 tenant(s); file only: give --topology or --sysfs to "
+                   "check placement)\n")
     code, out, _ = run(capsys, "validate", str(ROOT / "examples" / "day-night.yaml"))
-    assert code == 0 and out.endswith(": ok (2 tenant(s), 1 profile(s))\n")
+    assert code == 0 and out.endswith(": ok (2 tenant(s), 1 profile(s); file only: give "
+                                      "--topology or --sysfs to check placement)\n")
+    code, out, err = run(capsys, "validate", str(WEB_BATCH), "--topology", XEON)
+    assert code == 0 and not err
+    assert out == f"{WEB_BATCH}: ok (2 tenant(s), placed on {XEON})\n"
+
+
+@pytest.mark.parametrize(("tenants", "error"), [
+    ('a: {cpus: "0-7"}\n  b: {cpus: "4-11"}',
+     "error: {path}:4: tenants.b.cpus: CPU(s) 4-7 are also given to exclusive tenant 'a'\n"
+     "  hint: exclusive tenants cannot share CPUs; set exclusive: false on one of them or "
+     "pick other CPUs\n"),
+    ("a: {cpus: 64}",
+     "error: {path}:3: tenants.a.cpus: exclusive tenants ask for 64 CPUs in all (a: 64), but "
+     "only 32 are free\n"),
+    ("a: {cpus: '40-47'}",
+     "error: {path}:3: tenants.a.cpus: CPU(s) 40-47 do not exist on this host\n"
+     "  hint: tenant a: the host's CPUs are 0-31\n"),
+    ("a: {cpus: 2, nodes: [5]}",
+     "error: {path}:3: tenants.a.nodes: node(s) 5 do not exist on this host\n"
+     "  hint: nodes here: 0, 1\n"),
+])
+def test_validate_with_a_topology_checks_placement(
+        tenants: str, error: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What plan refuses, validate --topology refuses too; without a topology it says it
+    checked the file only."""
+    path = tmp_path / "t.yaml"
+    path.write_text(f"version: 1\ntenants:\n  {tenants}\n")
+    code, out, _ = run(capsys, "validate", str(path))
+    assert code == 0 and out.endswith("file only: give --topology or --sysfs to check "
+                                      "placement)\n")
+    code, out, err = run(capsys, "validate", str(path), "--topology", XEON)
+    assert code == 1 and out == ""
+    assert err.startswith(error.format(path=path)), err
+    assert "Traceback" not in err and "internal error" not in err
+
+
+def test_validate_checks_every_profile_and_the_systemd_version(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text("version: 1\ntenants:\n  a: {cpus: 2}\nprofiles:\n  big:\n"
+                    "    a: {cpus: 64}\n")
+    code, _, err = run(capsys, "validate", str(path), "--topology", XEON)
+    assert code == 1 and err.startswith(f"error: {path}:3: tenants.a.cpus: exclusive tenants "
+                                        "ask for 64 CPUs in all (a: 64), but only 32 are free")
+    path.write_text("version: 1\ntenants:\n  a: {cpus: 2}\n")
+    code, _, err = run(capsys, "validate", str(path), "--topology", XEON,
+                       "--systemd-version", "240")
+    assert code == 1 and err.startswith(
+        f"error: {path}:3: tenants.a.cpus: needs systemd 244 or later, but the target runs "
+        "systemd 240 (--systemd-version)\n")
 
 
 BAD = """\

@@ -131,6 +131,8 @@ def topology(p: Parser) -> None:
 
 def validate(p: Parser) -> None:
     p.add_argument("tenants", metavar="TENANTS", help="path to tenants.yaml")
+    # Without a topology only the file is checked: placement needs the host's CPUs and nodes.
+    _topology_source(p)
 
 
 def plan(p: Parser) -> None:

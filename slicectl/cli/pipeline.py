@@ -102,10 +102,22 @@ def run_live_map(args: Namespace) -> int:
 
 
 def cmd_validate(args: Namespace) -> int:
-    """`slicectl validate`: ok, or every problem of tenants.yaml (raised as ConfigError)."""
+    """`slicectl validate`: ok, or every problem of tenants.yaml (raised as ConfigError);
+    with --topology or --sysfs, the placement of the base file and of every profile too."""
     config = load_config(args)
     profiles = f", {len(config.profiles)} profile(s)" if config.profiles else ""
-    print(f"{args.tenants}: ok ({len(config.tenants)} tenant(s){profiles})")
+    if not (args.topology or args.sysfs):
+        print(f"{args.tenants}: ok ({len(config.tenants)} tenant(s){profiles}; file only: "
+              "give --topology or --sysfs to check placement)")
+        return EXIT_OK
+    from slicectl.core.plan import build_plan
+
+    topo = load_topology(args)
+    check_target_version(args, config, topo)
+    for name in (None, *config.profiles):
+        build_plan(config.with_profile(name), topo, shares=False)
+    print(f"{args.tenants}: ok ({len(config.tenants)} tenant(s){profiles}, placed on "
+          f"{topo.source})")
     return EXIT_OK
 
 
