@@ -171,6 +171,17 @@ def test_validate_checks_every_profile_and_the_systemd_version(
         "systemd 240 (--systemd-version)\n")
 
 
+def test_plan_exit_code_offline_is_not_a_match(capsys: pytest.CaptureFixture[str]) -> None:
+    """plan --exit-code for a topology compares nothing with a host: exit 4, and says so."""
+    code, out, err = run(capsys, "plan", str(WEB_BATCH), "--topology", XEON, "--exit-code",
+                         "--json")
+    assert code == 4 and out
+    assert err == ("slicectl: offline: nothing compared with a host (--topology or --sysfs "
+                   "without --unit-dir or --bus); exit 4\n")
+    code, _, err = run(capsys, "plan", str(WEB_BATCH), "--topology", XEON, "--json")
+    assert code == 0 and err == ""
+
+
 BAD = """\
 version: 1
 housekeeping: {cpus: x}

@@ -234,6 +234,11 @@ def cmd_write(args: Namespace) -> int:
     return EXIT_OK
 
 
+# plan --exit-code planned for a topology only (no host's files or systemd to compare with):
+# neither "matches" (0) nor "differs" (3).
+EXIT_OFFLINE = 4
+
+
 def cmd_plan(args: Namespace) -> int:
     """`slicectl plan`: where each tenant goes and, on a host, what apply would change."""
     config = load_config(args)
@@ -253,6 +258,10 @@ def cmd_plan(args: Namespace) -> int:
     _print_plan(args, config, plan, topo, diff, files)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
+    if args.exit_code and diff is None:
+        print("slicectl: offline: nothing compared with a host (--topology or --sysfs without "
+              "--unit-dir or --bus); exit 4", file=sys.stderr)
+        return EXIT_OFFLINE
     if args.exit_code and diff is not None and diff.changed:
         return EXIT_DIFF
     return EXIT_OK
