@@ -411,11 +411,17 @@ class UnitDir:
         """Write the manifest if it would change (a stale entry for a file someone removed
         is dropped too)."""
         self._manifest = None  # read again after a write (or its rollback)
-        full = Manifest(files={rel: sha256(files[rel].encode()) for rel in files},
-                        placements=manifest.placements, source=manifest.source)
-        text = (json.dumps(full.to_json(), indent=2, sort_keys=False) + "\n").encode()
+        text = manifest_text(files, manifest)
         journal.made_dirs.extend(make_dirs(self.manifest_path.parent))
         old = read_regular(self.manifest_path)
         if old != text:
             journal.previous.append((self.manifest_path, old))
             _write_atomic(self.manifest_path, text)
+
+
+def manifest_text(files: Mapping[str, str], manifest: Manifest) -> bytes:
+    """The manifest file of a directory holding `files`: their digests, and `manifest`'s
+    placements and source."""
+    full = Manifest(files={rel: sha256(files[rel].encode()) for rel in files},
+                    placements=manifest.placements, source=manifest.source)
+    return (json.dumps(full.to_json(), indent=2, sort_keys=False) + "\n").encode()
