@@ -239,7 +239,7 @@ def library(collector: SliceCollector, om: bool) -> bytes:
 
 @pytest.mark.parametrize("om", [False, True], ids=["text", "openmetrics"])
 def test_served_bytes_are_the_librarys_scrape_after_scrape(tmp_path: Path, om: bool) -> None:
-    """/metrics and --textfile write the slices' samples themselves, keeping the lines of
+    """/metrics writes the slices' samples itself, keeping the lines of
     cgroups that did not change: the bytes are what prometheus_client writes from the same
     families, in both formats, while some slices move, one is recreated and one appears, with
     limits, +Inf, garbage, NUMA rows, tenants, and names that need escaping."""

@@ -1,11 +1,13 @@
-"""The exporter's own process metrics: prometheus_client's standard `process_*` families, with
-the open file descriptors counted without listing /proc/self/fd.
+"""The exporter's own process metrics: prometheus_client's `ProcessCollector`, its six
+`process_*` families with its names, help, types and order, but with the open file
+descriptors counted without listing /proc/self/fd.
 
-The library's `ProcessCollector` counts `process_open_fds` as the entries of /proc/self/fd. The
-sampler keeps every cgroup's files open (about 21 per slice), so at 1,000 slices that is a
-listing of some 21,000 entries, each formatted by the kernel and made a string by Python, on
-every scrape: the costliest part of a scrape of idle slices (BENCHMARKS.md, exporter.1000).
-`open_fds` reads the same number more cheaply:
+Why not the library's collector: it counts `process_open_fds` as the entries of
+/proc/self/fd, and the sampler keeps every cgroup's files open, so at 1,000 slices every
+scrape lists tens of thousands of entries, each formatted by the kernel and made a string by
+Python: a large share of a scrape of idle slices, enough to put it over the budget of
+`exporter.1000` (the figures with and without, and the command: BENCHMARKS.md,
+"exporter.1000: the library's writer"). `FdCounter` reads the same number more cheaply:
 
 - Linux 6.2 and later report it as the size of /proc/self/fd (proc.rst, "/proc/<pid>/fd"):
   one stat().
@@ -16,7 +18,8 @@ every scrape: the costliest part of a scrape of idle slices (BENCHMARKS.md, expo
 
 Neither opens a descriptor to count, so the value is one less than the library's, whose count
 includes the descriptor it lists /proc/self/fd with. The other families are read as the
-library reads them (/proc/self/stat, /proc/self/limits), with its names, help and order.
+library reads them (/proc/self/stat, /proc/self/limits); a test compares them with the
+library's collector.
 """
 
 from __future__ import annotations

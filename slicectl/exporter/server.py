@@ -1,23 +1,24 @@
 """`slicectl exporter`: every slice's counters and limits for Prometheus (a front end).
 
-A prometheus_client collector reads the cgroups at scrape time with the sampler's kept file
-descriptors (Prometheus' guideline for exporters: no background cache that makes rates jump)
-and turns the rows of `exportmetrics` into the text format, or OpenMetrics when the scraper
-asks for it (the library's `choose_encoder` reads the Accept header). Nothing here parses a
+The exporter is prometheus_client's: `SliceCollector` is a `Collector` that reads the cgroups
+at scrape time with the sampler's kept file descriptors (Prometheus' guideline for exporters:
+no background cache that makes rates jump) and yields `CounterMetricFamily` and
+`GaugeMetricFamily` objects from the table in `families`; `registry_of` puts it in a
+`CollectorRegistry` with the process metrics. The library negotiates the format
+(`choose_encoder`: the text format, or OpenMetrics when the scraper asks), serves `name[]`
+filters, other methods and paths (`make_wsgi_app`), runs the HTTP server
+(`ThreadingWSGIServer`) and writes `--textfile` (`write_to_textfile`). Nothing here parses a
 cgroup file: `cgroupfiles` does, once, for every reader.
 
-The per-slice families, tens of thousands of samples at 1,000 slices, are not handed to the
-library one sample object at a time: `SliceText` writes each cgroup's sample lines once and
-keeps them while the cgroup does not change (the sampler hands back the same sample, the memo
-the same rows); a changed cgroup rewrites only the lines whose values changed, and a family is
-joined again only when one of its lines changed. The response is sent in pieces, one per
-family, so no scrape copies the megabytes into one buffer (whose size, come and gone every
-scrape, made the C allocator's heap creep: BENCHMARKS.md, exporter.1000). Only the cgroups of
-the last scrape are kept. The lines are the library's, byte for
-byte (tests/test_exporter.py compares them); the library still writes the headers, the
-exporter's own families and the process metrics (`exportprocess`: its families, with the open
-descriptors counted without listing them), and serves what the fast path leaves out (`name[]`
-filters, other methods).
+One piece of the library is replaced for the scrapes Prometheus makes, a GET of every metric:
+writing the per-slice samples, which `generate_latest` does one sample object at a time
+(tens of thousands at 1,000 slices), far over the budget of `exporter.1000` (the
+figures with and without, and the command: BENCHMARKS.md, "exporter.1000: the library's
+writer"). `SliceText` writes the same lines, byte for byte (tests/test_exporter.py compares
+them with the library's in both formats), once per cgroup, and keeps them while the cgroup
+does not change; the library still writes every header, the exporter's own families and the
+process metrics. The response goes out in pieces, one per family, never joined into one
+buffer unless gzipped, as `make_wsgi_app` gzips, when the scraper asks (`wsgi_app`).
 
 A value that cannot be read drops its series and counts in `slicectl_exporter_errors_total`;
 a scrape never fails because of the host (the health metrics are always there).
@@ -26,7 +27,7 @@ Why this module runs past 400 lines: the collector (what the library's encoders 
 filters read), `SliceText` (the same samples written by hand) and the WSGI app that picks
 between them must agree on one set of families and one order; they are kept together so a
 change to one is seen next to the others. What stands alone is elsewhere: the metric table
-(`exportmetrics`), the process metrics (`exportprocess`), the command (`cli/exporter`).
+(`families`), the process metrics (`process_metrics`), the command (`cli/exporter`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import errno
 import functools
 import gzip
 import operator
+import os
 import re
 import socket
 import sys
@@ -54,6 +56,7 @@ from prometheus_client.exposition import (
     generate_latest,
     gzip_accepted,
     make_wsgi_app,
+    write_to_textfile,
 )
 from prometheus_client.openmetrics.exposition import ALLOWUTF8, UNDERSCORES
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
@@ -77,7 +80,6 @@ from slicectl.exporter.families import (
     SeriesMemo,
 )
 from slicectl.exporter.process_metrics import ProcessMetrics
-from slicectl.host.atomic import write_atomically
 from slicectl.host.sampler import Sampler
 
 DEFAULT_PORT = int(defaults.EXPORTER_LISTEN.rpartition(":")[2])
@@ -122,10 +124,14 @@ def _escape(value: str) -> str:
 
 
 class SliceText:
-    """The per-slice families as exposition text, kept between scrapes at two levels: each
-    cgroup's sample lines by metric while its rows are the same object (an unchanged cgroup:
-    `SeriesMemo.rows`), and each metric's samples of every cgroup (its column) while no
-    cgroup's lines of that metric changed.
+    """The per-slice families as exposition text: what prometheus_client's `generate_latest`
+    (and OpenMetrics' `generate_latest`) write for `SliceCollector.collect`'s per-slice
+    families, written here because the library's per-sample writing is far over the
+    budget of `exporter.1000` (BENCHMARKS.md, "exporter.1000: the library's writer").
+
+    Kept between scrapes at two levels: each cgroup's sample lines by metric while its rows
+    are the same object (an unchanged cgroup: `SeriesMemo.rows`), and each metric's samples
+    of every cgroup (its column) while no cgroup's lines of that metric changed.
 
     A sample line is the same in the text format and in OpenMetrics (`name{labels} value`,
     labels sorted by name, the value as Go prints floats); only the families' headers differ,
@@ -347,8 +353,9 @@ def registry_of(collector: SliceCollector) -> CollectorRegistry:
 
 
 class Exposition:
-    """What /metrics and --textfile give: the families of `registry_of(collector)`, in its
-    order, with the slices' samples written by `SliceText`."""
+    """What /metrics gives Prometheus: the families of `registry_of(collector)`, in its
+    order, with the slices' samples written by `SliceText`. `registry` is that registry, for
+    the library (`name[]` filters, other methods, `--textfile`)."""
 
     def __init__(self, collector: SliceCollector) -> None:
         self.collector = collector
@@ -384,8 +391,11 @@ def _fast_format(encoder: Callable[..., bytes]) -> bool | None:
 
 
 def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
-    """The library's /metrics app (content negotiation, gzip), with a GET of every metric in
-    the text format or OpenMetrics 1.x written by `Exposition.render`."""
+    """The library's /metrics app (`make_wsgi_app`), but a GET of every metric in the text
+    format or OpenMetrics 1.x (what Prometheus asks for) is written by `Exposition.parts`:
+    the library's app can only write the body with `generate_latest` (see `SliceText`). Its
+    format is the library's pick (`choose_encoder`), and it is gzipped as the library's app
+    gzips (`gzip_accepted`, `gzip.compress`) when the scraper asks."""
     library = make_wsgi_app(exposition.registry)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -453,10 +463,11 @@ def serve(exposition: Exposition, listen: str) -> tuple[Callable[[], None], int]
 
 
 def write_textfile(exposition: Exposition, path: Path) -> None:
-    """The text format into `path` at once (node_exporter's textfile collector reads it)."""
-    data = exposition.render()
+    """The text format into `path` at once (node_exporter's textfile collector reads it), by
+    the library's `write_to_textfile`; readable by node_exporter's user whatever the umask."""
     try:
-        write_atomically(path, data, 0o644)
+        write_to_textfile(str(path), exposition.registry)
+        os.chmod(path, 0o644)
     except OSError as e:
         raise ExporterError(f"cannot write {path}: {e.strerror}",
                             "the textfile directory must exist and be writable "
