@@ -55,12 +55,43 @@ def test_every_rule_has_a_case() -> None:
     assert covered | {"root-tasks", "io-device-missing", "oomd-not-running"} == set(RULES)
 
 
-@pytest.mark.parametrize("example", ["web-batch.yaml", "linkedin-host.yaml"])
-def test_sound_examples_have_no_findings(example: str) -> None:
-    """The confined examples follow every recommendation: no findings at all."""
-    path = ROOT / "examples" / example
-    findings = lint(load_config(str(path)), load_topology_file(_topo()))
-    assert [(f.rule, f.level) for f in findings] == []
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+
+
+def example_topology(path: Path) -> str:
+    """The fixture topology an example's header names (`## topology: NAME`)."""
+    return _topo(case_directives(path)[0])
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
+def test_bundled_examples_are_lint_clean(example: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Every bundled example follows every recommendation on the topology its header names,
+    for the base file and every profile: no warnings (`--strict` passes)."""
+    assert main(["lint", str(example), "--topology", example_topology(example),
+                 "--strict"]) == 0
+    assert capsys.readouterr().out == f"{example}: no findings\n"
+    config = load_config(str(example))
+    topo = load_topology_file(example_topology(example))
+    for profile in config.profiles:
+        findings = lint(config.with_profile(profile), topo)
+        assert [(f.rule, f.line) for f in findings] == [], profile
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
+def test_bundled_examples_guarantee_cpu_to_every_pinned_tenant(
+        example: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`plan` shows a non-zero guarantee for every tenant with CPUs, in every profile (never
+    "0.00 cores 0.0% (threads)": the examples leave no tenant to compete thread by thread)."""
+    config = load_config(str(example))
+    for profile in (None, *config.profiles):
+        args = ["plan", str(example), "--topology", example_topology(example), "--json"]
+        assert main(args + (["--profile", profile] if profile else [])) == 0
+        data = json.loads(capsys.readouterr().out)
+        for tenant in data["tenants"]:
+            if tenant["cpu_count"]:
+                share = tenant["cpu_share"]
+                assert share["cores"] > 0 and share["bound"] != "threads", (profile, tenant)
 
 
 def test_without_topology_skips_placement_rules() -> None:
