@@ -29,18 +29,33 @@ from slicectl.core.cpulist import format_cpulist, from_bitmask, to_bitmask
 
 UINT64_MAX = 2**64 - 1
 MANAGER_PATH = "/org/freedesktop/systemd1"
-# Settable cgroup properties: name -> (signature, value systemd reports when unset).
+# Settable cgroup properties: name -> (signature, value systemd reports when unset), as
+# org.freedesktop.systemd1(5) documents them (tests/test_systemd.py checks that slicectl's
+# property table names the same ones with the same signatures).
 SETTABLE: dict[str, tuple[str, Any]] = {
     "AllowedCPUs": ("ay", b""),
     "AllowedMemoryNodes": ("ay", b""),
+    "StartupAllowedCPUs": ("ay", b""),
     "CPUWeight": ("t", UINT64_MAX),
+    "StartupCPUWeight": ("t", UINT64_MAX),
     "CPUQuotaPerSecUSec": ("t", UINT64_MAX),
     "CPUQuotaPeriodUSec": ("t", UINT64_MAX),
     "MemoryMax": ("t", UINT64_MAX),
     "MemoryHigh": ("t", UINT64_MAX),
     "MemorySwapMax": ("t", UINT64_MAX),
+    "MemoryZSwapMax": ("t", UINT64_MAX),
+    "MemoryZSwapWriteback": ("b", True),
     "MemoryLow": ("t", 0),
     "MemoryMin": ("t", 0),
+    "TasksMax": ("t", UINT64_MAX),
+    "IOWeight": ("t", UINT64_MAX),
+    "IODeviceWeight": ("a(st)", []),
+    "IOReadBandwidthMax": ("a(st)", []),
+    "IOWriteBandwidthMax": ("a(st)", []),
+    "IOReadIOPSMax": ("a(st)", []),
+    "IOWriteIOPSMax": ("a(st)", []),
+    "ManagedOOMMemoryPressure": ("s", "auto"),
+    "ManagedOOMMemoryPressureLimit": ("u", 0),
 }
 CGROUP_PROPS = {name: sig for name, (sig, _) in SETTABLE.items()} | {
     "EffectiveCPUs": "ay", "EffectiveMemoryNodes": "ay", "ControlGroup": "s", "Slice": "s",
@@ -330,6 +345,11 @@ class FakeSystemd:
             if name == "CPUQuotaPerSecUSec" and value == 0:
                 raise DBusError("org.freedesktop.DBus.Error.InvalidArgs",
                                 "CPUQuotaPerSecUSec= value out of range")
+            if variant.signature == "a(st)":
+                # systemd adds the devices to the list (replacing a device's entry); an empty
+                # list empties it.
+                old = dict(unit.raw(name)) if value else {}
+                value = [[path, v] for path, v in (old | dict(value)).items()]
             new[name] = bytes(value) if variant.signature == "ay" else value
         unit.settings.update(new)
         self._mirror(unit)
@@ -436,6 +456,7 @@ class FakeSystemd:
             "memory.swap.max": limit("MemorySwapMax"),
             "memory.low": str(unit.raw("MemoryLow")),
             "memory.min": str(unit.raw("MemoryMin")),
+            "memory.zswap.writeback": "1" if unit.raw("MemoryZSwapWriteback") else "0",
         }
 
     def _mirror(self, unit: FakeUnit) -> None:

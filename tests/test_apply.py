@@ -436,3 +436,52 @@ async def test_hand_edited_unit_file_is_refused_unless_apply_force(
     assert await asyncio.to_thread(apply, "--force") == 0, capsys.readouterr().err
     assert "CPUWeight=1" not in edited.read_text()
     assert "AllowedCPUs=" in edited.read_text()
+
+
+ZSWAP = """\
+version: 1
+tenants:
+  db1:
+    cpus: 2
+    memory_zswap_writeback: false
+"""
+
+
+async def test_apply_refuses_a_property_the_kernel_lacks_before_changing_anything(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    """systemd 256 takes MemoryZSwapWriteback=, but a kernel before 6.8 has no
+    memory.zswap.writeback and would ignore it: refused, located, nothing changed."""
+    from dataclasses import replace
+
+    from slicectl.core.errors import ConfigError
+
+    fake_systemd.version = "256.7-1"
+    with pytest.raises(ConfigError) as e:
+        await apply_plan(config(ZSWAP), make_topology(),  # type: ignore[arg-type]
+                         replace(options, kernel="6.1.0-28-amd64"))
+    assert str(e.value) == ("tenants.yaml:5: tenants.db1.memory_zswap_writeback: needs Linux "
+                            "6.8 or later, but the target runs Linux 6.1.0-28-amd64")
+    assert e.value.hint == "remove the key, or upgrade the kernel on the target"
+    assert snapshot(options.unit_dir) == {}
+    assert not {"Reload", "SetUnitProperties", "StartUnit"} & set(fake_systemd.members())
+    fake_systemd.version = "252.38-1~deb12u1"  # the testbed's: systemd refuses it first
+    with pytest.raises(ConfigError) as e:
+        await apply_plan(config(ZSWAP), make_topology(),  # type: ignore[arg-type]
+                         replace(options, kernel="6.1.0-28-amd64"))
+    assert str(e.value) == (
+        "tenants.yaml:5: tenants.db1.memory_zswap_writeback: needs systemd 256 or later and "
+        "Linux 6.8 or later, but the target runs systemd 252 (systemd on this host)")
+
+
+async def test_apply_sets_zswap_writeback_where_systemd_and_kernel_take_it(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    from dataclasses import replace
+
+    fake_systemd.version = "256.7-1"
+    report = await apply_plan(config(ZSWAP), make_topology(),  # type: ignore[arg-type]
+                              replace(options, kernel="6.8.0-1-amd64"))
+    assert "tenants-db1.slice" in report.verified
+    dropin = (options.unit_dir / "tenants-db1.slice.d/50-slicectl.conf").read_text()
+    assert "MemoryZSwapWriteback=no\n" in dropin
+    assert cgroup(options, "tenants.slice/tenants-db1.slice", "memory.zswap.writeback") == "0"
+

@@ -537,6 +537,7 @@ VERSION_SAMPLES = {
     "io_write_bandwidth_max": "{/dev/sda: 20M}", "io_read_iops_max": "{/dev/sda: 1000}",
     "io_write_iops_max": "{/dev/sda: 500}", "managed_oom_memory_pressure": "kill",
     "managed_oom_memory_pressure_limit": "60%", "startup_allowed_cpus": "\"0-1\"",
+    "memory_zswap_writeback": "false",
 }
 
 
@@ -581,9 +582,10 @@ def test_every_key_is_gated_wherever_it_is_set(key: str, where: str) -> None:
     assert prop is not None
     since = prop.since
     got = version_problems(config, since - 1, "--systemd-version")
+    kernel = "" if prop.kernel is None else " and Linux {}.{} or later".format(*prop.kernel)
     assert [str(p) for p in got] == [
-        f"t.yaml:{line}: {path}: needs systemd {since} or later, but the target runs systemd "
-        f"{since - 1} (--systemd-version)"]
+        f"t.yaml:{line}: {path}: needs systemd {since} or later{kernel}, but the target runs "
+        f"systemd {since - 1} (--systemd-version)"]
     assert got[0].hint.startswith("remove the key, or upgrade systemd on the target")
     assert version_problems(config, since, "--systemd-version") == []
 

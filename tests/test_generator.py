@@ -71,7 +71,8 @@ def record(tenants: Path, out: Path, sysfs: Path) -> None:
 @pytest.mark.parametrize(("example", "sysfs"), [("web-batch", "nehalem-ex-4node"),
                                                 ("web-batch", "xeon-2s-smt"),
                                                 ("oracle-4node", "nehalem-ex-4node"),
-                                                ("day-night", "epyc-nps4"), ("consolidation", "xeon-2s-smt")])
+                                                ("day-night", "epyc-nps4"),
+                                                ("consolidation", "xeon-2s-smt")])
 def test_writes_what_generate_writes(tmp_path: Path, example: str, sysfs: str) -> None:
     if not (ROOT / "examples" / f"{example}.yaml").exists():
         pytest.fail(f"example {example} is gone: pick another")

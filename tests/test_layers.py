@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # may import any layer. A folder (or top-level module) in no layer fails the test.
 MAY_IMPORT = {"core": {"core"}, "host": {"core", "host"}, "apply": {"core", "host", "apply"},
               "views": {"core", "views"}}
-FRONT_ENDS = {"cli", "tui", "exporter", "generator", "", "__main__"}  # "": the package's own __init__
+# "": the package's own __init__
+FRONT_ENDS = {"cli", "tui", "exporter", "generator", "", "__main__"}
 FORBIDDEN_IN_CORE = ("textual", "dbus_fast", "rich", "prometheus_client")
 # Cycles allowed for now, each named: the TUI's screens reach into the app (tui/app.py imports
 # its screens, tui/screens/base.py imports the app back). No other cycle is allowed.

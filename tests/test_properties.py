@@ -3,7 +3,11 @@ names."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +24,8 @@ from slicectl.core.properties import (
     Scope,
 )
 from slicectl.core.values import INFINITY, UINT64_MAX
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_keys_and_properties_are_unique() -> None:
@@ -102,3 +108,34 @@ def test_kinds() -> None:
     assert CpuSet().from_wire(b"\x22" + bytes(7)) == frozenset({1, 5})
     with pytest.raises(ValueError):
         limit.to_wire(-1)
+
+
+def test_zswap_writeback_is_planned_and_generated(tmp_path: Path) -> None:
+    """The worked example of docs/design-notes.md ("Adding a property"): one row, and plan,
+    generate and the version gate follow it."""
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("version: 1\ntenants:\n  db:\n    cpus: 2\n"
+                       "    memory_zswap_writeback: false\n")
+    topology = str(ROOT / "tests" / "fixtures" / "topologies" / "xeon-2s-smt.json")
+
+    def slicectl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "slicectl", *args], capture_output=True,
+                              text=True, timeout=120, cwd=ROOT)
+
+    plan = slicectl("plan", str(tenants), "--topology", topology, "--json",
+                    "--systemd-version", "256")
+    assert plan.returncode == 0, plan.stderr
+    units = {u["unit"]: u for u in json.loads(plan.stdout)["units"]}
+    assert units["tenants-db.slice"]["properties"]["MemoryZSwapWriteback"] is False
+    out = tmp_path / "out"
+    gen = slicectl("generate", str(tenants), "--topology", topology, "--out", str(out),
+                   "--systemd-version", "256")
+    assert gen.returncode == 0, gen.stderr
+    assert "MemoryZSwapWriteback=no\n" in (out / "tenants-db.slice.d/50-slicectl.conf"
+                                            ).read_text()
+    old = slicectl("generate", str(tenants), "--topology", topology, "--out",
+                   str(tmp_path / "old"), "--systemd-version", "255")
+    assert old.returncode == 1 and not (tmp_path / "old").exists()
+    assert f"{tenants}:5: tenants.db.memory_zswap_writeback: needs systemd 256 or later and " \
+           "Linux 6.8 or later, but the target runs systemd 255 (--systemd-version)" in old.stderr
+

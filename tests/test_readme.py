@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli import build_parser
-from slicectl.core.properties import CONFINE_SETTINGS, TENANT_SETTINGS, Setting, reference_table
+from slicectl.core.properties import (
+    CONFINE_SETTINGS,
+    TENANT_SETTINGS,
+    Setting,
+    dbus_reference_table,
+    reference_table,
+)
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
@@ -18,6 +24,17 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 def test_reference_tables_are_the_settings_table(settings: tuple[Setting, ...]) -> None:
     table = reference_table(settings)
     assert f"\n{table}\n" in README, f"README lacks or misstates the table:\n{table}"
+
+
+def test_dbus_reference_is_the_property_table() -> None:
+    """docs/dbus.md lists every property slicectl sets, from the table (docs/update-reference
+    writes it)."""
+    table = dbus_reference_table()
+    dbus = (Path(__file__).resolve().parent.parent / "docs" / "dbus.md").read_text()
+    assert f"\n{table}\n" in dbus, f"docs/dbus.md lacks or misstates the table:\n{table}"
+    from slicectl.core.properties import PROPERTIES
+
+    assert table.count("\n| `") == len(PROPERTIES)
 
 
 def test_reference_table_has_a_row_per_key() -> None:

@@ -15,6 +15,7 @@ SetUnitProperties makes running cgroups match at once, for what a reload did not
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ class ApplyOptions:
     # How the schedule's timers run slicectl on this host (None: ScheduleCommand.default).
     schedule_command: ScheduleCommand | None = None
     force: bool = False  # replace/remove slicectl's files even if edited by hand (UnitDir.diff)
+    kernel: str | None = None  # the host's kernel release (None: this machine's, uname -r)
 
 
 @dataclass
@@ -117,8 +119,10 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
                                                  f"{options.unit_dir}")):
         plan, files = load_plan(config, topology, options, units.manifest())
         async with await Systemd.connect(options.bus_address) as sd:
-            # Before anything is written: a key this systemd cannot take is refused here.
-            check_version(config, parse_version(await sd.version()), "systemd on this host")
+            # Before anything is written: a key this systemd (or kernel) cannot take is
+            # refused here.
+            check_version(config, parse_version(await sd.version()), "systemd on this host",
+                          options.kernel or os.uname().release)
             diff, states = await host_diff(sd, plan, files, units,
                                            options.cgroup_root, force=options.force)
             report = ApplyReport(diff=diff, notes=list(diff.notes))

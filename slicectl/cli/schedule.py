@@ -26,9 +26,11 @@ def check_target_version(args: Namespace, config: Config, topo: Topology) -> Non
     elif topo.systemd_version is not None:
         check_version(config, topo.systemd_version, f"recorded in {topo.source}")
     elif not (getattr(args, "topology", None) or getattr(args, "sysfs", None)):
+        import os
+
         from slicectl.host.hostinfo import systemd_version
 
-        check_version(config, systemd_version(), "systemd on this host")
+        check_version(config, systemd_version(), "systemd on this host", os.uname().release)
 
 
 def in_force(config: Config) -> bool:

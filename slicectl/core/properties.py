@@ -49,7 +49,8 @@ from slicectl.core.values import UINT64_MAX, parse_percent
 __all__ = ["BY_KEY", "CONFINE_SETTINGS", "CONFINE_TYPES", "EDITABLE_KEYS", "MAX_UNIT_FILE_NAME",
            "PROFILE_KEYS", "PROPERTIES", "PROP_BY_DBUS", "PROP_BY_NAME", "RESOURCE_KEYS",
            "SETTINGS", "TENANT_NAME_RE", "TENANT_SETTINGS", "Numa", "Prop", "Role", "Scope",
-           "Setting", "check_unit_name", "parse_housekeeping_cpus", "reference_table"]
+           "Setting", "check_unit_name", "dbus_reference_table", "parse_housekeeping_cpus",
+           "reference_table"]
 
 class Scope(Flag):
     """Where a key may appear in tenants.yaml."""
@@ -94,6 +95,9 @@ class Prop:
     since_value: Callable[[Any], int] | None = None
     # Unit types that take it (None: every type with a cgroup).
     types: tuple[str, ...] | None = None
+    # The first Linux release (major, minor) with the cgroup file it needs, where systemd
+    # accepts the property on kernels without it (and then silently does nothing).
+    kernel: tuple[int, int] | None = None
 
     @property
     def signature(self) -> str:
@@ -111,9 +115,11 @@ class Prop:
 
 
 def _file(name: str, text: Callable[[LiveValue], str],
-          same: Callable[[str, str], bool] = kinds.same_text) -> Check:
-    """A file whose text depends on the property's own value only."""
-    return lambda live, _want, _devices: [CgroupExpectation(name, text(live), same)]
+          same: Callable[[str, str], bool] = kinds.same_text, missing: str | None = None
+          ) -> Check:
+    """A file whose text depends on the property's own value only; `missing`: how the kernel
+    behaves where the file does not exist, if not as one of the usual defaults."""
+    return lambda live, _want, _devices: [CgroupExpectation(name, text(live), same, missing)]
 
 
 def _cpu_max(quota: LiveValue, want: Mapping[str, LiveValue], _d: DeviceNumber
@@ -265,6 +271,12 @@ SETTINGS: tuple[Setting, ...] = (
                                                        253),
             "limit of compressed swap in RAM (zswap); 0 keeps the tenant out of it",
             scopes=_TPC),
+    Setting("memory_zswap_writeback", parse_bool,
+            Prop("MemoryZSwapWriteback", "MemoryZSwapWriteback", kinds.Bool(default=True), 256,
+                 _file("memory.zswap.writeback", kinds.flag_text, missing="1"),
+                 kernel=(6, 8)),
+            "false: pages zswap would write back to swap stay compressed in memory",
+            "unset (true)", scopes=_TPC, editable=True, hint="false"),
     Setting("tasks_max", parse_tasks_max,
             Prop("TasksMax", "TasksMax", kinds.Limit(), 227, _file("pids.max", kinds.count_text)),
             "most processes and threads (stops fork bombs), or infinity", scopes=_TPC,
@@ -336,4 +348,15 @@ def reference_table(settings: tuple[Setting, ...]) -> str:
             else "—")
         since = str(s.prop.since) if s.prop is not None else "—"
         lines.append(f"| `{s.key}` | {s.default_doc} | {prop} | {since} | {s.doc} |")
+    return "\n".join(lines)
+
+
+def dbus_reference_table() -> str:
+    """docs/dbus.md's table of the properties slicectl sets (tests/test_readme.py compares)."""
+    lines = ["| unit-file property | D-Bus property | signature | value kind | since systemd "
+             "| needs Linux |", "|---|---|---|---|---|---|"]
+    for p in PROPERTIES:
+        kernel = "{}.{}".format(*p.kernel) if p.kernel else "—"
+        lines.append(f"| `{p.name}` | `{p.dbus}` | `{p.signature}` | "
+                     f"{type(p.kind).__name__} | {p.since} | {kernel} |")
     return "\n".join(lines)

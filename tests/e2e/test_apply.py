@@ -231,6 +231,25 @@ def test_read_only_unit_dir_leaves_live_state_unchanged(slicectl: Run, tenants: 
     assert _etc_snapshot() == files
 
 
+def test_a_property_this_systemd_and_kernel_lack_is_refused_before_anything_changes(
+        slicectl: Run, tenants: Path, tmp_path: Path) -> None:
+    """MemoryZSwapWriteback= needs systemd 256 and Linux 6.8 (memory.zswap.writeback); the
+    guest runs systemd 252 on Linux 6.1: apply says so and changes nothing."""
+    assert apply(slicectl, tenants).returncode == 0
+    live, files = _live_snapshot(), _etc_snapshot()
+    newer = tmp_path / "zswap.yaml"
+    newer.write_text(TENANTS.replace("memory_low: 64M}", "memory_low: 64M,\n"
+                                     "        memory_zswap_writeback: false}"))
+    proc = apply(slicectl, newer)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (f"{newer}:7: tenants.db1.memory_zswap_writeback: needs systemd 256 or later and "
+            "Linux 6.8 or later, but the target runs systemd 252 (systemd on this host)"
+            ) in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert _live_snapshot() == live
+    assert _etc_snapshot() == files
+
+
 def test_dbus_failure_midway_rolls_back(slicectl: Run, tenants: Path, tmp_path: Path) -> None:
     one = tmp_path / "one.yaml"
     one.write_text(TENANTS.replace("  db2: {cpus: 2, cpu_quota: 150%, memory_max: 128M}\n",
