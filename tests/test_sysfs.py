@@ -613,3 +613,39 @@ def test_parse_cpumask(mask: str, cpus: str) -> None:
 def test_parse_cpumask_refuses_what_the_kernel_never_writes(mask: str) -> None:
     with pytest.raises(ValueError, match="hex digits"):
         parse_cpumask(mask)
+
+
+# A CPU listed in several nodes (buggy firmware, CXL): xeon-2s-smt (node 0: 0-7,16-23, node 1:
+# 8-15,24-31, CPU n's SMT sibling n+16) with node 1's cpulist claiming some of node 0's CPUs.
+SHARED_CPU = "listed in nodes 0 and 1 (their cpulist files), but the kernel runs each CPU on " \
+             "one node (a firmware NUMA table error, or a CXL layout): slicectl puts "
+
+
+@pytest.mark.parametrize(("node1", "warning"), [
+    ("0,8-15,24-31", f"CPU 0 is {SHARED_CPU}it in node 0, where its SMT siblings are listed"),
+    ("0,8-16,24-31", f"CPUs 0,16 are {SHARED_CPU}them in node 0, where most of their "
+                     "package's other CPUs are listed"),
+])
+def test_a_cpu_in_two_nodes_goes_to_one_with_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], node1: str, warning: str) -> None:
+    """topology and plan keep both nodes, give the CPU to one of them and say which and why,
+    once; the export records the choice, so planning from it warns no more."""
+    root = tmp_path / "sys"
+    shutil.copytree(SYSFS / "xeon-2s-smt", root)
+    (root / "devices/system/node/node1/cpulist").write_text(f"{node1}\n")
+    code, out, err = _cli(capsys, "topology", "--sysfs", str(root))
+    assert code == 0 and err == f"warning: {warning}\n"
+    assert out.startswith("2 node(s), 32 online CPUs")
+    code, out, err = _cli(capsys, "topology", "--json", "--sysfs", str(root))
+    assert code == 0 and err == f"warning: {warning}\n"
+    export = json.loads(out)
+    assert [n["cpus"] for n in export["nodes"]] == ["0-7,16-23", "8-15,24-31"]
+    assert {c["node"] for c in export["cpus"] if c["id"] in (0, 16)} == {0}
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("version: 1\ntenants:\n  a: {cpus: 16, nodes: [0]}\n")
+    code, out, err = _cli(capsys, "plan", str(tenants), "--json", "--sysfs", str(root))
+    assert code == 0 and err == f"warning: {warning}\n"
+    assert json.loads(out)["tenants"][0]["cpus"] == "0-7,16-23"
+    (tmp_path / "topo.json").write_text(json.dumps(export))
+    code, _, err = _cli(capsys, "plan", str(tenants), "--topology", str(tmp_path / "topo.json"))
+    assert code == 0 and err == ""

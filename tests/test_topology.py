@@ -183,20 +183,36 @@ def _node(nid: int, cpus: str, memory: int, distances: dict[int, int]) -> Node:
     return Node(nid, parse_cpulist(cpus), memory, distances)
 
 
-def test_overlapping_lists_merge_transitively_and_keep_the_nearest_distance() -> None:
-    nodes = [_node(0, "0-3", G, {0: 10, 1: 20, 2: 20, 3: 30}),
-             _node(1, "2-5", G, {0: 20, 1: 10, 2: 20, 3: 25}),
-             _node(2, "4-5", 0, {0: 20, 1: 20, 2: 10, 3: 40}),
-             _node(3, "6-7", 2 * G, {0: 30, 1: 25, 2: 40, 3: 10})]
+def test_only_identical_lists_merge() -> None:
+    """Nodes sharing some CPUs stay apart (a CPU in two nodes goes to one: below)."""
+    nodes = [_node(0, "0-3", G, {0: 10, 1: 20, 2: 20}), _node(1, "2-5", G, {0: 20, 1: 10, 2: 20}),
+             _node(2, "0-3", 0, {0: 20, 1: 20, 2: 10})]
     merged, warnings = merge_shared_cpus(nodes)
-    assert [n.id for n in merged] == [0, 3]
-    zero = merged[0]
-    assert zero.cpus == frozenset(range(6)) and zero.memory_bytes == 2 * G
-    assert zero.merged == {1: G, 2: 0} and zero.memory_node_ids() == (0, 1)
-    assert zero.distances == {0: 10, 3: 25} and merged[1].distances == {0: 25, 3: 10}
-    assert warnings == ("nodes 0, 1, 2 list overlapping CPUs (0-5), which no real machine has "
+    assert [n.id for n in merged] == [0, 1] and merged[0].merged == {2: 0}
+    assert warnings == ("nodes 0, 2 list the same CPUs (0-3), which no real machine has "
                         "(a firmware NUMA table error): slicectl treats them as one node 0 "
                         "with the memory of all of them",)
+
+
+def test_a_cpu_in_several_nodes_goes_to_one_and_says_why() -> None:
+    """SMT siblings decide, then the package, then the lowest node id; one warning for each
+    group of CPUs with the same nodes, choice and reason."""
+    def cpu(c: int, package: int | None, siblings: tuple[int, ...]) -> Cpu:
+        return Cpu(c, True, None, package=package, siblings=frozenset(siblings))
+
+    cpus = [cpu(0, 0, (0,)), cpu(1, 0, (1,)), cpu(2, 1, (2, 6)), cpu(3, 1, (3,)),
+            cpu(6, 1, (2, 6)), cpu(7, 1, (7,)), cpu(8, None, (8,)), cpu(9, None, (9,))]
+    topo = build_topology([_node(0, "0-3,8-9", G, {0: 10, 1: 20}),
+                           _node(1, "2-3,6-9", G, {0: 20, 1: 10})], cpus, "x")
+    assert [sorted(n.cpus) for n in topo.nodes] == [[0, 1, 8, 9], [2, 3, 6, 7]]
+    assert [c.node for c in topo.cpus] == [0, 0, 1, 1, 1, 1, 0, 0]
+    head = "listed in nodes 0 and 1 (their cpulist files), but the kernel runs each CPU on " \
+           "one node (a firmware NUMA table error, or a CXL layout): slicectl puts "
+    assert topo.warnings == (
+        f"CPU 2 is {head}it in node 1, where its SMT siblings are listed",
+        f"CPU 3 is {head}it in node 1, where most of its package's other CPUs are listed",
+        f"CPUs 8,9 are {head}them in node 0, the lowest-numbered of them (nothing else tells "
+        "them apart)")
 
 
 def test_no_overlap_changes_nothing() -> None:

@@ -186,13 +186,23 @@ class Topology:
 
 def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
                    systemd_version: int | None = None) -> Topology:
-    """A Topology from what a reader found, with nodes that list the same CPUs merged.
+    """A Topology from what a reader found, with nodes that list the same CPUs merged and
+    a CPU listed in several distinct nodes kept in one of them.
 
     Some firmware lists every CPU in every node (all nodes "0-7", every distance 10). The
     kernel then puts each CPU in one of them, and readers disagreed about which; the honest
-    reading is one node whose memory is all of theirs. Each merge is reported in `warnings`.
+    reading is one node whose memory is all of theirs. A CPU listed in nodes whose lists
+    otherwise differ goes to one of them (`slicectl.core.shared_cpus`). Each repair is
+    reported in `warnings`.
     """
-    merged, warnings = merge_shared_cpus(nodes)
+    from slicectl.core.shared_cpus import assign_shared_cpus
+
+    merged, merges = merge_shared_cpus(nodes)
+    chosen, assigned = assign_shared_cpus(merged, cpus)
+    if chosen:
+        merged = tuple(replace(n, cpus=frozenset(c for c in n.cpus if chosen.get(c, n.id) == n.id))
+                       for n in merged)
+    warnings = merges + assigned
     node_of = {c: n.id for n in merged for c in n.cpus}
     fixed = tuple(replace(c, node=node_of.get(c.id)) if c.online else c for c in cpus)
     return Topology(nodes=merged, cpus=fixed, source=source, systemd_version=systemd_version,
@@ -200,8 +210,8 @@ def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
 
 
 def merge_shared_cpus(nodes: Sequence[Node]) -> tuple[tuple[Node, ...], tuple[str, ...]]:
-    """Nodes whose CPU lists overlap become one node (lowest id); warnings say which."""
-    groups = _overlapping_groups(sorted(nodes, key=lambda n: n.id))
+    """Nodes that list the same CPUs become one node (lowest id); warnings say which."""
+    groups = _identical_groups(sorted(nodes, key=lambda n: n.id))
     if all(len(g) == 1 for g in groups):
         return tuple(sorted(nodes, key=lambda n: n.id)), ()
     result: list[Node] = []
@@ -222,25 +232,12 @@ def merge_shared_cpus(nodes: Sequence[Node]) -> tuple[tuple[Node, ...], tuple[st
     return tuple(result), tuple(warnings)
 
 
-def _overlapping_groups(nodes: Sequence[Node]) -> list[list[Node]]:
-    """Nodes grouped so that nodes sharing a CPU (directly or through others) are together."""
-    groups: list[list[Node]] = []
-    group_of: dict[int, int] = {}  # CPU -> index into groups
+def _identical_groups(nodes: Sequence[Node]) -> list[list[Node]]:
+    """Nodes grouped by their CPU list; nodes without CPUs each on their own."""
+    groups: dict[frozenset[int] | int, list[Node]] = {}
     for n in nodes:
-        hits = sorted({group_of[c] for c in n.cpus if c in group_of})
-        if not hits:
-            groups.append([n])
-            target = len(groups) - 1
-        else:
-            target = hits[0]
-            for other in hits[1:]:
-                groups[target] += groups[other]
-                groups[other] = []
-            groups[target].append(n)
-        for m in groups[target]:
-            for c in m.cpus:
-                group_of[c] = target
-    return [sorted(g, key=lambda n: n.id) for g in groups if g]
+        groups.setdefault(n.cpus or -1 - n.id, []).append(n)
+    return [sorted(g, key=lambda n: n.id) for g in groups.values()]
 
 
 def _group_distances(group: Sequence[Node], groups: Iterable[Sequence[Node]]
@@ -258,9 +255,8 @@ def _group_distances(group: Sequence[Node], groups: Iterable[Sequence[Node]]
 
 def _merge_warning(group: Sequence[Node]) -> str:
     ids = ", ".join(str(n.id) for n in group)
-    same = all(n.cpus == group[0].cpus for n in group)
-    cpus = format_cpulist(frozenset().union(*(n.cpus for n in group)))
-    return (f"nodes {ids} list {'the same' if same else 'overlapping'} CPUs ({cpus}), which "
+    cpus = format_cpulist(group[0].cpus)
+    return (f"nodes {ids} list the same CPUs ({cpus}), which "
             f"no real machine has (a firmware NUMA table error): slicectl treats them as one "
             f"node {group[0].id} with the memory of all of them")
 
