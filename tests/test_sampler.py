@@ -405,3 +405,47 @@ def test_units_adds_the_services_and_scopes_inside_slices(tmp_path: Path) -> Non
             "user.slice/user-1000.slice", "user.slice/user-1000.slice/session-1.scope"]
         tree.add("system.slice/ssh.service")  # started later: found on the next sample
         assert "system.slice/ssh.service" in with_units.sample().cgroups
+
+
+def _deep_tree(root: Path, levels: int, name: str) -> list[str]:
+    """root as a cgroup root with `levels` slices nested one in the other, each made relative
+    to its parent's descriptor (no path could name the deepest ones); their paths."""
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpu memory\n")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(levels):
+            os.mkdir(name, dir_fd=fd)
+            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+    return ["/".join([name] * n) for n in range(1, levels + 1)]
+
+
+def test_a_tree_deeper_than_path_max_is_cut_with_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """status samples every cgroup the kernel can open by path and says, once, where it
+    stopped; never an internal error (ENAMETOOLONG)."""
+    from slicectl.cli import main
+    from slicectl.host.sampler import PATH_MAX
+
+    name = "a" * 200 + ".slice"
+    root = tmp_path / "cg"
+    paths = _deep_tree(root, 30, name)
+    prefix = len(os.fsencode(str(root))) + 1
+    shown = [p for p in paths if prefix + len(p) <= PATH_MAX - 64]
+    cut = paths[len(shown)]
+    with Sampler(root) as s:
+        assert sorted(s.sample().cgroups) == sorted(shown)
+        assert s.too_deep == {cut: prefix + len(cut)}
+    assert main(["status", "--cgroup-root", str(root), "--json", "--interval", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert out.count('"cgroup"') == len(shown)
+    assert err == (
+        f"warning: {root}/{name}/...: a cgroup {len(shown) + 1} levels down has a path of "
+        f"{prefix + len(cut)} bytes, which leaves its files no room within the kernel's path "
+        "limit (PATH_MAX 4096): it and everything below it are not shown\n"
+        f"  hint: look at what keeps nesting cgroups below {root}/{name} (`systemd-cgls` "
+        "shows the tree); the rest of the tree is sampled as usual\n")

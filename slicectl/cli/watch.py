@@ -25,6 +25,14 @@ if TYPE_CHECKING:
     from slicectl.host.sampler import Sampler
 
 
+def _warn_too_deep(sampler: Sampler) -> None:
+    """Say once, on stderr, which cgroups discovery left out for their path length."""
+    from slicectl.host.sampler import too_deep_warning
+
+    if sampler.too_deep:
+        print(f"warning: {too_deep_warning(sampler.root, sampler.too_deep)}", file=sys.stderr)
+
+
 def run_status(
     cgroup_root: Path,
     as_json: bool,
@@ -43,6 +51,7 @@ def run_status(
     from slicectl.host.sampler import Sampler
 
     with Sampler(cgroup_root) as sampler:
+        _warn_too_deep(sampler)
         first = sampler.sample()
         sleep(interval)
         second = sampler.sample()
@@ -105,6 +114,7 @@ def run_top(
     live_terminal = out.isatty()
     console = Console(file=out, width=None if live_terminal else 200)
     with Sampler(cgroup_root) as sampler:
+        _warn_too_deep(sampler)
         live = None
         try:
             if live_terminal:
@@ -141,6 +151,7 @@ def run_record(
     conn = open_db(db)
     try:
         with Sampler(Path(cgroup_root)) as sampler:
+            _warn_too_deep(sampler)
             done = 0
             next_at = time.monotonic()
             while rounds is None or done < rounds:

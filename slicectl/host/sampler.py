@@ -48,6 +48,11 @@ _FD_RESERVE = 256
 # pread costs the same few syscalls even for a one-number file, so this is what keeps a
 # refresh of 1,000 mostly idle slices cheap (BENCHMARKS.md, sampler.1000).
 IDLE_FULL_EVERY = 10
+# The kernel refuses a path of PATH_MAX bytes or more (ENAMETOOLONG); a cgroup whose
+# directory path leaves no room for its longest interface file name is not sampled, nor
+# anything below it, and `too_deep` says so (a tree that deep is a runaway, not a tenant).
+PATH_MAX = 4096
+_FILE_ROOM = 64  # "/" + the longest interface file name ("memory.zswap.writeback") + NUL
 # Descriptors one pinned cgroup may hold: its files, cgroup.controllers and cgroup.events.
 FILES_PER_CGROUP = len(FILES) + 2
 
@@ -124,6 +129,8 @@ class Sampler:
         # (it would otherwise read, or reopen, descriptors closed under it).
         self._lock = threading.Lock()
         self._closed = False
+        # cgroups left out for their path length -> that length in bytes (see PATH_MAX)
+        self.too_deep: dict[str, int] = {}
         cpus = online_cpus or self._root_list("cpuset.cpus.effective")
         self.host_cpus = len(cpus) if cpus else os.cpu_count() or 1
         self.host_mems = self._root_list("cpuset.mems.effective")
@@ -370,11 +377,21 @@ class Sampler:
             names = os.listdir(folder)
         except FileNotFoundError:
             return found
+        except OSError as e:
+            if e.errno != errno.ENAMETOOLONG:
+                raise
+            self.too_deep.setdefault(path, len(os.fsencode(folder)))
+            return found
+        room = PATH_MAX - _FILE_ROOM - len(os.fsencode(folder)) - 1
         # A cgroup directory lists dozens of interface files: one suffix test each (listdir
         # makes no DirEntry per name), the exact test and a stat only for what passes it.
         suffixes = _TOP_SUFFIXES if not path else _UNIT_SUFFIXES if self.units else (".slice",)
         for name in [n for n in names if n.endswith(suffixes)]:
             if not path and not name.endswith(".slice") and name != "init.scope":
+                continue
+            if len(os.fsencode(name)) > room:
+                self.too_deep.setdefault(prefix + name, PATH_MAX - _FILE_ROOM - room
+                                         + len(os.fsencode(name)))
                 continue
             try:
                 st = os.lstat(os.path.join(folder, name))
@@ -473,6 +490,18 @@ class Sampler:
         for table in (self._children, self._watched):
             for p in [p for p in table if p == path or p.startswith(below)]:
                 del table[p]
+
+
+def too_deep_warning(root: Path, too_deep: dict[str, int]) -> str:
+    """What status, top and record print about cgroups left out for their path length."""
+    path, length = min(too_deep.items(), key=lambda item: item[0].count("/"))
+    first = path.split("/", 1)[0]
+    more = f" (and {len(too_deep) - 1} more)" if len(too_deep) > 1 else ""
+    return (f"{root}/{first}/...: a cgroup {path.count('/') + 1} levels down has a path of "
+            f"{length} bytes{more}, which leaves its files no room within the kernel's path "
+            f"limit (PATH_MAX {PATH_MAX}): it and everything below it are not shown\n"
+            f"  hint: look at what keeps nesting cgroups below {root}/{first} "
+            "(`systemd-cgls` shows the tree); the rest of the tree is sampled as usual")
 
 
 def _open_at(name: str, dfd: int) -> int:
