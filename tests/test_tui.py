@@ -5,6 +5,8 @@ model in test_tui_model.py, a real terminal in test_tui_tmux.py.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -346,3 +348,36 @@ async def test_key_footer_rebuilds_only_when_its_keys_change() -> None:
         app.armed = True
         app.refresh_bindings()
         await wait_for(pilot, lambda: _footer_keys(app) == ["fire", "quit"])
+
+
+# --- refused before the screen is taken over -------------------------------------------------
+
+TUI_HINT = ("  hint: for output to a pipe or a file use `slicectl status` (once, `--json` for "
+            "programs) or `slicectl top -n N`\n")
+
+
+@pytest.mark.parametrize("stdout_to_file", [True, False])
+def test_tui_without_a_terminal_is_refused_at_once(tmp_path: Path, stdout_to_file: bool) -> None:
+    """stdin from /dev/null (and output to a file, or a pipe): exit 2 within the timeout,
+    nothing drawn, the reason and what to use instead."""
+    out = tmp_path / "out"
+    with out.open("w") as f:
+        proc = subprocess.run([sys.executable, "-m", "slicectl", "tui"],
+                              stdin=subprocess.DEVNULL,
+                              stdout=f if stdout_to_file else subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert out.read_text() == "" and not proc.stdout
+    assert proc.stderr == ("error: slicectl tui needs a terminal: standard input and standard "
+                           "output are not terminals\n" + TUI_HINT)
+
+
+@pytest.mark.parametrize("interval", ["0", "0.0", "-1"])
+def test_top_refuses_an_interval_of_zero(interval: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "slicectl", "top", "--interval", interval],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.endswith(
+        f"slicectl top: error: argument --interval: {interval!r}: must be a finite number "
+        "of seconds above 0 (e.g. 60)\n")
+

@@ -251,7 +251,9 @@ def status(p: Parser) -> None:
 
 def top(p: Parser) -> None:
     _cgroup_root(p)
-    _interval(p)
+    # Above 0: top refreshes every interval until stopped (0 would spin a core).
+    p.add_argument("--interval", metavar="S", type=positive("seconds"),
+                   default=defaults.MONITOR_INTERVAL_S)
     p.add_argument("-n", "--iterations", metavar="N", type=int, default=None)
     _node_map(p)
 

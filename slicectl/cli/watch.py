@@ -204,8 +204,21 @@ def cmd_top(args: Namespace) -> int:
 
 
 def cmd_tui(args: Namespace) -> int:
-    """`slicectl tui`."""
+    """`slicectl tui`; refuses to start without a terminal on stdin and stdout."""
     from pathlib import Path
+
+    from slicectl.core.errors import UsageError
+
+    # Without a terminal Textual never stops drawing (a core busy writing escape codes).
+    missing = [name for name, stream in (("standard input", sys.stdin),
+                                         ("standard output", sys.stdout))
+               if not stream.isatty()]
+    if missing:
+        raise UsageError(
+            f"slicectl tui needs a terminal: {' and '.join(missing)} "
+            f"{'is not a terminal' if len(missing) == 1 else 'are not terminals'}",
+            "for output to a pipe or a file use `slicectl status` (once, `--json` for "
+            "programs) or `slicectl top -n N`")
 
     from slicectl.tui import run_tui
 

@@ -104,3 +104,9 @@ class LockError(SlicectlError):
 
 class SamplerError(SlicectlError):
     """The cgroup tree could not be read."""
+
+
+class UsageError(SlicectlError):
+    """A command run in a way it cannot work (exit 2, as argparse's usage errors)."""
+
+    exit_code = 2
