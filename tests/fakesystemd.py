@@ -137,6 +137,8 @@ class _Manager(ServiceInterface):
     @dbus_method()
     async def Reload(self) -> Void:  # noqa: N802 - D-Bus member names are CamelCase
         self.fake.enter("Reload", ())
+        for hook in self.fake.on_reload:
+            await asyncio.to_thread(hook)
         await asyncio.sleep(self.fake.reload_delay)  # systemd replies once reloaded
 
     @dbus_property(access=PropertyAccess.READ)
@@ -254,6 +256,7 @@ class FakeSystemd:
         self.units: dict[str, FakeUnit] = {}
         self.failures: list[Failure] = []
         self.reload_delay = 0.0  # seconds Reload takes
+        self.on_reload: list[Callable[[], None]] = []  # what Reload runs (e.g. generators)
         self.version = "252.38-1~deb12u1"  # Manager.Version, as Debian 12's systemd says
         self.job_delay = 0.0  # seconds between a job's reply and its JobRemoved
         self.signal_before_reply = False  # systemd may send JobRemoved before the reply

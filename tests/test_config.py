@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from slicectl.core import yamldoc
-from slicectl.core.config import Config, load_config, load_yaml, parse_config
+from slicectl.core.config import Config, load_yaml, parse_config
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.properties import Numa
 from slicectl.core.values import INFINITY
+from slicectl.host.planning import load_tenants
 
 G = 1024**3
 M = 1024**2
@@ -303,7 +304,7 @@ def test_top_level_not_a_mapping(text: str, kind: str) -> None:
 def test_load_config_file(tmp_path: Path) -> None:
     path = tmp_path / "tenants.yaml"
     path.write_text("version: 1\ntenants:\n  a: {cpus: 2}\n")
-    c = load_config(str(path))
+    c = load_tenants(str(path))
     assert c.path == str(path) and c.tenant("a").cpus == 2
 
 
@@ -311,14 +312,14 @@ def test_load_config_errors_name_the_file(tmp_path: Path) -> None:
     path = tmp_path / "tenants.yaml"
     path.write_text("version: 1\ntenants:\n  a: {cpus: -1}\n")
     with pytest.raises(ConfigError) as e:
-        load_config(str(path))
+        load_tenants(str(path))
     assert str(e.value) == f"{path}:3: tenants.a.cpus: a CPU count must be at least 1, got -1"
 
 
 def test_missing_file_names_the_path(tmp_path: Path) -> None:
     path = tmp_path / "nope.yaml"
     with pytest.raises(ConfigError) as e:
-        load_config(str(path))
+        load_tenants(str(path))
     (p,) = e.value.problems
     assert str(p) == f"{path}: cannot read: No such file or directory"
     assert p.hint == "check the path to tenants.yaml"
@@ -326,7 +327,7 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
 
 def test_directory_instead_of_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
-        load_config(str(tmp_path))
+        load_tenants(str(tmp_path))
     assert str(e.value).startswith(f"{tmp_path}: cannot read: ")
 
 
@@ -334,7 +335,7 @@ def test_non_utf8_file(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes("version: 1\ntenants: {a: {description: \"caf\xe9\"}}\n".encode("latin-1"))
     with pytest.raises(ConfigError) as e:
-        load_config(str(path))
+        load_tenants(str(path))
     (p,) = e.value.problems
     # The line and column of the first byte that is not UTF-8 (issue 11).
     assert str(p) == f"{path}:2: is not UTF-8 text (byte 0xe9 in column 32)"
@@ -345,7 +346,7 @@ def test_nul_character_is_located(tmp_path: Path) -> None:
     path = tmp_path / "nul.yaml"
     path.write_bytes(b"version: 1\ntenants:\n  a: {description: \"x\x00y\"}\n")
     with pytest.raises(ConfigError) as e:
-        load_config(str(path))
+        load_tenants(str(path))
     (p,) = e.value.problems
     assert str(p) == f"{path}:3: contains a NUL character"
 
@@ -354,7 +355,7 @@ def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text("version: 1\ntenants:\n  a: {cpus: 1\n  b: 2\n")
     with pytest.raises(ConfigError) as e:
-        load_config(str(path))
+        load_tenants(str(path))
     (p,) = e.value.problems
     assert p.file == str(p.file) and p.line >= 3
     assert p.hint == "check indentation and quoting around this line"
@@ -364,7 +365,7 @@ def test_duplicate_tenant_reported_with_file_line_and_hint(tmp_path: Path) -> No
     path = tmp_path / "tenants.yaml"
     path.write_text("version: 1\ntenants:\n  web: {cpus: 2}\n  db: {cpus: 2}\n  web: {cpus: 4}\n")
     with pytest.raises(ConfigError) as e:
-        load_config(str(path))
+        load_tenants(str(path))
     (p,) = e.value.problems
     assert (p.file, p.line) == (str(path), 5)
     assert p.message.startswith('duplicate key "web"')

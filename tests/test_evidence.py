@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from slicectl.core.config import load_config
+from slicectl.host.planning import load_tenants
 
 ROOT = Path(__file__).resolve().parent.parent
 EVIDENCE = ROOT / "docs" / "evidence"
@@ -84,7 +84,7 @@ def test_share_cases_are_valid_and_name_their_loops() -> None:
     cases = sorted((EVIDENCE / "shares").glob("case*.yaml"))
     assert [c.stem for c in cases] == [f"case{i}" for i in range(1, 8)]
     for case in cases:
-        config = load_config(str(case))
+        config = load_tenants(str(case))
         loops, seed = a_shares.directives(case)
         labels = {f"{w}{i}" for w, n in loops.items() for i in range(1, n + 1)}
         assert labels == set(seed), case.name  # seed 004's number for every loop

@@ -38,11 +38,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.process_collector import ProcessCollector
 
 from slicectl.apply.applier import ApplyOptions, apply_plan
-from slicectl.core.config import load_config
 from slicectl.exporter.drift import DriftWatch
 from slicectl.exporter.families import METRICS, SLICE_METRICS, SeriesMemo
 from slicectl.exporter.process_metrics import FdCounter, ProcessMetrics
 from slicectl.exporter.server import Exposition, SliceCollector, manifest_tenants, registry_of
+from slicectl.host.planning import load_tenants
 from slicectl.host.sampler import Sampler
 from slicectl.host.unitdir import MANIFEST_NAME, Manifest
 
@@ -622,7 +622,7 @@ async def test_drift_goes_to_one_after_set_property_and_back_after_apply(
     tenants = tmp_path / "tenants.yaml"
     tenants.write_text(TENANTS)
     topo = make_topology()
-    await apply_plan(load_config(str(tenants)), topo, options)
+    await apply_plan(load_tenants(str(tenants)), topo, options)
     watch = await asyncio.to_thread(DriftWatch, tenants, topo, options)
     try:
         rows = dict(await asyncio.to_thread(watch.rows))
@@ -645,7 +645,7 @@ async def test_drift_goes_to_one_after_set_property_and_back_after_apply(
         rows = dict(await asyncio.to_thread(watch.rows))
         assert rows[("tenants-db1.slice", "CPUWeight")] == 0
         assert rows[("tenants-db1.slice", "UnitFile")] == 1  # not applied yet
-        await apply_plan(load_config(str(tenants)), topo, options)
+        await apply_plan(load_tenants(str(tenants)), topo, options)
         rows = dict(await asyncio.to_thread(watch.rows))
         assert set(rows.values()) == {0.0}
     finally:

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli import main
-from slicectl.core.config import Config, load_config
+from slicectl.core.config import Config
 from slicectl.core.lint import RULES, lint
+from slicectl.host.planning import load_tenants
 from slicectl.host.sysfs import load_topology_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +43,7 @@ def case_directives(path: Path) -> tuple[str, Counter[tuple[str, int]]]:
 def test_case(case: Path) -> None:
     topology, expected = case_directives(case)
     topo = load_topology_file(str(TOPOLOGIES / f"{topology}.json"))
-    findings = lint(load_config(str(case)), topo)
+    findings = lint(load_tenants(str(case)), topo)
     got = Counter((f.rule, f.line) for f in findings)
     assert got == expected, "\n".join(str(f) for f in findings)
     for f in findings:
@@ -71,7 +72,7 @@ def test_bundled_examples_are_lint_clean(example: Path,
     assert main(["lint", str(example), "--topology", example_topology(example),
                  "--strict"]) == 0
     assert capsys.readouterr().out == f"{example}: no findings\n"
-    config = load_config(str(example))
+    config = load_tenants(str(example))
     topo = load_topology_file(example_topology(example))
     for profile in config.profiles:
         findings = lint(config.with_profile(profile), topo)
@@ -83,7 +84,7 @@ def test_bundled_examples_guarantee_cpu_to_every_pinned_tenant(
         example: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`plan` shows a non-zero guarantee for every tenant with CPUs, in every profile (never
     "0.00 cores 0.0% (threads)": the examples leave no tenant to compete thread by thread)."""
-    config = load_config(str(example))
+    config = load_tenants(str(example))
     for profile in (None, *config.profiles):
         args = ["plan", str(example), "--topology", example_topology(example), "--json"]
         assert main(args + (["--profile", profile] if profile else [])) == 0
@@ -95,7 +96,7 @@ def test_bundled_examples_guarantee_cpu_to_every_pinned_tenant(
 
 
 def test_without_topology_skips_placement_rules() -> None:
-    config = load_config(str(ROOT / "tests/cases/lint/cross-node-cpus.yaml"))
+    config = load_tenants(str(ROOT / "tests/cases/lint/cross-node-cpus.yaml"))
     assert not [f for f in lint(config, None) if f.rule == "cross-node-cpus"]
 
 
@@ -175,7 +176,7 @@ tenants:
 def live_config(tmp_path: Path) -> Config:
     path = tmp_path / "tenants.yaml"
     path.write_text(LIVE)
-    return load_config(str(path))
+    return load_tenants(str(path))
 
 
 def test_io_settings_for_devices_the_host_lacks(tmp_path: Path) -> None:
@@ -204,7 +205,7 @@ def test_managed_oom_without_systemd_oomd(tmp_path: Path) -> None:
 def test_memory_findings_say_what_happens() -> None:
     """The exact messages of limit-exceeds-memory and of protection-overcommit on nodes."""
     path = ROOT / "tests/cases/lint/limit-exceeds-memory.yaml"
-    findings = lint(load_config(str(path)), load_topology_file(_topo()))
+    findings = lint(load_tenants(str(path)), load_topology_file(_topo()))
     assert [f"{f.line}: {f.rule}: {f.message}" for f in findings] == [
         "15: limit-exceeds-memory: tenant host has memory_max 500G but the host has 192G of "
         "RAM: the limit is never reached, the tenant is pushed into swap (or the kernel "
@@ -222,7 +223,7 @@ def test_protection_beyond_bound_nodes_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text("version: 1\ntenants:\n  a: {cpus: \"0-3\", memory_low: 50G}\n"
                     "  b: {cpus: \"4-7\", memory_low: 50G}\n")
-    findings = lint(load_config(str(path)), load_topology_file(_topo()))
+    findings = lint(load_tenants(str(path)), load_topology_file(_topo()))
     over = [f for f in findings if f.rule == "protection-overcommit"]
     assert [(f.line, f.level, f.message) for f in over] == [
         (4, "error", "tenants a, b protect 100G (memory_low + memory_min) with their memory "

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slicectl.cli import main
-from slicectl.core.config import load_config
 from slicectl.core.recommend import Sample, recommend, sustained_max
+from slicectl.host.planning import load_tenants
 from slicectl.host.recorder import Row, open_db, write_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -158,7 +158,7 @@ def test_write_keeps_comments_and_layout(tmp_path: Path,
     assert len(removed) == 5 and len(added) == 6
     assert "    memory_low: 6G          # sized as anon + active_file + 1G (001 rec. 2)" in added
     assert "    memory_high: 3584M" in added
-    t = load_config(str(tenants)).tenant("batch")
+    t = load_tenants(str(tenants)).tenant("batch")
     assert (t.memory_low, t.memory_high, t.memory_max) == (3 * G, 3 * G + 512 * M, 4 * G)
 
 
@@ -207,5 +207,5 @@ def test_write_inserts_keys_and_handles_flow_style(tmp_path: Path,
     text = tenants.read_text()
     assert text.startswith("# top comment\n") and "cpus: 4      # pinned" in text
     assert "web: {cpus: 2, memory_max: 2G, memory_high: 1536M, memory_low: 1G}" in text
-    config = load_config(str(tenants))
+    config = load_tenants(str(tenants))
     assert config.tenant("db").memory_max == 2 * G and config.tenant("db").memory_low == G

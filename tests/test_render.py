@@ -21,11 +21,12 @@ import pytest
 from unitcheck import parse_unit, systemd_verify
 
 import slicectl
-from slicectl.core.config import load_config, load_yaml, parse_config
+from slicectl.core.config import load_yaml, parse_config
 from slicectl.core.errors import RenderError, SlicectlError
 from slicectl.core.plan import FileKind, Plan, Section, UnitPlan, build_plan
 from slicectl.core.render import check_value, default_templates_dir, render
 from slicectl.core.topology import Topology
+from slicectl.host.planning import load_tenants
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "tests" / "fixtures" / "topologies"
@@ -38,7 +39,7 @@ def topo(name: str) -> Topology:
 
 def example_plan(name: str = "web-batch", topology: str = "xeon-2s-smt",
                  profile: str | None = None) -> Plan:
-    cfg = load_config(str(ROOT / "examples" / f"{name}.yaml")).with_profile(profile)
+    cfg = load_tenants(str(ROOT / "examples" / f"{name}.yaml")).with_profile(profile)
     return build_plan(cfg, topo(topology))
 
 
@@ -232,7 +233,7 @@ CASE_FILES = sorted(ROOT.glob("examples/*.yaml")) + sorted(
 def plans_of(path: Path) -> list[Plan]:
     """A plan of `path` for every profile (and none) on every fixture topology it fits."""
     plans = []
-    cfg = load_config(str(path))
+    cfg = load_tenants(str(path))
     for profile in (None, *cfg.profiles):
         for name in FIXTURES:
             try:

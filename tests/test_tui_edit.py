@@ -13,8 +13,8 @@ from textual.widgets import Input, OptionList
 from tuikit import YAML, make_topology, running, showing, static_rendered, static_text, wait_for
 
 from slicectl.apply.applier import ApplyOptions, apply_plan
-from slicectl.core.config import load_config
 from slicectl.core.cpulist import parse_cpulist
+from slicectl.host.planning import load_tenants
 from slicectl.tui import tui_settings
 from slicectl.tui.app import TuiSettings
 from slicectl.tui.screens.edit import DiffScreen, EditScreen, ProfileScreen
@@ -34,7 +34,7 @@ def host(tmp_path: Path, dbus_daemon: str, fake_systemd: FakeSystemd) -> ApplyOp
 async def edit_settings(tmp_path: Path, options: ApplyOptions) -> TuiSettings:
     path = tmp_path / "tenants.yaml"
     path.write_text(YAML)
-    await apply_plan(load_config(str(path)), make_topology(), options)  # the host as it was
+    await apply_plan(load_tenants(str(path)), make_topology(), options)  # the host as it was
     settings = tui_settings(str(path), options.cgroup_root, 0.05, options=options, euid=0)
     settings.topology = make_topology()
     assert settings.readonly == []

@@ -289,6 +289,22 @@ def completion(p: Parser) -> None:
                    help=argparse.SUPPRESS)
 
 
+def generator(p: Parser) -> None:
+    p.add_argument("action", choices=("enable", "disable"),
+                   help="enable: install tenants.yaml into /etc/slicectl and the generator; "
+                   "disable: back to files in /etc/systemd/system, as before enable")
+    p.add_argument("tenants", metavar="TENANTS", nargs="?",
+                   help="tenants file to install (enable; default: /etc/slicectl/tenants.yaml)")
+    p.add_argument("--sysfs", metavar="ROOT", help=argparse.SUPPRESS)
+    p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
+    p.add_argument("--root", metavar="DIR", help=argparse.SUPPRESS)
+    p.add_argument("--templates", metavar="DIR", help=argparse.SUPPRESS)
+    _host(p)
+    _lock_timeout(p, "the unit directory")
+    p.add_argument("--control-dir", metavar="DIR", default=defaults.CONTROL_DIR,
+                   help=argparse.SUPPRESS)
+
+
 # verb → (its line in `slicectl --help`, the function adding its arguments), in help order.
 VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
     "topology": ("show the host's NUMA topology (or export it as JSON)", topology),
@@ -307,6 +323,8 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
     "top": ("live per-slice load with limits, pressure and throttling", top),
     "exporter": ("serve every slice's metrics to Prometheus (or write a textfile)", exporter),
     "completion": ("print a shell completion script (bash, zsh, fish)", completion),
+    "generator": ("place tenants at every boot and daemon-reload (enable), or not (disable)",
+                  generator),
 }
 
 

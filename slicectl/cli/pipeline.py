@@ -133,6 +133,14 @@ def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[
     from slicectl.host.unitdir import UnitDir
 
     options = apply_options(args)
+    from slicectl.apply import generator_mode
+    from slicectl.cli.generator import paths_of
+
+    paths = paths_of(args)
+    if args.unit_dir is None and generator_mode.enabled(paths):
+        from dataclasses import replace  # the generator's units are the ones in force
+
+        options = replace(options, unit_dir=paths.output)
     plan, files = load_plan(config, topo, options)
     if not (args.topology or args.sysfs):  # this host: count its actual competitors for CPU
         plan = _live_shares(args, config, topo, plan)
@@ -250,6 +258,9 @@ def cmd_plan(args: Namespace) -> int:
     warning = ""
     files: dict[str, str] = {}
     if live:
+        from slicectl.cli.generator import generator_note
+
+        generator_note(args)
         plan, diff, warning, files = _host_diff(args, config, topo)
     else:
         from slicectl.host.planning import plan_for_host
@@ -344,9 +355,18 @@ def cmd_apply(args: Namespace) -> int:
     topo = load_topology(args)
     options = apply_options(args)
     ask = sys.stdin.isatty() and not args.yes and not args.dry_run and not args.json
-    report = asyncio.run(apply_plan(config, topo, options, dry_run=args.dry_run,
-                                    confirm=partial(_ask, options) if ask else None,
-                                    progress=None if args.json else _progress))
+    from slicectl.apply import generator_mode
+    from slicectl.cli.generator import paths_of
+
+    paths = paths_of(args)
+    if generator_mode.enabled(paths):  # tenants.yaml to /etc/slicectl, then a reload
+        report = asyncio.run(generator_mode.apply_generated(
+            config, topo, args.sysfs or "/sys", options, paths, dry_run=args.dry_run,
+            progress=None if args.json else _progress))
+    else:
+        report = asyncio.run(apply_plan(config, topo, options, dry_run=args.dry_run,
+                                        confirm=partial(_ask, options) if ask else None,
+                                        progress=None if args.json else _progress))
     if args.json:
         _report_json(args, config, report)
     else:

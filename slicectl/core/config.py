@@ -1,14 +1,14 @@
 """tenants.yaml v1: strict parsing into the tenants model (slicectl.core.tenants), every problem
 located by line.
 
-`load_config(path)` raises ConfigError carrying *all* problems found (file, line, key path,
-message, hint), so `slicectl validate` can list them at once. What the keys mean, their
-parsers and ranges come from the settings table (slicectl.core.properties). Nothing here touches
-the host.
+`parse_config(data, path)` raises ConfigError carrying *all* problems found (file, line, key
+path, message, hint), so `slicectl validate` can list them at once. What the keys mean, their
+parsers and ranges come from the property table (slicectl.core.properties). Nothing here
+touches the host: reading the file is slicectl.host.planning.load_tenants.
 
 Why this module runs past 400 lines: one located walk over the document (tenants, profiles,
 schedules, confinement, housekeeping) that collects every problem with its line; the values'
-parsers and ranges already live in `parsers`, `kinds` and `settings`.
+parsers and ranges already live in `parsers`, `kinds` and `properties`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from slicectl.core.errors import ConfigError, Problem, shown
+from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.properties import (
     BY_KEY,
     CONFINE_SETTINGS,
@@ -36,8 +36,8 @@ from slicectl.core.properties import (
 from slicectl.core.tenants import BASE_PROFILE, HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.core.values import INFINITY, format_size, quote
 
-__all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_config",
-           "load_yaml", "parse_config", "read_text"]
+__all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_yaml",
+           "parse_config"]
 
 SUPPORTED_VERSION = 1
 TENANT_KEYS: Mapping[str, Setting] = {s.key: s for s in TENANT_SETTINGS}
@@ -458,34 +458,3 @@ def load_yaml(text: str, path: str, *, round_trip: bool = False) -> Any:
     from slicectl.core import yamldoc
 
     return yamldoc.load_located(text, path, round_trip=round_trip)
-
-
-def read_text(path: str) -> str:
-    """tenants.yaml's text; a byte that is not UTF-8, or a NUL, is refused with its line."""
-    name = shown(path)  # bytes that are not UTF-8 as \xNN, on one line
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise ConfigError([Problem(name, 0, "", f"cannot read: {e.strerror}",
-                                   "check the path to tenants.yaml")]) from e
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        column = e.start - raw.rfind(b"\n", 0, e.start)
-        raise ConfigError([Problem(name, line, "", f"is not UTF-8 text (byte "
-                                   f"{raw[e.start]:#04x} in column {column})",
-                                   "save the file as UTF-8")]) from None
-    if "\0" in text:
-        at = text.index("\0")
-        raise ConfigError([Problem(name, text.count("\n", 0, at) + 1, "",
-                                   "contains a NUL character", "remove it; tenants.yaml is "
-                                   "text")])
-    return text
-
-
-def load_config(path: str) -> Config:
-    """Read and validate tenants.yaml from `path`."""
-    name = shown(path)
-    return parse_config(load_yaml(read_text(path), name), name)

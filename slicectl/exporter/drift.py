@@ -72,10 +72,10 @@ class DriftWatch:
 
     def _place(self) -> Placed:
         from slicectl.apply.applier import load_plan
-        from slicectl.core.config import load_config
+        from slicectl.host.planning import load_tenants
 
         stamp = self._stamp()
-        config = load_config(str(self.tenants_path)).with_profile(self.profile)
+        config = load_tenants(str(self.tenants_path), self.profile)
         plan, files = load_plan(config, self.topology, self.options)
         return Placed(stamp, plan, files)
 

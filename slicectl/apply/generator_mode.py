@@ -1,0 +1,319 @@
+"""Generator mode: the host's tenants placed at every boot and daemon-reload by
+`slicectl-generator` (slicectl.generator) instead of files in /etc/systemd/system.
+
+Two ways to run a host, one owner of each unit:
+
+- **files mode** (the default): `apply` writes the units into /etc/systemd/system; they stay as
+  placed until the next apply. Good for units committed to a config repo.
+- **generator mode** (`slicectl generator enable`): /etc/slicectl/tenants.yaml is the source,
+  the generator places it on the live topology at every boot and daemon-reload into
+  /run/systemd/generator (where a file in /etc/systemd/system still wins). `apply` then writes
+  /etc/slicectl/tenants.yaml (the previous one kept), records the placement, reloads and makes
+  running cgroups match; a failure restores the previous tenants.yaml and reloads.
+
+`enable` takes over the files an earlier files-mode apply wrote (kept under
+/etc/slicectl/files-mode/ so that `disable` puts them back exactly), links the generator into
+/etc/systemd/system-generators/, and reloads. Every step is undone, in reverse, on failure.
+All of it under the unit directory's lock, the one every writer of the host takes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from slicectl.core.errors import ApplyError, SlicectlError, shown
+from slicectl.host import placement_record
+from slicectl.host.atomic import write_atomically
+from slicectl.host.unitdir import MANIFEST_NAME, Manifest, UnitDir, manifest_text
+
+if TYPE_CHECKING:
+    from slicectl.apply.applier import ApplyOptions, ApplyReport, Progress
+    from slicectl.core.config import Config
+    from slicectl.core.topology import Topology
+
+GENERATOR = "slicectl-generator"
+
+
+@dataclass(frozen=True)
+class GeneratorPaths:
+    """Where generator mode keeps its files (a root other than / for tests)."""
+
+    root: Path = Path("/")
+
+    @property
+    def etc(self) -> Path:
+        return self.root / "etc/slicectl"
+
+    @property
+    def tenants(self) -> Path:
+        return self.etc / "tenants.yaml"
+
+    @property
+    def previous(self) -> Path:
+        return self.etc / "tenants.yaml.previous"
+
+    @property
+    def files_mode(self) -> Path:
+        return self.etc / "files-mode"
+
+    @property
+    def link(self) -> Path:
+        return self.root / "etc/systemd/system-generators" / GENERATOR
+
+    @property
+    def output(self) -> Path:
+        return self.root / "run/systemd/generator"
+
+
+def enabled(paths: GeneratorPaths) -> bool:
+    """Whether the host is in generator mode (the generator is linked)."""
+    return paths.link.is_symlink() or paths.link.exists()
+
+
+def generator_error(paths: GeneratorPaths) -> str | None:
+    """Why the generator's last run fell back (its note in its output folder), or None."""
+    try:
+        return (paths.output / ".slicectl-generator-error").read_text().strip() or None
+    except OSError:
+        return None
+
+
+class _Undo:
+    """Steps that undo what was done, run in reverse on failure."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, Callable[[], None]]] = []
+
+    def add(self, what: str, step: Callable[[], None]) -> None:
+        self.steps.append((what, step))
+
+    def run(self) -> list[str]:
+        failed = []
+        for what, step in reversed(self.steps):
+            try:
+                step()
+            except (OSError, SlicectlError) as e:
+                failed.append(f"{what}: {e}")
+        self.steps.clear()
+        return failed
+
+
+def _restore(path: Path, old: bytes | None) -> Callable[[], None]:
+    def step() -> None:
+        if old is None:
+            path.unlink(missing_ok=True)
+        else:
+            write_atomically(path, old)
+    return step
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _record(paths: GeneratorPaths, config: Config, topology: Topology, sysfs: str,
+            options: ApplyOptions, undo: _Undo) -> None:
+    """Place `config` (read from paths.tenants) as the generator will, keeping the recorded
+    placement, and record it as the last good one."""
+    from slicectl.core.render import render
+    from slicectl.host.planning import plan_for_host
+
+    last = placement_record.recorded(str(paths.tenants))
+    previous = Manifest.load(Path(last[0]) / MANIFEST_NAME) if last else \
+        UnitDir(options.unit_dir).manifest()
+    plan = plan_for_host(config, topology, None, options.schedule_command, shares=False,
+                         manifest=previous)
+    texts = render(plan, options.templates)
+    files = {rel: text.encode() for rel, text in texts.items()}
+    files[MANIFEST_NAME] = manifest_text(texts, Manifest(placements=plan.placements(),
+                                                         source=paths.tenants.name))
+    fingerprint = placement_record.fingerprint(str(paths.tenants), sysfs) or ""
+    if last is None:
+        def forget() -> None:
+            shutil.rmtree(placement_record.record_dir(str(paths.tenants)), ignore_errors=True)
+        placement_record.save(str(paths.tenants), files, fingerprint)
+        undo.add("the recorded placement", forget)
+        return
+    folder, old_print = last
+    old = placement_record.recorded_files(folder)
+    placement_record.save(str(paths.tenants), files, fingerprint)
+    def restore() -> None:
+        placement_record.save(str(paths.tenants), old, old_print)
+    undo.add("the recorded placement", restore)
+
+
+def _install_tenants(paths: GeneratorPaths, source: str, undo: _Undo) -> None:
+    """Write tenants.yaml to /etc/slicectl atomically, the one it replaces kept."""
+    new = Path(source).read_bytes()
+    old = _read(paths.tenants)
+    paths.etc.mkdir(parents=True, exist_ok=True)
+    if old is not None and old != new:
+        kept = _read(paths.previous)
+        write_atomically(paths.previous, old)
+        undo.add(shown(paths.previous), _restore(paths.previous, kept))
+    write_atomically(paths.tenants, new)
+    undo.add(shown(paths.tenants), _restore(paths.tenants, old))
+
+
+def _take_over(paths: GeneratorPaths, units: UnitDir, undo: _Undo) -> None:
+    """The files a files-mode apply wrote, moved under files-mode/ (disable restores them):
+    a unit in /etc/systemd/system would win over the generator's."""
+    listed = units.manifest().files
+    if not listed:
+        return
+    keep = {rel: (units.root / rel).read_bytes() for rel in listed
+            if (units.root / rel).is_file()}
+    keep[MANIFEST_NAME] = units.manifest_path.read_bytes()
+    shutil.rmtree(paths.files_mode, ignore_errors=True)
+    placement_record.write_files(str(paths.files_mode), keep)
+    undo.add(shown(paths.files_mode), lambda: shutil.rmtree(paths.files_mode))
+    _, journal = units.write({}, Manifest())
+    undo.add(f"the files in {shown(units.root)}", lambda: _raise_failed(journal.rollback()))
+
+
+def _raise_failed(failed: list[tuple[Path, str]]) -> None:
+    if failed:
+        raise ApplyError("; ".join(f"{shown(p)}: {why}" for p, why in failed), "")
+
+
+def _link(paths: GeneratorPaths, executable: str, undo: _Undo) -> None:
+    paths.link.parent.mkdir(parents=True, exist_ok=True)
+    tmp = paths.link.with_name(f".{GENERATOR}.{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(executable)
+    os.replace(tmp, paths.link)
+    undo.add(shown(paths.link), lambda: paths.link.unlink(missing_ok=True))
+
+
+async def _reload(options: ApplyOptions) -> None:
+    from slicectl.host.systemd import Systemd
+
+    async with await Systemd.connect(options.bus_address) as sd:
+        await sd.reload()
+
+
+async def enable(source: str, topology: Topology, sysfs: str, options: ApplyOptions,
+                 paths: GeneratorPaths, executable: str,
+                 progress: Progress | None = None) -> ApplyReport:
+    """Switch the host to generator mode with tenants file `source`; see the module."""
+    from slicectl.host.planning import load_tenants
+
+    say = progress or (lambda _line: None)
+    load_tenants(source)  # every check, before anything changes
+    units = UnitDir(options.unit_dir)
+    undo = _Undo()
+    with units.locked(options.lock_timeout):
+        try:
+            say(f"writing {shown(paths.tenants)}")
+            _install_tenants(paths, source, undo)
+            config = load_tenants(str(paths.tenants))
+            _record(paths, config, topology, sysfs, options, undo)
+            say(f"taking over slicectl's files in {shown(units.root)}")
+            _take_over(paths, units, undo)
+            say(f"linking {shown(paths.link)} -> {executable}; reloading systemd")
+            _link(paths, executable, undo)
+            await _reload(options)
+            return await _apply_live(config, topology, options, paths, progress)
+        except (SlicectlError, OSError) as e:
+            raise await _rolled_back(undo, options, e) from e
+
+
+async def apply_generated(config: Config, topology: Topology, sysfs: str,
+                          options: ApplyOptions, paths: GeneratorPaths, dry_run: bool = False,
+                          progress: Progress | None = None) -> ApplyReport:
+    """`apply` on a host in generator mode: tenants.yaml and the record replaced, a reload (the
+    generator places it), running cgroups made to match; all put back on failure."""
+    from slicectl.apply.applier import compute_diff
+    from slicectl.host.planning import load_tenants
+
+    if dry_run:
+        from slicectl.apply.applier import ApplyReport
+
+        return ApplyReport(diff=await compute_diff(config, topology, _generated(options,
+                                                                                paths)))
+    say = progress or (lambda _line: None)
+    units = UnitDir(options.unit_dir)
+    undo = _Undo()
+    with units.locked(options.lock_timeout):
+        try:
+            say(f"writing {shown(paths.tenants)} (the previous one kept)")
+            _install_tenants(paths, config.path, undo)
+            installed = load_tenants(str(paths.tenants), config.profile)
+            _record(paths, installed, topology, sysfs, options, undo)
+            say("reloading systemd (the generator places the tenants)")
+            await _reload(options)
+            return await _apply_live(installed, topology, options, paths, progress)
+        except (SlicectlError, OSError) as e:
+            raise await _rolled_back(undo, options, e) from e
+
+
+def _generated(options: ApplyOptions, paths: GeneratorPaths) -> ApplyOptions:
+    return replace(options, unit_dir=paths.output)
+
+
+async def _apply_live(config: Config, topology: Topology, options: ApplyOptions,
+                      paths: GeneratorPaths, progress: Progress | None) -> ApplyReport:
+    """After the reload: the generator's files are the unit directory; make running cgroups
+    match them and verify, as apply does (no file to write when the generator wrote it)."""
+    from slicectl.apply.applier import apply_plan
+
+    error = generator_error(paths)
+    if error is not None:
+        raise ApplyError(f"the generator fell back: {error}",
+                         "journalctl -b | grep slicectl-generator shows its log")
+    return await apply_plan(config, topology, _generated(options, paths), progress=progress)
+
+
+async def _rolled_back(undo: _Undo, options: ApplyOptions, error: BaseException
+                       ) -> ApplyError:
+    failed = undo.run()
+    try:
+        await _reload(options)
+    except SlicectlError as e:
+        failed.append(f"reloading systemd: {e}")
+    reason = error.message if isinstance(error, SlicectlError) else str(error)
+    if failed:
+        return ApplyError(f"{reason}; could not restore: {'; '.join(failed)}",
+                          "check the files named above by hand")
+    return ApplyError(f"{reason}; rolled back to the previous state",
+                      getattr(error, "hint", ""))
+
+
+async def disable(options: ApplyOptions, paths: GeneratorPaths,
+                  progress: Progress | None = None) -> list[str]:
+    """Back to files mode, exactly as before `enable`: the generator unlinked, the files it
+    took over restored, /etc/slicectl's tenants.yaml and record removed; returns what it did."""
+    say = progress or (lambda _line: None)
+    units = UnitDir(options.unit_dir)
+    done = []
+    with units.locked(options.lock_timeout):
+        if paths.link.is_symlink() or paths.link.exists():
+            paths.link.unlink()
+            done.append(f"removed {shown(paths.link)}")
+        if paths.files_mode.is_dir():
+            files = {rel: data.decode() for rel, data in
+                     placement_record.recorded_files(str(paths.files_mode)).items()
+                     if rel != MANIFEST_NAME}
+            manifest = Manifest.load(paths.files_mode / MANIFEST_NAME)
+            units.write(files, manifest)
+            shutil.rmtree(paths.files_mode)
+            done.append(f"restored {len(files)} file(s) in {shown(units.root)}")
+        for path in (paths.tenants, paths.previous):
+            if path.exists():
+                path.unlink()
+                done.append(f"removed {shown(path)}")
+        record = Path(placement_record.record_dir(str(paths.tenants)))
+        if record.exists():
+            shutil.rmtree(record)
+            done.append(f"removed {shown(record)}")
+        say("reloading systemd")
+        await _reload(options)
+    return done
