@@ -511,10 +511,66 @@ def test_generate_imports_neither_textual_nor_dbus(tmp_path: Path) -> None:
     assert (tmp_path / "own" / "tenants-web.slice").read_text().startswith("[Unit]\n")
 
 
-def test_plan_into_a_pipe_draws_its_tables_without_rich() -> None:
-    """Piped, the plan's tables are drawn by slicectl.views.drawing: importing and running rich was
-    most of what `plan` cost on a large host (BENCHMARKS.md plan.256cpu)."""
-    args = ["plan", "examples/oracle-4node.yaml", "--topology",
-            str(TOPOLOGIES / "nehalem-ex-4node.json")]
-    assert "rich" not in modules_after(args, {"COLUMNS": "160"})
-    assert "rich" in modules_after(args, {"COLUMNS": "160", "FORCE_COLOR": "1"})
+def test_generate_does_not_import_rich(tmp_path: Path) -> None:
+    """Only the verbs that print tables (plan, topology) load rich."""
+    loaded = modules_after(["generate", "examples/web-batch.yaml", "--topology", XEON, "--out",
+                            str(tmp_path / "out")])
+    assert "rich" not in loaded
+
+
+def test_a_piped_plan_keeps_its_tables_whole(capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped at COLUMNS=80, a table wider than that is drawn at its full width, not shrunk:
+    every CPU list and slice name whole (no "…"), one line per tenant, no trailing spaces."""
+    from slicectl.core.cpulist import format_cpulist
+
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    code, out, _ = run(capsys, "plan", "examples/oracle-4node.yaml", "--topology",
+                       str(TOPOLOGIES / "nehalem-ex-4node.json"))
+    assert code == 0
+    lines = out.splitlines()
+    assert "…" not in out and "\x1b[" not in out
+    assert [line for line in lines if line != line.rstrip()] == []
+    assert max(map(len, lines)) > 80
+    for n in range(4):
+        row = next(line for line in lines if line.startswith(f"│ db{n + 1} "))
+        assert f"tenants-db{n + 1}.slice" in row
+        assert f" {format_cpulist(frozenset(range(n, 32, 4)))} " in row
+    legend = next(line for line in lines if line.startswith("legend:"))
+    assert legend.endswith("shared/free")
+
+
+def test_a_piped_table_narrower_than_the_page_is_as_rich_draws_it(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within COLUMNS, piped output is rich's own plain text, trailing spaces aside."""
+    from rich.console import Console
+
+    from slicectl.host.sysfs import load_topology_file
+    from slicectl.views import tables
+
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    path = str(TOPOLOGIES / "nehalem-ex-4node.json")
+    topo = load_topology_file(path)
+    code, out, _ = run(capsys, "topology", "--topology", path)
+    assert code == 0
+    console = Console(width=100, soft_wrap=False, force_terminal=False)
+    with console.capture() as captured:
+        for item in (tables.topology_summary(topo), tables.topology_table(topo),
+                     tables.numa_map(topo)):
+            console.print(item)
+    assert out == "".join(f"{line.rstrip()}\n" for line in captured.get().splitlines())
+
+
+def test_force_color_draws_in_colour_when_piped(capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """FORCE_COLOR asks rich for colour in a pipe too: rich draws the tables styled."""
+    monkeypatch.setenv("COLUMNS", "160")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    code, out, _ = run(capsys, "plan", "examples/oracle-4node.yaml", "--topology",
+                       str(TOPOLOGIES / "nehalem-ex-4node.json"))
+    assert code == 0
+    assert "\x1b[" in out

@@ -54,10 +54,8 @@ def cmd_topology(args: Namespace) -> int:
 
     from slicectl.views import tables
 
-    out = tables.console()
-    out.print(tables.topology_summary(topo))
-    out.print(tables.topology_table(topo))
-    out.print(tables.numa_map(topo))
+    tables.show(tables.topology_summary(topo), tables.topology_table(topo),
+                tables.numa_map(topo))
     return EXIT_OK
 
 
@@ -97,7 +95,7 @@ def run_live_map(args: Namespace) -> int:
         return EXIT_OK
     from slicectl.views import tables
 
-    tables.console().print(tables.live_map_view(live))
+    tables.show(tables.live_map_view(live))
     return EXIT_OK
 
 
@@ -192,12 +190,9 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
 
     from slicectl.views import tables
 
-    out = tables.console()
-    out.print(tables.plan_table(plan))
-    if config.schedule:
-        out.print(tables.schedule_table(schedule_json(config)))
-    out.print(tables.plan_files_table(plan))
-    out.print(tables.numa_map(topo, plan.layout))
+    schedule = [tables.schedule_table(schedule_json(config))] if config.schedule else []
+    tables.show(tables.plan_table(plan), *schedule, tables.plan_files_table(plan),
+                tables.numa_map(topo, plan.layout))
     for note in plan.layout.notes:
         print(f"note: {note}")
     if diff is not None:

@@ -1,26 +1,29 @@
 """Human output for the CLI: topology tables, the NUMA map, the plan table.
 
-The tables and styled text are slicectl.views.drawing values: rich draws them on a terminal, and
-they are drawn as rich's plain text without importing rich when the output is not one
-(BENCHMARKS.md plan.256cpu). The live map is rich's own (the TUI shows it too).
-Front-end code: the core never imports this module.
+They are rich's own Table, Text and Group, drawn by rich: in colour on a terminal, as plain
+text when piped or redirected (`show`). The TUI shows the placement preview and the live map.
+Front-end code: the core never imports this module; the CLI imports it inside the verbs that
+print tables, so `--help` and `generate` never load rich (tests/test_cli.py checks).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
 
 from slicectl.core.contention import CpuShares, percent
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.placement import Layout, TenantPlacement
 from slicectl.core.plan import Plan
 from slicectl.core.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
-from slicectl.views.drawing import Group, Output, Styled, Table, to_rich
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
-
     from slicectl.core.numa_map import LiveMap
 
 # Colours for tenants in the NUMA map, in tenant order; housekeeping and free fixed.
@@ -46,9 +49,14 @@ def _mem(n: int) -> str:
     return human_size(n) if n else "-"
 
 
+def _table(title: str, caption: str | None = None) -> Table:
+    """A table with its title and caption justified left, as all of slicectl's are."""
+    return Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+
+
 def topology_table(topo: Topology) -> Table:
     """One row per node: CPUs, cores, memory, distances."""
-    t = Table(title=f"NUMA topology ({topo.source})")
+    t = _table(f"NUMA topology ({topo.source})")
     t.add_column("node", justify="right")
     t.add_column("CPUs")
     t.add_column("count", justify="right")
@@ -60,13 +68,14 @@ def topology_table(topo: Topology) -> Table:
         cores = topo.cores(n.cpus)
         dist = " ".join(str(LOCAL_DISTANCE if m == n.id else n.distances.get(m, REMOTE_DISTANCE))
                         for m in ids)
-        # Styled, not str: no markup or highlighting to parse in 64 distances per row.
-        t.add_row(*map(Styled, (str(n.id), format_cpulist(n.cpus) or "-", str(len(n.cpus)),
-                              str(len(cores)), _mem(n.memory_bytes), dist)))
+        # Text, not str: no markup or emoji codes to look for in 64 distances per row.
+        t.add_row(*map(Text, (str(n.id), format_cpulist(n.cpus) or "-", str(len(n.cpus)),
+                            str(len(cores)), _mem(n.memory_bytes), dist)))
     return t
 
 
-def topology_summary(topo: Topology) -> Styled:
+def topology_summary(topo: Topology) -> Text:
+    """The host in one line: nodes, CPUs, SMT, memory, and what is unusual about it."""
     online = topo.online_cpus
     smt = max((len(c.siblings) for c in topo.cpus if c.online), default=1)
     parts = [f"{len(topo.nodes)} node(s)", f"{len(online)} online CPUs",
@@ -84,7 +93,7 @@ def topology_summary(topo: Topology) -> Styled:
         if n.merged:
             parts.append(f"node {n.id} includes kernel node(s) "
                          f"{', '.join(map(str, n.merged))} (they list the same CPUs)")
-    return Styled(", ".join(parts))
+    return Text(", ".join(parts))
 
 
 def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterable[str] = (),
@@ -105,22 +114,22 @@ def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterabl
                     owners[c] = p.tenant
     styles["housekeeping"] = HOUSEKEEPING_STYLE
     width = max((len(str(c.id)) for c in topo.cpus), default=1)
-    t = Table(title="NUMA map (node × CPU)")
+    t = _table("NUMA map (node × CPU)")
     t.add_column("node", justify="right")
     t.add_column("CPUs")
     t.add_column("memory", justify="right")
     for n in topo.nodes:
-        cells = Styled()
+        cells = Text()
         for c in sorted(n.cpus):
             owner = owners.get(c)
             style = styles.get(owner or "", FREE_STYLE)
             cells.append(str(c).rjust(width), style=f"{style} underline" if c in marked else style)
             cells.append(" ")
-        t.add_row(f"node{n.id}", cells if n.cpus else Styled("(no CPUs)", style="dim"),
+        t.add_row(f"node{n.id}", cells if n.cpus else Text("(no CPUs)", style="dim"),
                   _mem(n.memory_bytes))
     if layout is None:
         return t
-    legend = Styled("legend: ")
+    legend = Text("legend: ")
     for name, style in styles.items():
         legend.append(f" {name} ", style=style)
         legend.append(" ")
@@ -145,10 +154,7 @@ def placement_preview(topo: Topology, before: Layout, after: Layout, tenant: str
                       ) -> RenderableType:
     """What an edit does to the placement, before its plan diff: the edited tenant before and
     after, every other tenant it moves, and the new map with the moved CPUs underlined
-    (rich's renderables: the TUI shows it)."""
-    from rich.console import Group as RichGroup
-    from rich.text import Text
-
+    (the TUI shows it)."""
     old = {p.tenant: p for p in before.tenants}
     lines = Text()
     moved: set[int] = set()
@@ -166,25 +172,20 @@ def placement_preview(topo: Topology, before: Layout, after: Layout, tenant: str
         moved |= p.cpus ^ (was.cpus if was is not None else frozenset())
     moved |= before.housekeeping ^ after.housekeeping
     order = [p.tenant for p in after.tenants]
-    return RichGroup(lines, to_rich(numa_map(topo, after, order, frozenset(moved))))
+    return Group(lines, numa_map(topo, after, order, frozenset(moved)))
 
 
 def live_map_view(live: LiveMap) -> RenderableType:
     """The live NUMA map: per node the CPUs coloured by the slice holding them now, the plan's
     beside them (CPUs where they differ in reverse video, listed below with the reason), and
     each tenant's memory on the node."""
-    from rich.console import Group as RichGroup
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
     from slicectl.core.numa_map import HOUSEKEEPING, SHARED
 
     styles = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(live.tenants)}
     styles[HOUSEKEEPING] = HOUSEKEEPING_STYLE
     styles[SHARED] = FREE_STYLE
     width = max((len(str(c.cpu)) for n in live.nodes for c in n.cpus), default=1)
-    t = RichTable(title="Live NUMA map (node × CPU, from cpuset.cpus.effective)",
-                  title_justify="left")
+    t = _table("Live NUMA map (node × CPU, from cpuset.cpus.effective)")
     t.add_column("node", justify="right")
     t.add_column("live CPUs")
     if live.planned:
@@ -219,7 +220,7 @@ def live_map_view(live: LiveMap) -> RenderableType:
                          for c in wrong)
         else:
             parts.append(Text("live matches the plan", style="green"))
-    return RichGroup(*parts)
+    return Group(*parts)
 
 
 def plan_table(plan: Plan) -> Table:
@@ -230,8 +231,8 @@ def plan_table(plan: Plan) -> Table:
     caption = f"shared pool: {format_cpulist(pool) or '-'} ({len(pool)} CPUs)"
     if plan.shares is not None:
         caption += f"\nguaranteed CPU when everything is busy; {plan.shares.note}"
-    t = Table(title=f"Plan for {plan.source}"
-              + (f" (profile {plan.profile})" if plan.profile else ""), caption=caption)
+    t = _table(f"Plan for {plan.source}" + (f" (profile {plan.profile})" if plan.profile else ""),
+               caption)
     t.add_column("tenant")
     t.add_column("slice")
     t.add_column("CPUs")
@@ -267,7 +268,7 @@ def guaranteed_text(shares: CpuShares, tenant: str, basis: str = "") -> str:
 
 def plan_files_table(plan: Plan) -> Table:
     """The other generated files (parent slice, housekeeping and member drop-ins)."""
-    t = Table(title="Files")
+    t = _table("Files")
     t.add_column("file")
     t.add_column("settings")
     for u in plan.units:
@@ -282,14 +283,30 @@ def plan_files_table(plan: Plan) -> Table:
     return t
 
 
-def console(stderr: bool = False) -> Output:
-    """Where human output goes: not wrapping tables into unreadable columns when piped."""
-    import os
-    import sys
+# Wider than any table: piped, a table is drawn at the width it needs (tables do not expand).
+_UNLIMITED = 1 << 16
 
-    stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else int(os.environ.get("COLUMNS", "160"))
-    return Output(stream, width)
+
+def show(*items: RenderableType) -> None:
+    """Print `items` on stdout for people. On a terminal rich draws them to its width.
+    Piped or redirected, where rich draws plain text, text wraps at COLUMNS (160 when unset)
+    but a table takes the width it needs: it is not shrunk, so no CPU list is cut with "…"
+    (the text goes to grep, a file, a mail); and lines end without the spaces rich pads
+    titles and captions with."""
+    columns = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
+    console = Console(width=columns, soft_wrap=False)
+    if columns is None or console.is_terminal:  # FORCE_COLOR: styled, COLUMNS wide
+        for item in items:
+            console.print(item)
+        return
+    for item in items:
+        for part in item.renderables if isinstance(item, Group) else (item,):
+            console.width = _UNLIMITED if isinstance(part, Table) else columns
+            with console.capture() as captured:
+                console.print(part)
+            sys.stdout.write("".join(f"{line.rstrip()}\n"
+                                     for line in captured.get().splitlines()))
+    sys.stdout.flush()
 
 
 def schedule_table(schedule: dict[str, Any]) -> Table:
@@ -297,7 +314,7 @@ def schedule_table(schedule: dict[str, Any]) -> Table:
     now = schedule["in_force"]
     name = now["profile"] or "default (the base file)"
     since = f" since {now['since']}" if now["since"] else " (no schedule has elapsed yet)"
-    t = Table(title=f"Schedule (in force now: {name}{since})")
+    t = _table(f"Schedule (in force now: {name}{since})")
     t.add_column("profile")
     t.add_column("timer")
     t.add_column("calendar")
