@@ -8,15 +8,17 @@ from pathlib import Path
 
 import pytest
 from cgtree import MovingTree, make_root
+from dbus_fast import Variant
 from fakesystemd import FakeSystemd
-from textual.widgets import Input, OptionList
+from textual.pilot import Pilot
+from textual.widgets import Input, Label, OptionList
 from tuikit import YAML, make_topology, running, showing, static_rendered, static_text, wait_for
 
 from slicectl.apply.applier import ApplyOptions, apply_plan
 from slicectl.core.cpulist import parse_cpulist
 from slicectl.host.planning import load_tenants
 from slicectl.tui import tui_settings
-from slicectl.tui.app import TuiSettings
+from slicectl.tui.app import STALE, SlicectlApp, TuiSettings
 from slicectl.tui.screens.edit import DiffScreen, EditScreen, ProfileScreen
 
 # -- the app: editing against the fake systemd -----------------------------------------------
@@ -104,6 +106,61 @@ async def test_failed_apply_rolls_back_and_leaves_the_file(
         assert (tmp_path / "tenants.yaml").read_text() == YAML
         assert cgroup_file(host, "db1", "cpu.weight") == "300"
         assert any("rolled back" in n.message for n in app._notifications)  # noqa: SLF001
+
+
+async def confirmable_edit(app: SlicectlApp, pilot: Pilot[int], weight: str) -> None:
+    """Edit db1's cpu_weight and wait for the diff to confirm."""
+    await pilot.press("e")
+    app.screen.query_one("#f-cpu_weight", Input).value = weight
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: showing(app, DiffScreen, "#diff-text"))
+
+
+async def test_apply_refuses_when_the_host_changed_since_the_diff_was_confirmed(
+        tmp_path: Path, host: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    """The diff confirmed is the diff applied: a live change made after it was shown (here a
+    `systemctl set-property`-like SetUnitProperties) makes apply refuse, change nothing and
+    show the new diff; confirming that one applies it."""
+    settings = await edit_settings(tmp_path, host)
+    async with running(settings, size=(100, 30)) as (app, pilot):
+        await confirmable_edit(app, pilot, "500")
+        assert "tenants-db1.slice: CPUWeight 300 -> 500" in static_text(app, "#diff-text")
+        fake_systemd.set_properties(fake_systemd.units["tenants-db1.slice"],
+                                    [["CPUWeight", Variant("t", 400)]])
+        calls = len(fake_systemd.calls)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: showing(app, DiffScreen, "#diff-warning"))
+        assert f"{STALE}: review the new diff and confirm again" in str(
+            app.screen.query_one("#diff-warning", Label).content)
+        assert any(STALE in n.message for n in app._notifications)  # noqa: SLF001
+        assert "tenants-db1.slice: CPUWeight 400 -> 500" in static_text(app, "#diff-text")
+        # nothing was changed: no call that changes the host, the value set live, the file
+        assert not {"SetUnitProperties", "Reload", "StartUnit", "StopUnit"} & {
+            member for member, _ in fake_systemd.calls[calls:]}
+        assert cgroup_file(host, "db1", "cpu.weight") == "400"
+        assert (tmp_path / "tenants.yaml").read_text() == YAML
+        await pilot.press("y")  # the new diff, confirmed
+        await wait_for(pilot, lambda: app._pending is None)  # noqa: SLF001
+        assert cgroup_file(host, "db1", "cpu.weight") == "500"
+        assert "    cpu_weight: 500  # more than web\n" in (tmp_path / "tenants.yaml").read_text()
+
+
+async def test_apply_refuses_when_tenants_yaml_changed_since_the_edit(
+        tmp_path: Path, host: ApplyOptions) -> None:
+    """An edit rewrites tenants.yaml: if someone changed the file after the dialog read it,
+    apply refuses rather than overwrite their change, and changes nothing."""
+    settings = await edit_settings(tmp_path, host)
+    async with running(settings) as (app, pilot):
+        await confirmable_edit(app, pilot, "500")
+        changed = YAML.replace("memory_max: 512M", "memory_max: 768M")
+        (tmp_path / "tenants.yaml").write_text(changed)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app._pending is None)  # noqa: SLF001
+        assert not isinstance(app.screen, DiffScreen)
+        assert any("tenants.yaml changed since you confirmed; nothing was changed" in n.message
+                   for n in app._notifications)  # noqa: SLF001
+        assert cgroup_file(host, "db1", "cpu.weight") == "300"
+        assert (tmp_path / "tenants.yaml").read_text() == changed
 
 
 async def test_invalid_edit_stays_in_the_dialog(tmp_path: Path, host: ApplyOptions) -> None:

@@ -12,7 +12,7 @@ loop, plans and their placement preview, edit → plan → apply, profile switch
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,11 +24,11 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 
 from slicectl.core import defaults
-from slicectl.core.errors import SlicectlError
+from slicectl.core.errors import ApplyError, SlicectlError
 from slicectl.core.metrics import MetricsMemo, SliceMetrics
 from slicectl.core.samples import Snapshot
 from slicectl.host.sampler import Sampler
-from slicectl.tui.messages import Applied, DiffReady, Sampled, SampleFailed
+from slicectl.tui.messages import Applied, ApplyRefused, DiffReady, Sampled, SampleFailed
 from slicectl.tui.model import History, SortKey, clamp_interval, next_interval
 from slicectl.tui.screens.base import DataScreen
 from slicectl.tui.screens.overview import OverviewScreen
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from slicectl.apply.applier import ApplyOptions
+    from slicectl.apply.host_diff import Diff
     from slicectl.core.config import Config
     from slicectl.core.contention import CpuShares
     from slicectl.core.plan import Plan
@@ -69,6 +70,11 @@ class TuiSettings:
     notes: list[str] = field(default_factory=list)
 
 
+# What the operator sees when apply finds the host no longer matching the diff they confirmed.
+STALE = "the host changed since you confirmed; nothing was changed"
+STALE_HINT = "review the new diff and confirm again"
+
+
 @dataclass(frozen=True)
 class PendingChange:
     """An edit or profile switch between planning and applying."""
@@ -78,6 +84,8 @@ class PendingChange:
     base: Config  # without it: what the app keeps
     profile: str | None
     text: str | None  # new tenants.yaml text, or None when the file does not change
+    original: str | None = None  # the tenants.yaml text `text` was edited from
+    diff: Diff | None = None  # the diff the operator was shown: the only one apply may apply
 
 
 class SlicectlApp(App[int]):
@@ -328,7 +336,7 @@ class SlicectlApp(App[int]):
             self.notify(e.message, severity="error")
             return
         self._pending = PendingChange(f"Edit {result.tenant}: plan", config, result.config,
-                                      self.profile, result.text)
+                                      self.profile, result.text, result.original)
         self._plan()
 
     def start_profile(self) -> None:
@@ -363,27 +371,36 @@ class SlicectlApp(App[int]):
         try:
             diff = await compute_diff(p.config, topo, options)
         except SlicectlError as e:
-            self.post_message(DiffReady([], [], False, e.message, e.hint))
+            self.post_message(DiffReady(None, [], [], False, e.message, e.hint))
             return
-        self.post_message(DiffReady(diff.lines(options.unit_dir), diff.notes, diff.changed))
+        self.post_message(DiffReady(diff, diff.lines(options.unit_dir), diff.notes,
+                                    diff.changed))
 
     def on_diff_ready(self, message: DiffReady) -> None:
         p = self._pending
         if p is None:
             return
-        if message.error:
+        if message.error or message.diff is None:
             self._pending = None
             hint = f"\nhint: {message.hint}" if message.hint else ""
             self.notify(f"cannot plan: {message.error}{hint}", severity="error", timeout=10)
             return
-        from slicectl.tui.screens.edit import DiffScreen
-
         if not message.changed and p.text is None:
             self._pending = None
             self.notify("nothing to change: the host already matches", timeout=4)
             return
-        self.push_screen(DiffScreen(p.title, message.lines, message.notes, message.changed,
-                                    rewrites_file=p.text is not None), self._confirmed)
+        self._confirm(message.diff, message.lines)
+
+    def _confirm(self, diff: Diff, lines: list[str], warning: str = "") -> None:
+        """Show `diff` for confirmation; it becomes the one diff apply may carry out."""
+        from slicectl.tui.screens.edit import DiffScreen
+
+        p = self._pending
+        assert p is not None
+        self._pending = replace(p, diff=diff)
+        self.push_screen(DiffScreen(p.title, lines, diff.notes, diff.changed,
+                                    rewrites_file=p.text is not None, warning=warning),
+                         self._confirmed)
 
     def _confirmed(self, yes: bool | None) -> None:
         if not yes:
@@ -392,6 +409,24 @@ class SlicectlApp(App[int]):
             return
         self._apply()
 
+    def _refusal(self, p: PendingChange, diff: Diff) -> ApplyRefused | None:
+        """Why `diff` (the host's, under apply's lock) may not be applied for `p`, or None:
+        the operator confirmed a different diff, or tenants.yaml no longer holds the text the
+        edit was made from (rewriting it would lose what changed it)."""
+        if p.original is not None and self.settings.tenants is not None:
+            try:
+                now = Path(self.settings.tenants).read_text(encoding="utf-8")
+            except OSError as e:
+                now = f"unreadable: {e}"
+            if now != p.original:
+                return ApplyRefused(f"{self.settings.tenants} changed since you confirmed; "
+                                    "nothing was changed", "edit it again")
+        if diff != p.diff:
+            options = self.settings.options
+            assert options is not None
+            return ApplyRefused(STALE, STALE_HINT, diff, diff.lines(options.unit_dir))
+        return None
+
     @work(exclusive=True, group="apply")
     async def _apply(self) -> None:
         from slicectl.apply.applier import apply_plan
@@ -399,13 +434,32 @@ class SlicectlApp(App[int]):
 
         p, options, topo = self._pending, self.settings.options, self.settings.topology
         assert p is not None and options is not None and topo is not None
+        refused: list[ApplyRefused] = []
+
+        def confirm(diff: Diff) -> bool:
+            # Called under apply's lock with the diff it is about to carry out: only the one
+            # the operator saw goes ahead (a saved plan, as `terraform apply PLAN` has it).
+            refusal = self._refusal(p, diff)
+            if refusal is not None:
+                refused.append(refusal)
+                raise ApplyError(refusal.error, refusal.hint)
+            return True
+
         try:
-            report = await apply_plan(p.config, topo, options)
+            report = await apply_plan(p.config, topo, options, confirm=confirm)
+            if not refused and not report.diff.changed:
+                # Nothing to change on the host, so `confirm` was not asked: check here.
+                refusal = self._refusal(p, report.diff)
+                if refusal is not None:
+                    refused.append(refusal)
+            if refused:
+                self.post_message(refused[0])
+                return
             # Written only after a successful apply: a rolled-back apply leaves the file as is.
             if p.text is not None and self.settings.tenants is not None:
                 write_atomically(Path(self.settings.tenants), p.text)
         except SlicectlError as e:
-            self.post_message(Applied("", e.message, e.hint))
+            self.post_message(refused[0] if refused else Applied("", e.message, e.hint))
             return
         except OSError as e:
             self.post_message(Applied("", f"cannot write {self.settings.tenants}: {e}"))
@@ -416,6 +470,14 @@ class SlicectlApp(App[int]):
             f"applied: {len(report.set_live)} live change(s), {n_files} file(s), "
             f"{len(report.started)} slice(s) started, verified {len(report.verified)} unit(s)"
             + ("; tenants.yaml written" if p.text is not None else "")))
+
+    def on_apply_refused(self, message: ApplyRefused) -> None:
+        """Nothing was changed: say why and, when the host moved, show its diff now."""
+        self.notify(f"{message.error}\nhint: {message.hint}", severity="error", timeout=15)
+        if message.diff is None or self._pending is None:
+            self._pending = None
+            return
+        self._confirm(message.diff, message.lines, warning=f"{message.error}: {message.hint}")
 
     def on_applied(self, message: Applied) -> None:
         p, self._pending = self._pending, None

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
 
 from slicectl.core.metrics import SliceMetrics
 from slicectl.core.samples import Snapshot
 from slicectl.tui.model import Process
+
+if TYPE_CHECKING:
+    from slicectl.apply.host_diff import Diff
 
 
 class Sampled(Message):
@@ -44,11 +49,13 @@ class ProcessesRead(Message):
 
 
 class DiffReady(Message):
-    """What apply would change (or why it cannot tell), for the confirmation dialog."""
+    """What apply would change (or why it cannot tell), for the confirmation dialog: `diff`
+    is what the operator confirms, and what apply must find again to change anything."""
 
-    def __init__(self, lines: list[str], notes: list[str], changed: bool,
+    def __init__(self, diff: Diff | None, lines: list[str], notes: list[str], changed: bool,
                  error: str = "", hint: str = "") -> None:
         super().__init__()
+        self.diff = diff
         self.lines = lines
         self.notes = notes
         self.changed = changed
@@ -64,3 +71,16 @@ class Applied(Message):
         self.summary = summary
         self.error = error
         self.hint = hint
+
+
+class ApplyRefused(Message):
+    """Apply found the host or tenants.yaml changed since the operator confirmed and changed
+    nothing; `diff` (with its `lines`), when given, is the host's diff now, to confirm again."""
+
+    def __init__(self, error: str, hint: str, diff: Diff | None = None,
+                 lines: list[str] | None = None) -> None:
+        super().__init__()
+        self.error = error
+        self.hint = hint
+        self.diff = diff
+        self.lines = lines or []

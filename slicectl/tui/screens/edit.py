@@ -28,11 +28,13 @@ Preview = Callable[[Config, str], RenderableType | str]
 
 @dataclass(frozen=True)
 class EditResult:
-    """A validated edit: the new tenants.yaml text and the config it parses to."""
+    """A validated edit: the new tenants.yaml text and the config it parses to, and the text
+    it was made from (apply refuses if the file no longer holds it)."""
 
     tenant: str
     text: str
     config: Config
+    original: str
 
 
 class EditScreen(ModalScreen[EditResult | None]):
@@ -132,7 +134,7 @@ class EditScreen(ModalScreen[EditResult | None]):
         except ConfigError as e:
             self._show_error(e)
             return
-        self.dismiss(EditResult(self.tenant, text, config))
+        self.dismiss(EditResult(self.tenant, text, config, self.text))
 
 
 class ProfileScreen(ModalScreen[str | None]):
@@ -167,9 +169,11 @@ class DiffScreen(ModalScreen[bool]):
                 Binding("n,escape", "answer(False)", "Cancel")]
 
     def __init__(self, title: str, lines: list[str], notes: list[str], changed: bool,
-                 rewrites_file: bool) -> None:
+                 rewrites_file: bool, warning: str = "") -> None:
+        """`warning`: shown above the diff (why it is shown again)."""
         super().__init__()
         self.title_text = title
+        self.warning = warning
         self.lines = lines
         self.notes = notes
         self.changed = changed
@@ -178,6 +182,8 @@ class DiffScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="diff-box", classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
+            if self.warning:
+                yield Label(self.warning, id="diff-warning", markup=False)
             body = list(self.lines) or ["The host already matches: no live change."]
             if self.rewrites_file:
                 body.append("tenants.yaml will be rewritten (comments kept).")
