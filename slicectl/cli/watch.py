@@ -191,6 +191,10 @@ def cmd_status(args: Namespace) -> int:
     """`slicectl status`."""
     from pathlib import Path
 
+    from slicectl.cli.generator import generator_note
+
+    generator_note(args)
+
     return run_status(Path(args.cgroup_root), args.json, args.interval,
                       node_cpus=host_node_cpus(args.sysfs, args.proc_root))
 

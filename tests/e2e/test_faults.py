@@ -1,0 +1,169 @@
+"""apply under faults on the real guest: SIGKILL at random moments, a full file system, and
+systemd re-executing itself mid-apply. Each run ends converged: the next apply succeeds, `plan
+--exit-code` finds nothing to change, no temporary file is left and no foreign file changed.
+
+The kill campaign runs SLICECTL_KILLS kills (default 3, CI's tier); the long tier sets it
+higher (`SLICECTL_TESTBED_ENV=SLICECTL_KILLS=25 tests/testbed/e2e tests/e2e/test_faults.py`).
+The counts of the last run are written to the results share (faults.json) for the testbed
+README.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from . import guest
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+ETC = Path("/etc/systemd/system")
+# Two configurations that differ in CPUs, weights and memory of every tenant: each apply
+# changes files, reloads, sets live properties and verifies.
+A = """\
+version: 1
+tenants:
+  db1: {cpus: 2, cpu_weight: 300, memory_max: 256M, memory_low: 32M}
+  db2: {cpus: 2, cpu_weight: 100, memory_max: 128M}
+  db3: {cpus: 1, cpu_weight: 50, memory_max: 64M}
+"""
+B = """\
+version: 1
+tenants:
+  db1: {cpus: 1, cpu_weight: 100, memory_max: 128M, memory_low: 16M}
+  db2: {cpus: 3, cpu_weight: 400, memory_max: 192M}
+  db3: {cpus: 2, cpu_weight: 200, memory_max: 96M}
+"""
+FOREIGN = ETC / "foreign-probe.service"
+
+
+def ours_and_foreign() -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(ETC.rglob("*")) if p.is_file()}
+
+
+def temporary_files() -> list[str]:
+    return [str(p) for p in ETC.rglob("*") if ".tmp" in p.name or p.name.startswith(".#")]
+
+
+def converged(slicectl: Run, tenants: Path) -> None:
+    proc = slicectl("apply", str(tenants), "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    plan = slicectl("plan", str(tenants), "--exit-code")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert temporary_files() == []
+
+
+def record(name: str, counts: dict[str, int]) -> None:
+    results = Path(os.environ.get("SLICECTL_RESULTS", "/tmp"))
+    path = results / "faults.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[name] = counts
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+@pytest.fixture
+def configs(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(A)
+    b.write_text(B)
+    FOREIGN.write_text("[Service]\nExecStart=/bin/true\n")
+    yield a, b
+    FOREIGN.unlink(missing_ok=True)
+    (ETC / ".slicectl-manifest.json").unlink(missing_ok=True)
+
+
+def test_sigkill_at_random_moments_then_apply_converges(slicectl: Run,
+                                                        configs: tuple[Path, Path]) -> None:
+    a, b = configs
+    converged(slicectl, a)
+    foreign = FOREIGN.read_bytes()
+    kills = int(os.environ.get("SLICECTL_KILLS", "3"))
+    rng = random.Random(int(os.environ.get("SLICECTL_FAULT_SEED", "7")))
+    # How long one apply takes here, to spread the kills over all of it (files, reload,
+    # property calls, verify).
+    start = time.monotonic()
+    converged(slicectl, b)
+    span = time.monotonic() - start
+    survived = 0
+    for i in range(kills):
+        target = (a, b)[i % 2]
+        proc = subprocess.Popen(["slicectl", "apply", str(target), "--yes"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0, span))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        converged(slicectl, target)
+        assert FOREIGN.read_bytes() == foreign
+        survived += 1
+    record("sigkill", {"kills": kills, "converged": survived, "files_lost": 0})
+
+
+def test_a_full_file_system_fails_clearly_and_changes_nothing(
+        slicectl: Run, configs: tuple[Path, Path], tmp_path: Path) -> None:
+    a, b = configs
+    converged(slicectl, a)
+    files, live = ours_and_foreign(), _live(("db1", "db2", "db3"))
+    small = Path("/run/slicectl-full")
+    small.mkdir(exist_ok=True)
+    guest.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)])
+    try:
+        guest.run(["cp", "-a", f"{ETC}/.", str(small)])
+        # Fill what is left: the next file written gets ENOSPC.
+        guest.run(["sh", "-c", f"dd if=/dev/zero of={small}/.filler bs=4k 2>/dev/null; true"])
+        guest.run(["mount", "--bind", str(small), str(ETC)])
+        try:
+            proc = slicectl("apply", str(b), "--yes")
+        finally:
+            guest.run(["umount", str(ETC)])
+    finally:
+        guest.run(["umount", str(small)])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "No space left on device" in proc.stderr and "Traceback" not in proc.stderr
+    assert ours_and_foreign() == files
+    assert _live(("db1", "db2", "db3")) == live
+    converged(slicectl, b)
+    record("enospc", {"faults": 1, "converged": 1, "files_lost": 0})
+
+
+def test_daemon_reexec_during_apply_ends_in_success_or_exact_rollback(
+        slicectl: Run, configs: tuple[Path, Path]) -> None:
+    a, b = configs
+    converged(slicectl, a)
+    rng = random.Random(11)
+    outcomes = []
+    for target in (b, a):
+        files, live = ours_and_foreign(), _live(("db1", "db2", "db3"))
+        proc = subprocess.Popen(["slicectl", "apply", str(target), "--yes"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(rng.uniform(0.2, 2.0))
+        guest.systemctl("daemon-reexec")
+        out, err = proc.communicate(timeout=guest.HANG)
+        assert "Traceback" not in err
+        if proc.returncode == 0:
+            outcomes.append("success")
+        else:
+            assert "rolled back" in err, out + err
+            assert ours_and_foreign() == files
+            assert _live(("db1", "db2", "db3")) == live
+            outcomes.append("rollback")
+        converged(slicectl, target)
+    record("daemon-reexec", {"faults": len(outcomes), "converged": len(outcomes),
+                             "files_lost": 0})
+
+
+def _live(tenants: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for t in tenants:
+        for name in ("cpuset.cpus", "cpu.weight", "memory.max"):
+            try:
+                out[f"{t}/{name}"] = guest.cgroup_file(f"tenants-{t}.slice", name).strip()
+            except (OSError, AssertionError):
+                out[f"{t}/{name}"] = "(none)"
+    return out
