@@ -19,6 +19,7 @@ from slicectl.core.cpulist import parse_cpulist
 from slicectl.host.planning import load_tenants
 from slicectl.tui import tui_settings
 from slicectl.tui.app import STALE, SlicectlApp, TuiSettings
+from slicectl.tui.components.slice_table import SliceTable
 from slicectl.tui.screens.edit import DiffScreen, EditScreen, ProfileScreen
 
 # -- the app: editing against the fake systemd -----------------------------------------------
@@ -231,3 +232,48 @@ async def test_read_only_mode_refuses_edits(tree: MovingTree, tmp_path: Path) ->
         assert not isinstance(app.screen, ProfileScreen)
 
 
+
+
+async def test_plans_and_files_are_read_off_the_event_loop(
+        tmp_path: Path, host: ApplyOptions, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planning, tenants.yaml, the competitors in /proc and the control files are read in
+    workers: the event loop (the main thread) never waits on them."""
+    import threading
+
+    import slicectl.apply.applier
+    import slicectl.host.planning
+    import slicectl.host.readers
+
+    on_loop: list[str] = []
+    called: set[str] = set()
+
+    def watched(module: object, name: str) -> None:
+        real = getattr(module, name)
+
+        def wrapper(*args: object, **kw: object) -> object:
+            called.add(name)
+            if threading.current_thread() is threading.main_thread():
+                on_loop.append(name)
+            return real(*args, **kw)
+
+        monkeypatch.setattr(module, name, wrapper)
+
+    settings = await edit_settings(tmp_path, host)
+    watched(slicectl.host.planning, "plan_for_host")
+    watched(slicectl.apply.applier, "plan_for_host")
+    watched(slicectl.host.readers, "read_competition")
+    watched(slicectl.host.readers, "cpu_overrides")
+    async with running(settings, size=(110, 50)) as (app, pilot):
+        await confirmable_edit(app, pilot, "500")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app._pending is None)  # noqa: SLF001
+        await pilot.press("m")
+        await wait_for(pilot, lambda: "planned from" in static_text(app, "#numa-note"))
+        await pilot.press("escape", "s", "s", "s", "s")  # by name
+        rows = [m for m in app.metrics if m.unit == "tenants-db1.slice"]
+        assert rows
+        app.screen.query_one(SliceTable).move_to(rows[0].cgroup)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "guaranteed" in static_text(app, "#limits"))
+    assert called == {"plan_for_host", "read_competition", "cpu_overrides"}
+    assert on_loop == []

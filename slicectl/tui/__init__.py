@@ -16,7 +16,7 @@ from slicectl.core.errors import SlicectlError
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
     from slicectl.host.sampler import Sampler
-    from slicectl.tui.app import TuiSettings
+    from slicectl.tui.settings import TuiSettings
 
 __all__ = ["run_tui", "tui_sampler", "tui_settings"]
 
@@ -39,8 +39,8 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
                  euid: int | None = None) -> TuiSettings:
     """Resolve the command line into settings; raises ConfigError/TopologyError for bad input."""
     from slicectl.apply.applier import ApplyOptions
-    from slicectl.tui.app import TuiSettings
     from slicectl.tui.model import readonly_reasons
+    from slicectl.tui.settings import TuiSettings
 
     cgroup_root = Path(cgroup_root)
     options = options or ApplyOptions(cgroup_root=cgroup_root)

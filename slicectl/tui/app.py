@@ -11,8 +11,9 @@ loop, plans and their placement preview, edit → plan → apply, profile switch
 
 from __future__ import annotations
 
+import asyncio
 import gc
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,25 +24,30 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.timer import Timer
 
-from slicectl.core import defaults
 from slicectl.core.errors import ApplyError, SlicectlError
 from slicectl.core.metrics import MetricsMemo, SliceMetrics
 from slicectl.core.samples import Snapshot
 from slicectl.host.sampler import Sampler
-from slicectl.tui.messages import Applied, ApplyRefused, DiffReady, Sampled, SampleFailed
+from slicectl.tui.messages import (
+    Applied,
+    ApplyRefused,
+    DiffReady,
+    EditLoaded,
+    Sampled,
+    SampleFailed,
+    SharesRead,
+)
 from slicectl.tui.model import History, SortKey, clamp_interval, next_interval
 from slicectl.tui.screens.base import DataScreen
 from slicectl.tui.screens.overview import OverviewScreen
+from slicectl.tui.settings import TuiSettings
+
+__all__ = ["STALE", "PendingChange", "SlicectlApp", "TuiSettings"]
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
-
-    from slicectl.apply.applier import ApplyOptions
     from slicectl.apply.host_diff import Diff
     from slicectl.core.config import Config
     from slicectl.core.contention import CpuShares
-    from slicectl.core.plan import Plan
-    from slicectl.core.topology import Topology
     from slicectl.tui.screens.edit import EditResult
 
 
@@ -51,23 +57,6 @@ if TYPE_CHECKING:
 # (BENCHMARKS.md, tui.100.host). While the app runs: a pass every GC_YOUNG allocations, and
 # what start-up made (Textual's widgets, styles, imports) frozen out of the full passes.
 GC_YOUNG = 20_000
-
-
-@dataclass
-class TuiSettings:
-    """Everything the app needs from the command line, resolved before it starts."""
-
-    cgroup_root: Path
-    interval: float = 1.0
-    tenants: str | None = None
-    config: Config | None = None
-    topology: Topology | None = None
-    topology_error: str = ""
-    options: ApplyOptions | None = None
-    proc_root: Path = Path(defaults.PROC)
-    host_memory: int = 0  # bytes of RAM: the scale of a memory sparkline without a limit
-    readonly: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 # What the operator sees when apply finds the host no longer matching the diff they confirmed.
@@ -121,7 +110,9 @@ class SlicectlApp(App[int]):
         self._timer: Timer | None = None
         self._polling = False
         self._pending: PendingChange | None = None
+        # (config, profile) -> when read, and the shares; whether a read is in flight
         self._shares: tuple[object, float, CpuShares | None] | None = None
+        self._reading_shares = False
         self._gc_threshold = gc.get_threshold()
 
     # -- polling --------------------------------------------------------------------------
@@ -227,63 +218,33 @@ class SlicectlApp(App[int]):
         return next((t.name for t in self.config.tenants
                      if self.config.slice_unit(t.name) == unit), None)
 
-    def current_plan(self) -> tuple[Plan | None, str]:
-        """The plan for the current config and profile, or None and why not."""
-        return self.plan_for(self.config)
-
-    def plan_for(self, base: Config | None, shares: bool = True) -> tuple[Plan | None, str]:
-        """The plan for `base` (tenants.yaml as parsed) under the current profile, placed from
-        where apply left the tenants, or None and why not; `shares`: as build_plan's."""
-        if base is None or self.settings.topology is None:
-            return None, ""
-        from slicectl.host.planning import plan_for_host
-
-        options = self.settings.options
-        try:
-            config = base.with_profile(self.profile)
-            return plan_for_host(config, self.settings.topology,
-                                 None if options is None else options.unit_dir,
-                                 shares=shares), ""
-        except SlicectlError as e:
-            return None, f"{e.message}" + (f" (hint: {e.hint})" if e.hint else "")
-
     def cpu_shares(self) -> CpuShares | None:
         """Each tenant's guaranteed CPU when everything is busy, against this host's
-        competitors (seed 004); recomputed when the plan changes, else every 10 s."""
+        competitors (seed 004), as last read; read again (in a worker, then the screens
+        redraw) when the plan changed or 10 s have passed. None until the first read."""
         import time
 
         key = (self.config, self.profile)
-        now = time.monotonic()
-        if self._shares is not None and self._shares[0] == key and now - self._shares[1] < 10:
-            return self._shares[2]
-        plan, _ = self.current_plan()
-        shares = None if plan is None else plan.shares
-        if plan is not None and self.config is not None and self.settings.topology is not None:
-            from slicectl.core.contention import predict_shares
-            from slicectl.host.readers import read_competition
+        known = self._shares
+        if known is None or known[0] != key or time.monotonic() - known[1] >= 10:
+            if not self._reading_shares:
+                self._reading_shares = True
+                self._read_shares(key, self.config, self.profile)
+        return None if known is None or known[0] != key else known[2]
 
-            config = self.config.with_profile(self.profile)
-            try:
-                competition = read_competition(config, self.settings.cgroup_root,
-                                               self.settings.proc_root)
-                shares = predict_shares(config, plan.layout, self.settings.topology,
-                                        competition)
-            except SlicectlError:
-                pass  # no cgroup v2 here: the plan's shares, standard competitors assumed
-        self._shares = (key, now, shares)
-        return shares
+    @work(thread=True, exclusive=True, group="shares")
+    def _read_shares(self, key: tuple[object, str | None], config: Config | None,
+                     profile: str | None) -> None:
+        from slicectl.tui.plans import cpu_shares
 
-    def cpu_overrides(self) -> dict[str, str]:
-        """Tenants whose CPUs `systemctl set-property` overrides: tenant -> its file."""
-        from slicectl.host.readers import cpu_overrides
+        self.post_message(SharesRead(key, cpu_shares(self.settings, config, profile)))
 
-        if self.config is None:
-            return {}
-        options = self.settings.options
-        dirs = [str(options.control_dir)] if options is not None else []
-        dirs.append(defaults.ETC_CONTROL_DIR)
-        return cpu_overrides({t.name: self.config.slice_unit(t.name)
-                              for t in self.config.tenants}, dirs)
+    def on_shares_read(self, message: SharesRead) -> None:
+        import time
+
+        self._reading_shares = False
+        self._shares = (message.key, time.monotonic(), message.shares)
+        self.refresh_screens()
 
     def _can_edit(self) -> bool:
         if self.readonly:
@@ -295,37 +256,42 @@ class SlicectlApp(App[int]):
         return True
 
     def start_edit(self, tenant: str | None) -> None:
-        """Open the edit dialog for `tenant` (or the first tenant)."""
+        """Open the edit dialog for `tenant` (or the first tenant), once tenants.yaml and
+        today's plan are read (in a worker)."""
         if not self._can_edit() or self.config is None or self.settings.tenants is None:
             return
-        from slicectl.tui.screens.edit import EditScreen
+        if not self.config.tenants:
+            self.notify(f"{self.settings.tenants} has no tenants to edit", severity="warning")
+            return
+        self._load_edit(tenant, self.config, self.profile)
+
+    @work(thread=True, exclusive=True, group="edit")
+    def _load_edit(self, tenant: str | None, config: Config, profile: str | None) -> None:
+        from slicectl.tui.plans import plan_for
 
         path = self.settings.tenants
+        assert path is not None
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as e:
-            self.notify(f"cannot read {path}: {e.strerror}", severity="error")
+            self.post_message(EditLoaded(tenant, "", None, f"cannot read {path}: {e.strerror}"))
+            return
+        before, _ = plan_for(self.settings, config, profile, shares=False)  # once per dialog
+        self.post_message(EditLoaded(tenant, text, before))
+
+    def on_edit_loaded(self, message: EditLoaded) -> None:
+        from slicectl.tui.plans import placement_preview
+        from slicectl.tui.screens.edit import EditScreen
+
+        if message.error:
+            self.notify(message.error, severity="error")
+            return
+        if self.config is None or self.settings.tenants is None or not self._can_edit():
             return
         names = [t.name for t in self.config.tenants]
-        if not names:
-            self.notify(f"{path} has no tenants to edit", severity="warning")
-            return
-        before, _ = self.plan_for(self.config, shares=False)  # once per dialog, not per key
-        self.push_screen(EditScreen(text, path, names, tenant,
-                                    partial(self.preview_placement, before)), self._edited)
-
-    def preview_placement(self, before: Plan | None, edited: Config, tenant: str
-                          ) -> RenderableType | str:
-        """The placement an edit leads to, drawn on the NUMA map against `before` (today's
-        plan); no guaranteed-CPU prediction, which the preview does not show."""
-        from slicectl.views.tables import placement_preview
-
-        after, problem = self.plan_for(edited, shares=False)
-        if after is None:
-            return f"cannot place this: {problem}" if problem else "no placement preview"
-        if before is None or self.settings.topology is None:
-            return "no placement preview: the current tenants.yaml does not place"
-        return placement_preview(self.settings.topology, before.layout, after.layout, tenant)
+        preview = partial(placement_preview, self.settings, self.profile, message.before)
+        self.push_screen(EditScreen(message.text, self.settings.tenants, names, message.tenant,
+                                    preview), self._edited)
 
     def _edited(self, result: EditResult | None) -> None:
         if result is None:
@@ -362,14 +328,16 @@ class SlicectlApp(App[int]):
                                       None)
         self._plan()
 
-    @work(exclusive=True, group="apply")
-    async def _plan(self) -> None:
+    @work(thread=True, exclusive=True, group="apply")
+    def _plan(self) -> None:
+        # A thread with its own event loop: planning reads the unit directory and the diff
+        # reads unit files, none of which may stall the UI's loop.
         from slicectl.apply.applier import compute_diff
 
         p, options, topo = self._pending, self.settings.options, self.settings.topology
         assert p is not None and options is not None and topo is not None
         try:
-            diff = await compute_diff(p.config, topo, options)
+            diff = asyncio.run(compute_diff(p.config, topo, options))
         except SlicectlError as e:
             self.post_message(DiffReady(None, [], [], False, e.message, e.hint))
             return
@@ -427,8 +395,9 @@ class SlicectlApp(App[int]):
             return ApplyRefused(STALE, STALE_HINT, diff, diff.lines(options.unit_dir))
         return None
 
-    @work(exclusive=True, group="apply")
-    async def _apply(self) -> None:
+    @work(thread=True, exclusive=True, group="apply")
+    def _apply(self) -> None:
+        """Apply the pending change in a thread with its own event loop (as `_plan`)."""
         from slicectl.apply.applier import apply_plan
         from slicectl.host.atomic import write_atomically
 
@@ -446,7 +415,7 @@ class SlicectlApp(App[int]):
             return True
 
         try:
-            report = await apply_plan(p.config, topo, options, confirm=confirm)
+            report = asyncio.run(apply_plan(p.config, topo, options, confirm=confirm))
             if not refused and not report.diff.changed:
                 # Nothing to change on the host, so `confirm` was not asked: check here.
                 refusal = self._refusal(p, report.diff)
@@ -487,6 +456,7 @@ class SlicectlApp(App[int]):
             return
         if p is not None:
             self.config, self.profile = p.base, p.profile
+        self._shares = None  # the placement may have moved
         self.notify(message.summary, timeout=6)
         self.poll_now()  # show the effect now, not one interval later
         from slicectl.tui.screens.numa import NumaScreen

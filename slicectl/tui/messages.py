@@ -11,7 +11,12 @@ from slicectl.core.samples import Snapshot
 from slicectl.tui.model import Process
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+
     from slicectl.apply.host_diff import Diff
+    from slicectl.core.contention import CpuShares
+    from slicectl.core.plan import Plan
+    from slicectl.tui.plans import PlanView
 
 
 class Sampled(Message):
@@ -84,3 +89,44 @@ class ApplyRefused(Message):
         self.hint = hint
         self.diff = diff
         self.lines = lines or []
+
+
+class EditLoaded(Message):
+    """tenants.yaml as the edit dialog starts from, and the plan it places today (or an
+    error: the file could not be read)."""
+
+    def __init__(self, tenant: str | None, text: str, before: Plan | None,
+                 error: str = "") -> None:
+        super().__init__()
+        self.tenant = tenant
+        self.text = text
+        self.before = before
+        self.error = error
+
+
+class PreviewReady(Message):
+    """The placement preview of the values the edit dialog holds."""
+
+    def __init__(self, drawing: RenderableType | str) -> None:
+        super().__init__()
+        self.drawing = drawing
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, PreviewReady)
+
+
+class SharesRead(Message):
+    """The tenants' guaranteed CPU for one config and profile (`key`)."""
+
+    def __init__(self, key: tuple[object, str | None], shares: CpuShares | None) -> None:
+        super().__init__()
+        self.key = key
+        self.shares = shares
+
+
+class PlanRead(Message):
+    """The plan of tenants.yaml for the NUMA map."""
+
+    def __init__(self, view: PlanView) -> None:
+        super().__init__()
+        self.view = view

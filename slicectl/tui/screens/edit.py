@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.console import RenderableType
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
@@ -18,11 +19,13 @@ from slicectl.core.config import Config
 from slicectl.core.errors import ConfigError
 from slicectl.core.properties import BY_KEY
 from slicectl.core.yamledit import EDITABLE, current_values, edit_tenant
+from slicectl.tui.messages import PreviewReady
 
 HINTS = {key: BY_KEY[key].hint for key in EDITABLE}  # the settings table's examples
 BASE = "(base)"  # the profile list's entry for "no profile"
 PREVIEW_DELAY = 0.3  # seconds of no typing before the placement preview is redrawn
 # The placement an edited config leads to (the app plans it): config, tenant -> drawing.
+# It reads the unit directory: the dialog calls it in a worker.
 Preview = Callable[[Config, str], RenderableType | str]
 
 
@@ -107,7 +110,14 @@ class EditScreen(ModalScreen[EditResult | None]):
             self._show_error(e)
             return
         self._show_error(None)
-        self.query_one("#edit-preview", Static).update(self.preview(config, self.tenant))
+        self._draw_preview(self.preview, config, self.tenant)
+
+    @work(thread=True, exclusive=True, group="preview")
+    def _draw_preview(self, preview: Preview, config: Config, tenant: str) -> None:
+        self.post_message(PreviewReady(preview(config, tenant)))
+
+    def on_preview_ready(self, message: PreviewReady) -> None:
+        self.query_one("#edit-preview", Static).update(message.drawing)
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if isinstance(event.value, str) and event.value != self.tenant:

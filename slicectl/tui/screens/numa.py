@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -13,6 +14,8 @@ from textual.widgets import Header, Static
 
 from slicectl.core.numa_map import LiveMap, build_live_map, default_tenant_of
 from slicectl.tui.components.footer import KeyFooter
+from slicectl.tui.messages import PlanRead
+from slicectl.tui.plans import PlanView, plan_view
 from slicectl.tui.screens.base import DataScreen
 
 
@@ -40,26 +43,37 @@ class NumaScreen(DataScreen):
         self.show_map()
 
     def show_map(self) -> None:
-        """Read the plan (again: after an apply or a profile switch) and draw the map."""
+        """Read the plan (again: after an apply or a profile switch) and draw the map; the
+        plan is read in a worker, and drawn when it arrives."""
         app = self.tui
-        topo = app.settings.topology
-        note = self.query_one("#numa-note", Static)
-        if topo is None:
+        if app.settings.topology is None:
             self.query_one("#numa-map", Static).update(
                 f"No topology: {app.settings.topology_error or 'not read'}")
-            note.update("hint: pass --sysfs ROOT or --topology FILE")
+            self.query_one("#numa-note", Static).update(
+                "hint: pass --sysfs ROOT or --topology FILE")
             return
-        plan, problem = app.current_plan()
+        self._read_plan()
+        self.refresh_data()
+
+    @work(thread=True, exclusive=True, group="plan")
+    def _read_plan(self) -> None:
+        app = self.tui
+        self.post_message(PlanRead(plan_view(app.settings, app.config, app.profile)))
+
+    def on_plan_read(self, message: PlanRead) -> None:
+        view: PlanView = message.view
+        app = self.tui
+        note = self.query_one("#numa-note", Static)
         self._plan, self._housekeeping, self._overrides = None, frozenset(), {}
         if app.config is not None:
             self._slice_parent = app.config.slice
-        if plan is None:
-            note.update(problem or "Give TENANTS to compare the live map with the plan.")
+        if view.plan is None:
+            note.update(view.problem or "Give TENANTS to compare the live map with the plan.")
         else:
-            self._plan = {p.tenant: p.cpus for p in plan.layout.tenants}
-            self._housekeeping = plan.layout.housekeeping
-            self._overrides = app.cpu_overrides()
-            note.update(self._plan_note(plan))
+            self._plan = {p.tenant: p.cpus for p in view.plan.layout.tenants}
+            self._housekeeping = view.plan.layout.housekeeping
+            self._overrides = view.overrides
+            note.update(self._plan_note(view.plan))
         self.live = None
         self.refresh_data()
 

@@ -1,0 +1,31 @@
+"""What the TUI needs from the command line, resolved before the app starts (no textual)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from slicectl.core import defaults
+
+if TYPE_CHECKING:
+    from slicectl.apply.applier import ApplyOptions
+    from slicectl.core.config import Config
+    from slicectl.core.topology import Topology
+
+
+@dataclass
+class TuiSettings:
+    """Everything the app needs from the command line, resolved before it starts."""
+
+    cgroup_root: Path
+    interval: float = 1.0
+    tenants: str | None = None
+    config: Config | None = None
+    topology: Topology | None = None
+    topology_error: str = ""
+    options: ApplyOptions | None = None
+    proc_root: Path = Path(defaults.PROC)
+    host_memory: int = 0  # bytes of RAM: the scale of a memory sparkline without a limit
+    readonly: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
