@@ -4,9 +4,10 @@ Polling: one thread worker reads the cgroup tree and posts one `Sampled` message
 that message has been handled is a one-shot timer armed for the next poll, so a slow read
 (thousands of slices, a stalled kernfs) stretches the interval instead of stacking reads.
 
-Why this module runs past 400 lines: app state lives in one place (issue 12: screens post
-messages, the app owns the state), so every flow that reads or changes it is here: the poll
-loop, plans and their placement preview, edit → plan → apply, profile switches.
+Why this module runs past 400 lines: app state lives in one place (screens read it through
+`tui.state.TuiState` and post messages; the app owns it), so every flow that changes it is
+here: the poll loop, sorting, edit → plan → apply with its check of the confirmed diff,
+profile switches.
 """
 
 from __future__ import annotations
@@ -33,9 +34,12 @@ from slicectl.tui.messages import (
     ApplyRefused,
     DiffReady,
     EditLoaded,
+    EditRequested,
+    ProfileRequested,
     Sampled,
     SampleFailed,
     SharesRead,
+    SortChanged,
 )
 from slicectl.tui.model import History, SortKey, clamp_interval, next_interval
 from slicectl.tui.screens.base import DataScreen
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
     from slicectl.core.config import Config
     from slicectl.core.contention import CpuShares
     from slicectl.tui.screens.edit import EditResult
+    from slicectl.tui.state import TuiState
 
 
 # Python's cyclic GC makes a young-generation pass every 700 allocations; a refresh of 100
@@ -200,6 +205,21 @@ class SlicectlApp(App[int]):
             self.notify(clamp_interval(0.0)[1], severity="warning", timeout=5)
             return
         self.set_interval_s(next_interval(self.interval, slower=False))
+
+    def on_sort_changed(self, message: SortChanged) -> None:
+        """Next sort key, or the other order; every screen redraws."""
+        if message.reverse:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            keys = list(SortKey)
+            self.sort_key = keys[(keys.index(self.sort_key) + 1) % len(keys)]
+        self.refresh_screens()
+
+    def on_edit_requested(self, message: EditRequested) -> None:
+        self.start_edit(message.tenant)
+
+    def on_profile_requested(self, message: ProfileRequested) -> None:
+        self.start_profile()
 
     def action_help(self) -> None:
         """Show the key bindings."""
@@ -464,3 +484,8 @@ class SlicectlApp(App[int]):
         for screen in self.screen_stack:
             if isinstance(screen, NumaScreen):
                 screen.show_map()
+
+
+if TYPE_CHECKING:
+    # mypy checks here that the app offers everything the screens read.
+    _STATE: type[TuiState] = SlicectlApp

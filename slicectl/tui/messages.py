@@ -130,3 +130,23 @@ class PlanRead(Message):
     def __init__(self, view: PlanView) -> None:
         super().__init__()
         self.view = view
+
+
+class SortChanged(Message):
+    """The operator asked for the next sort key (`reverse`: the other order instead)."""
+
+    def __init__(self, reverse: bool = False) -> None:
+        super().__init__()
+        self.reverse = reverse
+
+
+class EditRequested(Message):
+    """The operator asked to edit a tenant (None: the first one)."""
+
+    def __init__(self, tenant: str | None) -> None:
+        super().__init__()
+        self.tenant = tenant
+
+
+class ProfileRequested(Message):
+    """The operator asked to switch profile."""

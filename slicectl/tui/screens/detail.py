@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Header, Static
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.metrics import PressureMetrics, SliceMetrics
 from slicectl.tui.components.footer import KeyFooter
-from slicectl.tui.messages import ProcessesRead
+from slicectl.tui.messages import EditRequested, ProcessesRead
 from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, node_bars, read_processes
 from slicectl.tui.screens.base import DataScreen
 from slicectl.tui.tree import effective_limits, limits_from
@@ -133,4 +133,4 @@ class DetailScreen(DataScreen):
 
     def action_edit(self) -> None:
         """Edit this slice's tenant."""
-        self.tui.start_edit(self.tui.tenant_of(self.cgroup))
+        self.post_message(EditRequested(self.tui.tenant_of(self.cgroup)))

@@ -10,7 +10,7 @@ from textual.widgets import Header, Input
 from slicectl.tui.components.banner import ReadOnlyBanner, StatusLine
 from slicectl.tui.components.footer import KeyFooter
 from slicectl.tui.components.slice_table import RIGHT, OverviewRows, SliceTable, overview_headers
-from slicectl.tui.model import SortKey
+from slicectl.tui.messages import EditRequested, ProfileRequested, SortChanged
 from slicectl.tui.screens.base import DataScreen
 from slicectl.tui.tree import SliceTree, unit_holders, with_children
 
@@ -135,15 +135,11 @@ class OverviewScreen(DataScreen):
 
     def action_sort(self) -> None:
         """Cycle the sort key."""
-        keys = list(SortKey)
-        app = self.tui
-        app.sort_key = keys[(keys.index(app.sort_key) + 1) % len(keys)]
-        self.refresh_data()
+        self.post_message(SortChanged())
 
     def action_reverse(self) -> None:
         """Flip the sort order."""
-        self.tui.sort_reverse = not self.tui.sort_reverse
-        self.refresh_data()
+        self.post_message(SortChanged(reverse=True))
 
     def action_numa(self) -> None:
         """Show the NUMA map."""
@@ -153,8 +149,8 @@ class OverviewScreen(DataScreen):
 
     def action_edit(self) -> None:
         """Edit the highlighted tenant (or pick one)."""
-        self.tui.start_edit(self.tui.tenant_of(self.selected))
+        self.post_message(EditRequested(self.tui.tenant_of(self.selected)))
 
     def action_profile(self) -> None:
         """Switch to a profile of tenants.yaml."""
-        self.tui.start_profile()
+        self.post_message(ProfileRequested())
