@@ -12,7 +12,7 @@ from slicectl.cli import main
 from slicectl.core.config import load_yaml, parse_config
 from slicectl.core.contention import predict_shares
 from slicectl.core.errors import SlicectlError
-from slicectl.core.lint import root_tasks
+from slicectl.core.lint import RULES, root_tasks
 from slicectl.core.placement import place
 from slicectl.core.recommend import RecommendError, Sample
 from slicectl.core.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
@@ -82,7 +82,7 @@ def test_root_tasks_found(tmp_path: Path) -> None:
     ]
     assert "812 (sshd)" in findings[0].message
     assert "slice tenants.slice" in findings[1].message
-    assert all(f.source == "004_14bee5724a59716c.txt" for f in findings)
+    assert all(f.source == RULES["root-tasks"].source for f in findings)
 
 
 def test_run_lint_live(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

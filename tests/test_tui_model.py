@@ -102,7 +102,7 @@ def test_sparklines_drawn_incrementally_match_a_full_redraw(tmp_path: Path) -> N
 def test_interval_ladder_and_floor() -> None:
     assert clamp_interval(1.0) == (1.0, "")
     value, message = clamp_interval(0.001)
-    assert value == MIN_RATE_WINDOW and "30 ms" in message and "seed 002" in message
+    assert value == MIN_RATE_WINDOW and "30 ms" in message and "Togashi et al." in message
     assert next_interval(1.0, slower=True) == 2.0
     assert next_interval(1.0, slower=False) == 0.5
     assert next_interval(MIN_RATE_WINDOW, slower=False) == MIN_RATE_WINDOW

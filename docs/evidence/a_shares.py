@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Experiment (a), seed 004: the share hierarchy on one CPU, measured vs slicectl's prediction.
+"""Experiment (a), the cpu.shares experiments: the share hierarchy on one CPU, measured vs
+slicectl's prediction.
 
-For each of seed 004's seven cases (docs/evidence/shares/caseN.yaml): apply the tenants.yaml
-(cases 2 to 7 share one), run its loops (`## loops:`), ask `slicectl plan --json` on the host
-what each is guaranteed (its competitors counted live: the root loops, the units in
-tenants.slice), and measure what each loop got from the scheduler's own count
+For each of the cpu.shares experiments' seven cases (docs/evidence/shares/caseN.yaml): apply
+the tenants.yaml (cases 2 to 7 share one), run its loops (`## loops:`), ask
+`slicectl plan --json` on the host what each is guaranteed (its competitors counted live:
+the root loops, the units in tenants.slice), and measure what each loop got from the scheduler's own count
 (/proc/PID/schedstat) over WINDOW seconds, while the plan runs on the housekeeping CPUs.
 
     tests/testbed/run docs/evidence/a_shares.py [--quick]     (docs/evidence/run a)
@@ -38,14 +39,14 @@ SETTLE = 1.0  # the kernel's load averages settle in well under a second
 
 
 def directives(path: Path) -> tuple[dict[str, int], dict[str, float]]:
-    """`## loops: a=1 parent=2` and `## seed: a1=33.3` of a case file."""
-    found: dict[str, dict[str, str]] = {"## loops:": {}, "## seed:": {}}
+    """`## loops: a=1 parent=2` and `## published: a1=33.3` of a case file."""
+    found: dict[str, dict[str, str]] = {"## loops:": {}, "## published:": {}}
     for line in path.read_text().splitlines():
         for key, into in found.items():
             if line.startswith(key):
                 into.update(w.partition("=")[::2] for w in line[len(key):].split())
     return ({k: int(v) for k, v in found["## loops:"].items()},
-            {k: float(v) for k, v in found["## seed:"].items()})
+            {k: float(v) for k, v in found["## published:"].items()})
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ class LoopShare:
     predicted_pct: float  # slicectl plan --json on the host
     measured_pct: float  # its run time / all loops' run time
     error_pp: float  # measured - predicted, percentage points
-    seed_pct: float | None  # what seed 004 measured (top's %CPU), for reference
+    seed_pct: float | None  # what the cpu.shares experiments measured (top's %CPU), for reference
     cpu_busy: float  # all loops' run time / wall time: how much of CPU 3 they had
     window_s: float
 

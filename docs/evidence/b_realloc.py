@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Experiment (b), seed 000 §4.3: live reallocation; throughput follows the CPUs.
+"""Experiment (b), Red Hat reference architecture §4.3: live reallocation; throughput follows
+the CPUs.
 
 Two tenants run the same fixed CPU-bound workload (WORKERS processes each, counting
 operations). By day `alpha` has 2 CPUs and `beta` 1; `slicectl apply --profile night` swaps
@@ -38,7 +39,7 @@ tenants:
   alpha: {cpus: "1,5", numa: any, cpu_weight: 100}
   beta: {cpus: "2", numa: any, cpu_weight: 100}
 profiles:
-  night:                       # seed 000 §4.3: swap CPU counts between instances
+  night:                       # Red Hat reference architecture §4.3: swap CPU counts
     alpha: {cpus: "1"}
     beta: {cpus: "2,6"}
 """

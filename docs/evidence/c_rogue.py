@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Experiment (c), seeds 000 §4.4 and 001: a rogue tenant hurts only itself.
+"""Experiment (c), Red Hat reference architecture §4.4 and LinkedIn, 2016: a rogue tenant
+hurts only itself.
 
 Three tenants, each on one node's CPUs; `rogue` has a memory limit (memory_high below
 memory_max, no swap). The two calm tenants run a steady workload (a CPU loop per CPU that

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Experiment (d), seed 001: memory_low keeps a tenant's page cache under global pressure.
+"""Experiment (d), LinkedIn, 2016: memory_low keeps a tenant's page cache under global pressure.
 
 Two identical tenants re-read a file of an eighth of RAM over and over (their working set is
 page cache); `kept` has memory_low above it, `lost` has none. The rest of the host's free

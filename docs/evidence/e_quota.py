@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Experiment (e), seed 003: the same CPU quotas with and without pinning (AllowedCPUs).
+"""Experiment (e), Babulal, LKML 2011: the same CPU quotas with and without pinning (AllowedCPUs).
 
-Seed 003: cgroups whose quotas add up to the machine, each with more CPU-bound tasks than its
-quota allows; unpinned, the CPUs were 30-40 % idle while the groups were throttled; pinned
-(a cpuset per group), idle was nearly zero. Here, in two shapes:
+Babulal, LKML 2011: cgroups whose quotas add up to the machine, each with more CPU-bound
+tasks than its quota allows; unpinned, the CPUs were 30-40 % idle while the groups were
+throttled; pinned (a cpuset per group), idle was nearly zero. Here, in two shapes:
 
 - `2cpu` (the measurement): two tenants, `cpu_quota: 100%` each (together the 2 CPUs they
   may use, 1 and 2; housekeeping holds the other six), 2 busy workers each. `unpinned`: both
   share CPUs 1-2 (the pool, no AllowedCPUs of their own); `pinned`: one CPU each (`cpus`).
   Two busy vCPUs on the host's two cores: each vCPU has a host core most of the time.
-- `8cpu` (seed 003's shape, full run only): four tenants, `cpu_quota: 200%` each (together the
+- `8cpu` (Babulal's shape, full run only): four tenants, `cpu_quota: 200%` each (together the
   8 vCPUs), 4 workers each; unpinned vs `cpus: 2` each. Eight busy vCPUs are threads
   time-sliced on two host cores, so this shape measures the emulator as much as the kernel
   (docs/evidence/README.md).

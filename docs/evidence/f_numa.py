@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Experiment (f), seed 000 §4.2: memory locality with and without AllowedMemoryNodes.
+"""Experiment (f), Red Hat reference architecture §4.2: memory locality with and without
+AllowedMemoryNodes.
 
 A tenant on node 1's CPUs (`cpus: "1,5"`) allocates ALLOC of memory while node 1 is
 nearly full, as a busy host's node is: most of it held by someone else (a huge-page ballast

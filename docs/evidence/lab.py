@@ -23,7 +23,7 @@ UNIT_DIR = Path("/etc/systemd/system")
 MANIFEST = UNIT_DIR / ".slicectl-manifest.json"
 WORK = Path("/run/slicectl-evidence")  # tenants.yaml files and counters (tmpfs)
 PREFIX = "ev-"  # every unit an experiment starts
-LOOP = "while :; do :; done"  # seed 004's CPU hog, in sh
+LOOP = "while :; do :; done"  # the cpu.shares experiments' CPU hog, in sh
 
 
 def run(*cmd: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -110,8 +110,8 @@ def control_group(unit: str) -> Path:
 
 
 def in_root_cgroup(command: str, cpu: int | None = None) -> subprocess.Popen[bytes]:
-    """A process moved into the root cgroup (seed 004's loop in the root group), pinned to
-    `cpu` after the move: the move resets its affinity to the root's CPUs."""
+    """A process moved into the root cgroup (the cpu.shares experiments' loop in the root
+    group), pinned to `cpu` after the move: the move resets its affinity to the root's CPUs."""
     pin = f"taskset -c {cpu} " if cpu is not None else ""
     return subprocess.Popen(
         ["/bin/sh", "-c", f"echo $$ > {CGROUP}/cgroup.procs && exec {pin}/bin/sh -c '{command}'"],

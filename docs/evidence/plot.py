@@ -66,8 +66,8 @@ def a_shares() -> Path:
     right.set_xticks(range(len(data)), labels, rotation=90, fontsize=7)
     right.set(ylabel="measured − predicted (percentage points)", ylim=(-2, 2))
     worst = max(abs(e) for e in errors)
-    return save(fig, "a_shares", f"(a) seed 004's seven cases on one CPU: measured vs predicted "
-                f"(worst {worst:.2f} pp)")
+    return save(fig, "a_shares", "(a) the cpu.shares experiments' seven cases on one CPU: "
+                f"measured vs predicted (worst {worst:.2f} pp)")
 
 
 def b_realloc() -> Path:
@@ -167,7 +167,7 @@ def e_quota() -> Path:
     data = [r for r in rows("e_quota") if r["tenant"] == "all"]
     shapes = [s for s in ("2cpu", "8cpu") if any(r["shape"] == s for r in data)]
     titles = {"2cpu": "2 tenants × cpu_quota 100% on 2 vCPUs\n(the measurement)",
-              "8cpu": "4 tenants × cpu_quota 200% on 8 vCPUs\n(seed 003's shape; distorted "
+              "8cpu": "4 tenants × cpu_quota 200% on 8 vCPUs\n(Babulal's shape; distorted "
                       "by TCG)"}
     fig, axes = plt.subplots(1, len(shapes), figsize=(5.5 * len(shapes), 4.6), squeeze=False)
     width = 0.38

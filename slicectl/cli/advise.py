@@ -1,4 +1,5 @@
-"""The verbs that advise: lint (the seeds' rules) and recommend (memory sizes from records).
+"""The verbs that advise: lint (rules from the studies in docs/background.md) and recommend
+(memory sizes from records).
 
 The rules (`slicectl.core.lint`) and the sizing (`slicectl.core.recommend`) are pure; here they get
 their input from the readers and print for people or as JSON (docs/lint.md,

@@ -236,7 +236,7 @@ def tui(p: Parser) -> None:
     p.add_argument("tenants", metavar="TENANTS", nargs="?",
                    help="tenants.yaml to show on the NUMA map and to edit (omit: view only)")
     _cgroup_root(p)
-    _interval(p, "refresh interval (default 1 s; never below 0.03 s, seed 002)")
+    _interval(p, "refresh interval (default 1 s; never below 0.03 s, Togashi et al.)")
     _topology_source(p)
     p.add_argument("--unit-dir", metavar="DIR", default=None, help=argparse.SUPPRESS)
     p.add_argument("--bus", metavar="ADDRESS", default=None, help=argparse.SUPPRESS)
@@ -314,9 +314,10 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
     "generate": ("write unit files and drop-ins into a directory", generate),
     "write": ("write a mapping (JSON or YAML) into tenants.yaml, keeping the file's comments",
               write),
-    "lint": ("check tenants.yaml against the seeds' recommendations", lint),
+    "lint": ("check tenants.yaml against published cgroup findings and systemd's rules",
+             lint),
     "record": ("record per-slice memory, pressure and CPU into SQLite", record),
-    "recommend": ("suggest memory_max/high/low from recorded data (seed 001's sizing)",
+    "recommend": ("suggest memory_max/high/low from recorded data (LinkedIn, 2016's sizing)",
                   recommend),
     "tui": ("interactive view of every slice; edit and apply live", tui),
     "status": ("per-slice CPU, memory and pressure, two samples ~1 s apart", status),

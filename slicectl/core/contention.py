@@ -1,4 +1,5 @@
-"""What each tenant is guaranteed when everything on the host is busy (seed 004) (pure).
+"""What each tenant is guaranteed when everything on the host is busy (pure; the cpu.shares
+experiments, docs/background.md).
 
 `predict_shares(config, layout, topology, competition)` builds the host's slice tree the way
 the plan leaves it (`slicectl.core.shares` computes on it): at the root `system.slice`,

@@ -2,7 +2,8 @@
 
 A tenant that shares a physical core with the host's daemons or with another exclusive
 tenant competes with them for the core's execution units and caches, which is what pinning
-was meant to prevent (seed 001: keep housekeeping apart; seed 000: whole cores per instance).
+was meant to prevent (LinkedIn, 2016: keep housekeeping apart; the Red Hat reference
+architecture: whole cores per instance).
 So a pick takes whole free cores first and splits at most one core for a remainder; threads
 of a core that housekeeping or another exclusive tenant holds are taken only when nothing
 else is left, and only when the caller allows it (placement then says so in its notes).

@@ -20,7 +20,7 @@ CONTROL_DIR = "/run/systemd/system.control"
 # where a persistent `systemctl set-property` (without --runtime) leaves its drop-ins
 ETC_CONTROL_DIR = "/etc/systemd/system.control"
 
-# status, top and the TUI: one refresh a second (never below 0.03 s in the TUI, seed 002).
+# status, top and the TUI: one refresh a second (never below 0.03 s in the TUI, Togashi et al.).
 MONITOR_INTERVAL_S = 1.0
 
 # record: one round a minute into SQLite.
@@ -33,7 +33,7 @@ RECORD_RETENTION_DAYS = 14.0
 # exporter: 19116 is not in Prometheus' default port allocations (docs/metrics.md).
 EXPORTER_LISTEN = ":19116"
 
-# recommend (seed 001, rec. 2).
+# recommend (LinkedIn, 2016, rec. 2).
 RECOMMEND_STARTUP_S = 3600.0  # no measurements during the application's start-up
 RECOMMEND_HOLD_S = 600.0  # consider only values that last ~10 minutes
 RECOMMEND_HEADROOM = 1 << 30  # bytes (1G): LinkedIn adds 1 GB for page cache beyond active_file

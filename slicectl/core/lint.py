@@ -1,9 +1,9 @@
-"""The lint rules: tenants.yaml against what the seeds found about cgroups (docs/lint.md).
+"""The lint rules: tenants.yaml against what published studies found about cgroups (docs/lint.md).
 
 Pure: `lint(config, topology)` checks the configuration, `root_tasks(cgroups)` the live
 processes that `slicectl.host.readers.crowded_cgroups` found (`lint --live`); `slicectl lint` itself
 lives in the CLI (slicectl/cli/advise.py). Every finding names its rule, a fix and its source
-(a seed file or a systemd man page).
+(one of the studies in docs/background.md, or a systemd man page).
 
 Why this module runs past 400 lines: it is the rule table; each rule is a short function with
 its source and fix, and splitting them across modules would scatter the one list docs/lint.md
@@ -34,16 +34,21 @@ from slicectl.core.shares import Bound
 from slicectl.core.topology import Topology
 from slicectl.core.values import INFINITY, Size, format_duration_us, format_size
 
-SEED_NUMA = "000_45779277b9cefdcb.txt"
-SEED_MEMORY = "001_59bc6195cf6ec2fc.txt"
-SEED_CPU_ACCURACY = "002_e95d7795949aa7cf.txt"
-SEED_QUOTA = "003_a3f4bf5c412d5974.txt"
-SEED_HIERARCHY = "004_14bee5724a59716c.txt"
+# The studies the rules come from, cited so a reader can find them (docs/background.md).
+SOURCE_NUMA = ('Red Hat reference architecture, "Resource Management using Control Groups '
+               'in Red Hat Enterprise Linux 6", 2010')
+SOURCE_MEMORY = ('Tran and Weng, "Don\'t Let Linux Control Groups Run Uncontrolled", LinkedIn '
+                 'Engineering blog, 2016-08-18')
+SOURCE_CPU_ACCURACY = ('Togashi, Katayama, Deguchi and Mouri, "Linux の資源管理機構 Control '
+                       'Groups の性能調査", Ritsumeikan University / Mitsubishi Electric')
+SOURCE_QUOTA = ('Babulal, "CFS Bandwidth Control - Test results of cgroups tasks pinned vs '
+                'unpinned", linux-kernel mailing list, 2011-06-07')
+SOURCE_HIERARCHY = "blog post verifying cpu.shares in a hierarchy on CentOS 6.6 and 7.1"
 MAN_RESOURCE_CONTROL = "systemd.resource-control(5)"
 
-# 002: the cpu controller is only accurate over windows of about 30 ms or more.
+# Togashi et al.: the cpu controller is only accurate over windows of about 30 ms or more.
 MIN_QUOTA_PERIOD_US = 30_000
-# Units that run cron jobs on common distributions (001 rec. 3: confine cron tightly).
+# Units that run cron jobs on common distributions (LinkedIn, 2016, rec. 3: confine cron tightly).
 CRON_UNITS = ("cron.service", "crond.service", "cronie.service", "anacron.service")
 # share-below-cpus: a tenant guaranteed less than this fraction of its CPUs' worth of time
 # when everything is busy (a pool shared by four equal tenants is not flagged; weight 100
@@ -69,14 +74,14 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {r.name: r for r in (
-    Rule("quota-without-cpus", Level.WARNING, SEED_QUOTA,
+    Rule("quota-without-cpus", Level.WARNING, SOURCE_QUOTA,
          "pin the tenant with `cpus:` (a count or a cpulist) and prefer cpu_weight over a "
          "bare quota"),
     Rule("quota-exceeds-cpus", Level.ERROR, MAN_RESOURCE_CONTROL,
          "lower cpu_quota to at most 100% per CPU, or give the tenant more CPUs"),
-    Rule("short-quota-period", Level.WARNING, SEED_CPU_ACCURACY,
+    Rule("short-quota-period", Level.WARNING, SOURCE_CPU_ACCURACY,
          "set cpu_quota_period to 30ms or more (the default 100ms is fine)"),
-    Rule("memory-not-reserved", Level.WARNING, SEED_MEMORY,
+    Rule("memory-not-reserved", Level.WARNING, SOURCE_MEMORY,
          "add memory_low (the sustained footprint, see `slicectl recommend`) so the memory "
          "is protected under pressure"),
     Rule("high-above-max", Level.ERROR, MAN_RESOURCE_CONTROL,
@@ -86,22 +91,22 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("limit-exceeds-memory", Level.WARNING, MAN_RESOURCE_CONTROL,
          "lower memory_max (and memory_high) to what the tenant's node(s) hold, or bind it to "
          "more nodes"),
-    Rule("unconfined-housekeeping", Level.WARNING, SEED_MEMORY,
+    Rule("unconfined-housekeeping", Level.WARNING, SOURCE_MEMORY,
          "add e.g. `confine: {system.slice: {memory_high: 2G, memory_max: 3G}, "
          "cron.service: {memory_max: 512M, cpu_quota: 50%}}`"),
-    Rule("cross-node-cpus", Level.WARNING, SEED_NUMA,
+    Rule("cross-node-cpus", Level.WARNING, SOURCE_NUMA,
          "ask for at most one node's CPUs, drop conflicting `nodes:`, or set numa: spread "
          "if spanning nodes is intended"),
-    Rule("swap-unbounded", Level.WARNING, SEED_MEMORY,
+    Rule("swap-unbounded", Level.WARNING, SOURCE_MEMORY,
          "set memory_swap_max: 0 (or a small bound) for the tenant"),
-    Rule("share-below-cpus", Level.WARNING, SEED_HIERARCHY,
+    Rule("share-below-cpus", Level.WARNING, SOURCE_HIERARCHY,
          "raise the tenant's cpu_weight or lower its competitors' (e.g. `confine: "
          "{system.slice: {cpu_weight: 20}}`), keep housekeeping off its CPUs "
          "(housekeeping.cpus), or give it CPUs of its own"),
-    Rule("root-tasks", Level.WARNING, SEED_HIERARCHY,
+    Rule("root-tasks", Level.WARNING, SOURCE_HIERARCHY,
          "move these processes into their own unit or sub-slice (e.g. `systemd-run "
          "--scope`, or a service with Slice=)"),
-    Rule("idle-with-quota", Level.WARNING, SEED_QUOTA,
+    Rule("idle-with-quota", Level.WARNING, SOURCE_QUOTA,
          "drop cpu_quota: an idle tenant already yields to everyone else, and the quota "
          "only keeps it off CPUs nobody uses"),
     Rule("io-device-missing", Level.WARNING, MAN_RESOURCE_CONTROL,
@@ -168,7 +173,7 @@ def _cpu_count(t: Tenant, layout: Layout | None) -> int | None:
 
 def _cpu_rules(c: Config, t: Tenant, layout: Layout | None) -> Iterator[Finding]:
     if t.cpu_quota is not None and t.cpus is None:
-        # 003: quota without cpuset pinning left 30-40% of CPU time idle and shares uneven.
+        # Babulal, LKML 2011: unpinned quotas left 30-40% of CPU time idle, shares uneven.
         yield _finding("quota-without-cpus", c.path, t.line_of("cpu_quota"),
                        f"tenant {t.name} has cpu_quota {t.cpu_quota}% but no `cpus`: "
                        "unpinned quotas leave CPUs idle and share them unevenly")
@@ -178,7 +183,7 @@ def _cpu_rules(c: Config, t: Tenant, layout: Layout | None) -> Iterator[Finding]
                        f"tenant {t.name} has cpu_quota {t.cpu_quota}% but only {count} "
                        f"CPU(s): at most {100 * count}% is reachable")
     if t.cpu_weight == 0 and t.cpu_quota is not None:  # 0: idle
-        # 003: a quota leaves CPUs idle; an idle tenant is meant to use exactly those.
+        # Babulal, LKML 2011: a quota leaves CPUs idle; an idle tenant is meant to use them.
         yield _finding("idle-with-quota", c.path, t.line_of("cpu_quota"),
                        f"tenant {t.name} has cpu_weight idle and cpu_quota {t.cpu_quota}%: "
                        "the quota keeps it off CPUs that nobody else wants")
@@ -204,7 +209,7 @@ def _memory_rules(c: Config, t: Tenant) -> Iterator[Finding]:
         swap = ("unset (unlimited)" if t.memory_swap_max is None
                 else _size(t.memory_swap_max))
         line = t.line_of("memory_swap_max" if t.memory_swap_max is not None else "memory_max")
-        # 001 pitfall 4: the OS swaps any cgroup under global pressure, below its limit too.
+        # LinkedIn, 2016, pitfall 4: under global pressure any cgroup is swapped, limit or not.
         yield _finding("swap-unbounded", c.path, line,
                        f"tenant {t.name} has memory_max {_size(t.memory_max)} but "
                        f"memory_swap_max is {swap}: it can be swapped out despite its limit")
@@ -422,8 +427,8 @@ def root_tasks(cgroups: list[CrowdedCgroup]) -> list[Finding]:
         shown = ", ".join(f"{pid} ({name})" for _, pid, name in cg.processes[:5])
         count = len(cg.processes)
         more = f" and {count - 5} more" if count > 5 else ""
-        # 004: each process directly in a group competes as one sibling with whole sub-trees
-        # (1 root task + a `test` group got 50/50).
+        # cpu.shares experiments: each process directly in a group competes as one sibling
+        # with whole sub-trees (1 root task + a `test` group got 50/50).
         findings.append(_finding(
             "root-tasks", cg.procs_file, cg.processes[0][0],
             f"{count} process(es) directly in {where}, beside {cg.children} child "

@@ -19,8 +19,9 @@ from slicectl.core.samples import CgroupSample, NodeMemory, Pressure, Snapshot
 # The host's NUMA nodes and the CPUs of each (topology.Node.id -> Node.cpus).
 NodeCpus = Mapping[int, frozenset[int]]
 
-# Seed 002 (002_e95d7795949aa7cf.txt): the cpu controller's accounting is only accurate over
-# windows of about 30 ms or more; shorter intervals read 0% or 50% instead of 25%.
+# Togashi et al. (Ritsumeikan University / Mitsubishi Electric, docs/background.md): the cpu
+# controller's accounting is only accurate over windows of about 30 ms or more; shorter
+# intervals read 0% or 50% instead of 25%.
 MIN_RATE_WINDOW = 0.03
 
 

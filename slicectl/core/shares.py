@@ -2,9 +2,9 @@
 
 The kernel's fair scheduler (CFS) shares each CPU level by level: the runnable entities of one
 cgroup (its child cgroups and the tasks directly in it) split the cgroup's time on that CPU in
-proportion to their weights (seed 004: every process directly in a group competes as one
-sibling with that group's sub-groups; one root task + the `test` group got 50/50). The facts
-the model rests on, all from kernel/sched/fair.c and core.c:
+proportion to their weights (the cpu.shares experiments: every process directly in a group
+competes as one sibling with that group's sub-groups; one root task + the `test` group got
+50/50). The facts the model rests on, all from kernel/sched/fair.c and core.c:
 
 - Weights are in the kernel's unit: a nice-0 task weighs 1024, and so does a cgroup with
   cpu.weight 100 (`sched_weight_from_cgroup`: weight * 1024 / 100, rounded); cpu.idle = 3.

@@ -22,7 +22,7 @@ HISTORY = 120  # samples kept per slice: two minutes at the default interval
 SPARK = "▁▂▃▄▅▆▇█"
 _TOP = len(SPARK) - 1
 # The interval ladder for `+`/`-`; the floor is the cpu controller's accuracy window
-# (seed 002: accounting over windows shorter than ~30 ms reads 0% or 50% instead of 25%).
+# (Togashi et al.: accounting over windows shorter than ~30 ms reads 0% or 50% instead of 25%).
 INTERVALS = (MIN_RATE_WINDOW, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 MAX_PROCESSES = 2000
 
@@ -42,7 +42,7 @@ def clamp_interval(seconds: float) -> tuple[float, str]:
     if seconds < MIN_RATE_WINDOW:
         return MIN_RATE_WINDOW, (
             f"interval {seconds:g}s is below the cpu controller's {MIN_RATE_WINDOW * 1000:.0f} ms "
-            "accuracy window (seed 002): using 0.03s")
+            "accuracy window (Togashi et al.): using 0.03s")
     return seconds, ""
 
 

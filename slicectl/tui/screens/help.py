@@ -20,7 +20,7 @@ HELP = """\
   e          edit tenant     p      switch profile
   a parent's figures include its subtree; ↑ marks a limit set by a parent
 [b]Everywhere[/b]
-  + / -      refresh slower / faster (never below 30 ms, seed 002)
+  + / -      refresh slower / faster (never below 30 ms, Togashi et al.)
   ?          this help       escape back     q quit
 [b]Colours[/b]
   [bold red]oom kill[/]  [red]near memory limit[/]  [yellow]pressure[/]  [magenta]throttled[/]
