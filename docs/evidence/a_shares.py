@@ -3,9 +3,9 @@
 slicectl's prediction.
 
 For each of the cpu.shares experiments' seven cases (docs/evidence/shares/caseN.yaml): apply
-the tenants.yaml (cases 2 to 7 share one), run its loops (`## loops:`), ask
-`slicectl plan --json` on the host what each is guaranteed (its competitors counted live:
-the root loops, the units in tenants.slice), and measure what each loop got from the scheduler's own count
+the tenants.yaml (cases 2 to 7 share one), run its loops (`## loops:`), ask `slicectl plan
+--json` on the host what each is guaranteed (its competitors counted live: the root loops, the
+units in tenants.slice), and measure what each loop got from the scheduler's own count
 (/proc/PID/schedstat) over WINDOW seconds, while the plan runs on the housekeeping CPUs.
 
     tests/testbed/run docs/evidence/a_shares.py [--quick]     (docs/evidence/run a)
