@@ -410,10 +410,10 @@ class Exporter:
             line = self.proc.stderr.readline()
             if not line:
                 pytest.fail(f"the exporter did not start (exit {self.proc.wait(10)})")
-        match = re.search(r"http://\S+?:(\d+)/metrics", line)
+        match = re.search(r"(https?)://\S+?:(\d+)/metrics", line)
         assert match, line
-        self.url = f"http://127.0.0.1:{match.group(1)}/metrics"
-        self.port = int(match.group(1))
+        self.url = f"{match.group(1)}://127.0.0.1:{match.group(2)}/metrics"
+        self.port = int(match.group(2))
 
     def get(self, accept: str | None = None) -> tuple[int, str, str]:
         request = urllib.request.Request(self.url, headers={"Accept": accept} if accept else {})
@@ -554,10 +554,32 @@ def wait_for(what: str, check: Callable[[], object], timeout: float = 120) -> ob
         time.sleep(0.2)
 
 
+def secured(tmp_path: Path) -> tuple[list[str], str]:
+    """The exporter's --web-config (TLS, a required client certificate, a user) and the
+    scrape config's lines that get Prometheus in."""
+    from pki import bcrypt_hash, make_pki
+
+    pki = make_pki(tmp_path / "pki")
+    web = tmp_path / "web.yml"
+    web.write_text(f"tls_server_config:\n  cert_file: {pki.server_cert}\n"
+                   f"  key_file: {pki.server_key}\n"
+                   "  client_auth_type: RequireAndVerifyClientCert\n"
+                   f"  client_ca_file: {pki.ca}\n  min_version: TLS12\n"
+                   f"basic_auth_users:\n  prometheus: '{bcrypt_hash('scrape-pw')}'\n")
+    return ["--web-config", str(web)], (
+        "    scheme: https\n"
+        f"    tls_config: {{ca_file: {pki.ca}, cert_file: {pki.client_cert}, "
+        f"key_file: {pki.client_key}}}\n"
+        "    basic_auth: {username: prometheus, password: scrape-pw}\n")
+
+
 @pytest.mark.external
-def test_real_prometheus_rate_and_limit_match_the_tree(tmp_path: Path, tree: MovingTree) -> None:
+@pytest.mark.parametrize("secure", [False, True], ids=["http", "https"])
+def test_real_prometheus_rate_and_limit_match_the_tree(
+        tmp_path: Path, tree: MovingTree, secure: bool) -> None:
     """Prometheus scrapes every second; PromQL's rate() of the CPU counter is the tree's 1.5
-    cores within 5 %, and memory.max reads as the file says."""
+    cores within 5 %, and memory.max reads as the file says. Over plain HTTP, and over TLS
+    with a client certificate and basic auth (--web-config)."""
     stop = threading.Event()
     started = time.monotonic()
 
@@ -570,13 +592,16 @@ def test_real_prometheus_rate_and_limit_match_the_tree(tmp_path: Path, tree: Mov
 
     mover = threading.Thread(target=move, daemon=True)
     mover.start()
-    exp = Exporter("--cgroup-root", str(tree.root), "--sysfs", "/nonexistent")
+    flags, scrape = secured(tmp_path) if secure else ([], "")
+    exp = Exporter("--cgroup-root", str(tree.root), "--sysfs", "/nonexistent", *flags)
+    assert exp.url.startswith("https://" if secure else "http://")
     web = free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
         "scrape_configs:\n"
-        f"  - job_name: slicectl\n    static_configs: [{{targets: ['127.0.0.1:{exp.port}']}}]\n")
+        f"  - job_name: slicectl\n    static_configs: [{{targets: ['127.0.0.1:{exp.port}']}}]\n"
+        + scrape)
     prom = subprocess.Popen(
         [tool("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tmp_path}/data",
          f"--web.listen-address=127.0.0.1:{web}"],

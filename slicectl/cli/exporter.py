@@ -32,8 +32,18 @@ def cmd_exporter(args: Namespace) -> int:
     )
     from slicectl.host.sampler import Sampler
 
+    web = None
+    if args.web_config and args.textfile:
+        from slicectl.core.errors import UsageError
+
+        raise UsageError("--web-config is for the HTTP server, not --textfile",
+                         "node_exporter serves the textfile: give it the web config")
     if not args.textfile:
         parse_listen(args.listen)  # a bad address fails before anything is read
+    if args.web_config:
+        from slicectl.exporter.webconfig import load_web_config
+
+        web = load_web_config(Path(args.web_config))
     topo = _topology(args)
     node_cpus: NodeCpus | None = ({n.id: n.cpus for n in topo.nodes} if topo is not None
                                   else None)
@@ -52,7 +62,8 @@ def cmd_exporter(args: Namespace) -> int:
             if args.textfile:
                 return _textfiles(args, partial(write_textfile, exposition,
                                                 Path(args.textfile)))
-            return _serve(args, partial(serve, exposition, args.listen))
+            return _serve(args, partial(serve, exposition, args.listen, web),
+                          tls=web is not None and web.tls is not None)
     finally:
         if drift is not None:
             drift.close()
@@ -85,13 +96,15 @@ def _textfiles(args: Namespace, write: Callable[[], None]) -> int:
         time.sleep(max(0.0, next_at - time.monotonic()))
 
 
-def _serve(args: Namespace, start: Callable[[], tuple[Callable[[], None], int]]) -> int:
+def _serve(args: Namespace, start: Callable[[], tuple[Callable[[], None], int]],
+           tls: bool) -> int:
     import signal
     import threading
 
     stop, port = start()
     host = args.listen.rpartition(":")[0] or "0.0.0.0"
-    print(f"slicectl exporter: serving http://{host}:{port}/metrics", file=sys.stderr,
+    scheme = "https" if tls else "http"
+    print(f"slicectl exporter: serving {scheme}://{host}:{port}/metrics", file=sys.stderr,
           flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -266,6 +266,9 @@ def exporter(p: Parser) -> None:
     g.add_argument("--textfile", metavar="PATH",
                    help="write the metrics into PATH instead (node_exporter's textfile "
                         "collector), atomically: once, or every --interval seconds")
+    p.add_argument("--web-config", metavar="FILE",
+                   help="TLS, client certificates and basic auth for /metrics: a web "
+                        "configuration file as Prometheus' exporters read (exporter-toolkit)")
     p.add_argument("--interval", metavar="S", type=positive("seconds"), default=None,
                    help="with --textfile: write every S seconds (default: once)")
     p.add_argument("-n", "--iterations", metavar="N", type=int, default=None,

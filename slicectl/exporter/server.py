@@ -27,7 +27,8 @@ Why this module runs past 400 lines: the collector (what the library's encoders 
 filters read), `SliceText` (the same samples written by hand) and the WSGI app that picks
 between them must agree on one set of families and one order; they are kept together so a
 change to one is seen next to the others. What stands alone is elsewhere: the metric table
-(`families`), the process metrics (`process_metrics`), the command (`cli/exporter`).
+(`families`), the process metrics (`process_metrics`), who may read them (`webconfig`:
+TLS and basic auth), the command (`cli/exporter`).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ from slicectl.exporter.families import (
     SeriesMemo,
 )
 from slicectl.exporter.process_metrics import ProcessMetrics
+from slicectl.exporter.webconfig import BasicAuth, TlsServer, WebConfig, require_auth
 from slicectl.host.sampler import Sampler
 
 DEFAULT_PORT = int(defaults.EXPORTER_LISTEN.rpartition(":")[2])
@@ -433,15 +435,22 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host or "0.0.0.0", int(port)
 
 
-def serve(exposition: Exposition, listen: str) -> tuple[Callable[[], None], int]:
-    """Serve /metrics on `listen` in a thread; returns its stop function and its port."""
+def serve(exposition: Exposition, listen: str,
+          web: WebConfig | None = None) -> tuple[Callable[[], None], int]:
+    """Serve /metrics on `listen` in a thread, with the TLS and users of `web`
+    (`--web-config`); returns its stop function and its port."""
     host, port = parse_listen(listen)
+    app = wsgi_app(exposition)
+    if web is not None and web.users:
+        app = require_auth(app, BasicAuth(web.users))
     try:
         family, _, _, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-        server_class = type("Server", (ThreadingWSGIServer,), {"address_family": family})
+        server_class = type("Server", (TlsServer, ThreadingWSGIServer), {
+            "address_family": family,
+            "tls": web.tls.context() if web is not None and web.tls is not None else None})
         server: ThreadingWSGIServer = make_server(
-            str(address[0]), port, wsgi_app(exposition), server_class, handler_class=_Quiet)
+            str(address[0]), port, app, server_class, handler_class=_Quiet)
     except socket.gaierror as e:
         raise ExporterError(f"--listen {listen!r}: no such address ({e.strerror})",
                             "give an IP address of this host, or :PORT for all") from e
