@@ -101,10 +101,17 @@ def _host(p: Parser) -> None:
 
 
 def _cgroup_root(p: Parser, help: str | None = None) -> None:
-    p.add_argument("--cgroup-root", metavar="DIR", default=defaults.CGROUP_ROOT, help=help)
+    p.add_argument("--cgroup-root", metavar="DIR", default=defaults.CGROUP_ROOT,
+                   help=help or f"cgroup v2 tree to read (default: {defaults.CGROUP_ROOT}; "
+                                "a fixture tree in tests)")
 
 
-def _interval(p: Parser, help: str | None = None) -> None:
+def _tenants(p: Parser) -> None:
+    p.add_argument("tenants", metavar="TENANTS", help="the tenants file (tenants.yaml)")
+
+
+def _interval(p: Parser, help: str | None = "seconds between the two samples rates are "
+              f"computed from (default: {defaults.MONITOR_INTERVAL_S:g})") -> None:
     p.add_argument("--interval", metavar="S", type=seconds,
                    default=defaults.MONITOR_INTERVAL_S, help=help)
 
@@ -136,7 +143,7 @@ def validate(p: Parser) -> None:
 
 
 def plan(p: Parser) -> None:
-    p.add_argument("tenants", metavar="TENANTS")
+    _tenants(p)
     _topology_source(p)
     _profile(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -151,7 +158,7 @@ def plan(p: Parser) -> None:
 
 
 def write(p: Parser) -> None:
-    p.add_argument("tenants", metavar="TENANTS")
+    _tenants(p)
     p.add_argument("--from", dest="source", metavar="FILE", required=True,
                    help="the whole tenants document as JSON or YAML (- reads standard input)")
     p.add_argument("--check", action="store_true", help="validate and show; write nothing")
@@ -160,7 +167,7 @@ def write(p: Parser) -> None:
 
 
 def apply(p: Parser) -> None:
-    p.add_argument("tenants", metavar="TENANTS")
+    _tenants(p)
     _profile(p)
     p.add_argument("--dry-run", action="store_true", help="show what would change; change "
                    "nothing")
@@ -180,9 +187,9 @@ def apply(p: Parser) -> None:
 
 
 def generate(p: Parser) -> None:
-    p.add_argument("tenants", metavar="TENANTS")
+    _tenants(p)
     _topology_source(p)
-    _profile(p, help=None)
+    _profile(p, "generate profile P's allocation instead of the base file's")
     p.add_argument("--out", metavar="DIR", required=True, type=directory,
                    help="directory laid out like /etc/systemd/system")
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
@@ -197,7 +204,7 @@ def _lock_timeout(p: Parser, where: str) -> None:
 
 
 def lint(p: Parser) -> None:
-    p.add_argument("tenants", metavar="TENANTS")
+    _tenants(p)
     _topology_source(p)
     p.add_argument("--live", action="store_true",
                    help="also inspect the running host (processes outside managed groups)")
@@ -208,26 +215,34 @@ def lint(p: Parser) -> None:
 
 def record(p: Parser) -> None:
     _cgroup_root(p)
-    p.add_argument("--db", metavar="FILE", default=defaults.RECORD_DB)
+    p.add_argument("--db", metavar="FILE", default=defaults.RECORD_DB,
+                   help=f"SQLite database to record into (default: {defaults.RECORD_DB})")
     p.add_argument("--interval", metavar="S", type=positive("seconds"),
-                   default=defaults.RECORD_INTERVAL_S)
+                   default=defaults.RECORD_INTERVAL_S,
+                   help=f"seconds between samples (default: {defaults.RECORD_INTERVAL_S:g})")
     p.add_argument("--retention", metavar="DAYS", type=positive("days"),
-                   default=defaults.RECORD_RETENTION_DAYS)
+                   default=defaults.RECORD_RETENTION_DAYS,
+                   help="delete samples older than DAYS days "
+                        f"(default: {defaults.RECORD_RETENTION_DAYS:g})")
     p.add_argument("--once", action="store_true", help="take one sample and exit")
-    p.add_argument("-n", "--iterations", metavar="N", type=int, default=None)
+    p.add_argument("-n", "--iterations", metavar="N", type=int, default=None,
+                   help="take N samples and exit (default: until stopped)")
     _node_map(p)
 
 
 def recommend(p: Parser) -> None:
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--db", metavar="FILE", default=None)
+    g.add_argument("--db", metavar="FILE", default=None,
+                   help=f"database written by `slicectl record` (default: {defaults.RECORD_DB})")
     g.add_argument("--samples", metavar="CSV", help="CSV with header time,unit,anon,active_file")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the suggestions as JSON")
     p.add_argument("--startup", metavar="S", type=float, default=defaults.RECOMMEND_STARTUP_S,
                    help="ignore the first S seconds of each series (default: 1 hour)")
     p.add_argument("--hold", metavar="S", type=float, default=defaults.RECOMMEND_HOLD_S,
                    help="a level counts only if held S seconds (default: 10 minutes)")
-    p.add_argument("--headroom", metavar="SIZE", default=defaults.RECOMMEND_HEADROOM)
+    p.add_argument("--headroom", metavar="SIZE", default=defaults.RECOMMEND_HEADROOM,
+                   help="added to the footprint, e.g. 512M (default: 1G, as LinkedIn, 2016 "
+                        "adds)")
     p.add_argument("--write", metavar="TENANTS",
                    help="write the suggestions into TENANTS (comments preserved)")
 
@@ -244,7 +259,8 @@ def tui(p: Parser) -> None:
 
 def status(p: Parser) -> None:
     _cgroup_root(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true",
+                   help="print the slices as JSON (docs/status-json.md)")
     _interval(p)
     _node_map(p)
 
@@ -253,8 +269,10 @@ def top(p: Parser) -> None:
     _cgroup_root(p)
     # Above 0: top refreshes every interval until stopped (0 would spin a core).
     p.add_argument("--interval", metavar="S", type=positive("seconds"),
-                   default=defaults.MONITOR_INTERVAL_S)
-    p.add_argument("-n", "--iterations", metavar="N", type=int, default=None)
+                   default=defaults.MONITOR_INTERVAL_S,
+                   help=f"seconds between refreshes (default: {defaults.MONITOR_INTERVAL_S:g})")
+    p.add_argument("-n", "--iterations", metavar="N", type=int, default=None,
+                   help="refresh N times and exit (default: until stopped)")
     _node_map(p)
 
 
@@ -332,6 +350,58 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
 }
 
 
+# verb → (what `slicectl VERB --help` says it does, one example command line).
+DOCS: dict[str, tuple[str, str]] = {
+    "topology": ("Show the host's NUMA nodes, their CPUs (SMT siblings together) and memory, "
+                 "read from /sys; --json exports it for planning another host; --live draws "
+                 "which tenant runs where now.",
+                 "slicectl topology --json > host1.json"),
+    "validate": ("Check tenants.yaml and report every problem at once, located by line; with "
+                 "--topology or --sysfs also place the base file and every profile.",
+                 "slicectl validate tenants.yaml --topology host1.json"),
+    "plan": ("Show where each tenant goes, what it is guaranteed when the host is busy, the "
+             "files and, on a live host, every change apply would make. Changes nothing.",
+             "slicectl plan tenants.yaml --exit-code"),
+    "apply": ("Write the units into the unit directory, reload systemd only if needed, set "
+              "what differs live over D-Bus and verify it in the cgroups; roll everything "
+              "back on any failure. Needs root.",
+              "slicectl apply tenants.yaml --profile night"),
+    "generate": ("Write the slice units and drop-ins for tenants.yaml into a directory laid "
+                 "out like /etc/systemd/system, without touching the host.",
+                 "slicectl generate tenants.yaml --topology host1.json --out out/units"),
+    "write": ("Merge a mapping (the whole tenants document as JSON or YAML) into tenants.yaml, "
+              "keeping the file's comments, order and spelling; validated first, written "
+              "atomically.",
+              "slicectl write tenants.yaml --from new.json --check"),
+    "lint": ("Check tenants.yaml against what published studies of cgroups found and "
+             "systemd's rules (docs/lint.md); each finding has a fix and its source.",
+             "slicectl lint tenants.yaml --topology host1.json --strict"),
+    "record": ("Record each slice's memory (anon, active_file), pressure and CPU into SQLite "
+               "for `slicectl recommend`.",
+               "slicectl record --interval 60 --retention 14"),
+    "recommend": ("Suggest memory_max, memory_high and memory_low per tenant from recorded "
+                  "footprints: anon + active_file, ignoring start-up and short peaks, plus "
+                  "headroom (LinkedIn, 2016).",
+                  "slicectl recommend --write tenants.yaml"),
+    "tui": ("Interactive view of every slice (CPU, memory, pressure, NUMA locality); with "
+            "TENANTS, edit a tenant, review the plan and apply it live.",
+            "slicectl tui tenants.yaml"),
+    "status": ("Each slice's CPU, memory, pressure and limits from two samples of the cgroup "
+               "tree, printed once.",
+               "slicectl status --json"),
+    "top": ("Each slice's load, limits, pressure and throttling, refreshed until stopped.",
+            "slicectl top --interval 2"),
+    "exporter": ("Serve every slice's counters and limits to Prometheus on /metrics, or write "
+                 "them for node_exporter's textfile collector.",
+                 "slicectl exporter --listen :19116 --tenants /etc/slicectl/tenants.yaml"),
+    "completion": ("Print a shell completion script for bash, zsh or fish.",
+                   "source <(slicectl completion bash)"),
+    "generator": ("enable: let systemd's generator place the tenants at every boot and "
+                  "daemon-reload; disable: put back the files-mode units. Needs root.",
+                  "slicectl generator enable tenants.yaml"),
+}
+
+
 def build_parser(verbs: Iterable[str] | None = None, *, arguments: bool = True) -> Parser:
     """The argument parser: of every verb, or of `verbs` alone; without the verbs' own
     arguments when `arguments` is false (enough to list the verbs)."""
@@ -346,9 +416,20 @@ def build_parser(verbs: Iterable[str] | None = None, *, arguments: bool = True) 
                                 parser_class=Parser if arguments else Listed)
     for verb, (help, add_arguments) in VERBS.items():
         if verbs is None or verb in verbs:
-            p = sub.add_parser(verb, help=help)
-            if arguments:
-                add_arguments(p)
+            if not arguments:
+                sub.add_parser(verb, help=help)
+                continue
+            import textwrap  # only for a verb's own parser: `slicectl --help` stays quick
+
+            description, example = DOCS[verb]
+            p = sub.add_parser(verb, help=help, description=textwrap.fill(description, 78),
+                               epilog=f"example:\n  {example}",
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+            add_arguments(p)
+            # After the verb too (`slicectl plan x.yaml --debug`); SUPPRESS leaves the
+            # global one alone when it is not given here.
+            p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                           help="show tracebacks on errors")
     return parser
 
 
