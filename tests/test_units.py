@@ -1,0 +1,83 @@
+"""Every unit slicectl ships (units/*.service) is hardened: the sandboxing directives each one
+must carry, `systemd-analyze security --offline=yes` under a bound per unit, and a clean
+`systemd-analyze verify`. A new unit fails here until it has a bound in EXPOSURE.
+
+The units at work on the real guest (the exporter reading cgroupfs, asking systemd over
+D-Bus and serving HTTP as its own user) are tests/e2e/test_exporter.py.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from unitcheck import parse_unit
+
+ROOT = Path(__file__).resolve().parent.parent
+UNITS = sorted((ROOT / "units").glob("*.service"))
+# The highest exposure each unit may reach (systemd-analyze's 0-10 scale; what it rates them
+# now is in each unit's header). The exporter listens on the network and uses the system bus,
+# so it keeps AF_INET/AF_INET6 and AF_UNIX; the recorder has no network at all.
+EXPOSURE = {"slicectl-exporter.service": 1.5, "slicectl-record.service": 1.0}
+# The directives every shipped service sets, and the value each must have.
+HARDENED = {"ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes",
+            "NoNewPrivileges": "yes", "ProtectKernelTunables": "yes",
+            "ProtectKernelModules": "yes", "ProtectKernelLogs": "yes",
+            "ProtectControlGroups": "yes", "CapabilityBoundingSet": "",
+            "DynamicUser": "yes", "MemoryDenyWriteExecute": "yes"}
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed (tests/run installs systemd)")
+    return path
+
+
+def test_every_shipped_unit_has_a_bound() -> None:
+    assert {u.name for u in UNITS} == set(EXPOSURE)
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=lambda u: u.name)
+def test_unit_sets_the_sandboxing_directives(unit: Path) -> None:
+    service = parse_unit(unit.read_text())["Service"]
+    assert {k: service.get(k) for k in HARDENED} == HARDENED
+    assert service["RestrictAddressFamilies"] and service["SystemCallFilter"]
+    # Writable: nothing, or its own state directory only.
+    assert "ReadWritePaths" not in service
+    assert service.get("StateDirectory", "slicectl") == "slicectl"
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=lambda u: u.name)
+def test_systemd_analyze_security_rates_it_under_its_bound(unit: Path, tmp_path: Path) -> None:
+    (tmp_path / unit.name).write_text(unit.read_text())
+    proc = subprocess.run([tool("systemd-analyze"), "security", "--offline=yes", "--no-pager",
+                           str(tmp_path / unit.name)], capture_output=True, text=True,
+                          timeout=120, env={"PATH": "/usr/bin:/bin", "SYSTEMD_COLORS": "0"})
+    match = re.search(rf"Overall exposure level for {re.escape(unit.name)}: ([0-9.]+)",
+                      proc.stdout)
+    assert match, proc.stdout + proc.stderr
+    assert float(match.group(1)) <= EXPOSURE[unit.name], proc.stdout
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=lambda u: u.name)
+def test_systemd_analyze_verify_is_silent(unit: Path, tmp_path: Path) -> None:
+    """verify checks that ExecStart's program exists: where slicectl is not installed at
+    /usr/local/bin, the copy points at the slicectl of this interpreter."""
+    text = unit.read_text()
+    if not Path("/usr/local/bin/slicectl").exists():
+        beside = Path(sys.executable).with_name("slicectl")
+        installed = str(beside) if beside.exists() else shutil.which("slicectl")
+        if installed is None:
+            pytest.fail("no slicectl to stand in for /usr/local/bin/slicectl: pip install .")
+        text = text.replace("/usr/local/bin/slicectl", installed)
+    (tmp_path / unit.name).write_text(text)
+    proc = subprocess.run([tool("systemd-analyze"), "verify", "--man=no", unit.name],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"SYSTEMD_UNIT_PATH": f"{tmp_path}:", "SYSTEMD_LOG_COLOR": "0",
+                               "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0 and not proc.stdout + proc.stderr, proc.stdout + proc.stderr
