@@ -14,7 +14,7 @@ import pytest
 from slicectl.core import yamldoc
 from slicectl.core.config import Config, load_yaml, parse_config
 from slicectl.core.errors import ConfigError, Problem
-from slicectl.core.properties import Numa
+from slicectl.core.properties import PROFILE_KEYS, Numa
 from slicectl.core.values import INFINITY
 from slicectl.host.planning import load_tenants
 
@@ -601,3 +601,123 @@ def test_housekeeping_cpus_is_gated() -> None:
     assert version_problems(config, 244, "--systemd-version") == []
     assert version_problems(parse("version: 1\nhousekeeping: {cpus: 0}\ntenants: {db: {}}\n"),
                             200, "x") == []
+
+
+# --- elastic tenants and the balancer's policy ---------------------------------------------
+
+
+def test_elastic_tenant_and_balance_defaults() -> None:
+    c = parse("""\
+        version: 1
+        tenants:
+          db: {cpus: 4, cpus_min: 2, cpus_max: 8}
+          web: {cpus: 2}
+    """)
+    db, web = c.tenants
+    assert db.elastic and (db.cpus_min, db.cpus_max, db.size_range()) == (2, 8, (2, 8))
+    assert not web.elastic
+    b = c.balance
+    assert (b.interval, b.cooldown, b.window) == (10_000_000, 60_000_000, 30_000_000)
+    assert (b.grow_above, b.shrink_below, b.pressure_above) == (90, 40, 20)
+
+
+def test_balance_section_parsed() -> None:
+    c = parse("""\
+        version: 1
+        balance:
+          interval: 500ms
+          cooldown: 120s
+          window: 5s
+          grow_above: 80%
+          shrink_below: 30
+          pressure_above: 10%
+        tenants:
+          db: {cpus: 4, cpus_max: 6}
+    """)
+    b = c.balance
+    assert (b.interval, b.cooldown, b.window) == (500_000, 120_000_000, 5_000_000)
+    assert (b.grow_above, b.shrink_below, b.pressure_above) == (80, 30, 10)
+    assert c.tenant("db").size_range() == (4, 6)
+
+
+def test_elastic_problems_are_located() -> None:
+    text = """\
+        version: 1
+        tenants:
+          db:
+            cpus: 4
+            cpus_min: 6
+          big:
+            cpus: 8
+            cpus_max: 6
+          listed:
+            cpus: "0-3"
+            cpus_max: 8
+          pool:
+            cpus_min: 1
+          shared:
+            cpus: 4
+            exclusive: false
+            cpus_max: 6
+          ok: {cpus: 4, cpus_min: 2, cpus_max: 6}
+        profiles:
+          night:
+            ok: {cpus: 1}
+            db: {cpus_min: 1}
+    """
+    in_range = "cpus_min <= cpus <= cpus_max: cpus is the size the tenant starts with"
+    a_count = ("write cpus as a count, e.g. cpus: 8: the balancer starts from that many CPUs "
+               "and picks the whole cores it moves; or remove cpus_min and cpus_max")
+    found = {(str(p), p.hint) for p in problems(text)}
+    assert found == {
+        ("t.yaml:5: tenants.db.cpus_min: cpus_min 6 is above cpus 4", in_range),
+        ("t.yaml:8: tenants.big.cpus_max: cpus_max 6 is below cpus 8", in_range),
+        ("t.yaml:11: tenants.listed.cpus_max: tenant listed is elastic (cpus_min/cpus_max) "
+         "but has an explicit cpulist", a_count),
+        ("t.yaml:13: tenants.pool.cpus_min: tenant pool is elastic (cpus_min/cpus_max) but "
+         "has no cpus (the shared pool)", a_count),
+        ("t.yaml:17: tenants.shared.cpus_max: tenant shared is elastic (cpus_min/cpus_max) "
+         "but not exclusive", "a non-exclusive tenant's CPUs overlap the shared pool, so it "
+         "holds no core the balancer could move: remove exclusive: false, or cpus_min and "
+         "cpus_max"),
+        ("t.yaml:21: profiles.night.ok.cpus: cpus_min 2 is above cpus 1", in_range),
+        ("t.yaml:22: profiles.night.db.cpus_min: cannot be changed here",
+         "allowed here: " + ", ".join(PROFILE_KEYS)),
+    }
+
+
+THRESHOLDS = ("keep a gap between them (defaults: 90% and 40%): a load between the two moves "
+              "nothing, so a tenant near one threshold does not flap")
+
+
+@pytest.mark.parametrize(("body", "message", "hint"), [
+    ("  grow_above: 40%\n",
+     "t.yaml:3: balance.grow_above: grow_above 40% is not above shrink_below 40%", THRESHOLDS),
+    ("  shrink_below: 95%\n",
+     "t.yaml:3: balance.shrink_below: grow_above 90% is not above shrink_below 95%",
+     THRESHOLDS),
+    ("  interval: 60s\n",
+     "t.yaml:3: balance.interval: window 30s is shorter than interval 60s",
+     "a condition counts once every sample over the window shows it: make window at least "
+     "interval (defaults: 30s and 10s)"),
+    ("  window: 20ms\n",
+     "t.yaml:3: balance.window: '20ms' is shorter than 30ms: CPU use measured over less is "
+     "noise (Togashi et al.)",
+     "window: how long a condition must hold before a core moves (at least interval and "
+     "30ms, Togashi et al.)"),
+    ("  interval: 1m\n",
+     "t.yaml:3: balance.interval: '1m' is not a duration (write it like 100ms, 1s or 500us)",
+     "interval: how often the balancer decides (at most one move per tenant each time)"),
+    ("  grow_above: 120%\n",
+     "t.yaml:3: balance.grow_above: '120%' is out of range 1%..100%",
+     "grow_above: a tenant is starved while its CPU use of its CPUs is at least this"),
+    ("  windows: 30s\n",
+     "t.yaml:3: balance.windows: unknown key",
+     "did you mean 'window'? known keys: interval, cooldown, window, grow_above, "
+     "pressure_above, shrink_below"),
+])
+def test_balance_problems_are_located(body: str, message: str, hint: str) -> None:
+    text = "version: 1\nbalance:\n" + body + "tenants:\n  db: {cpus: 4, cpus_max: 8}\n"
+    with pytest.raises(ConfigError) as e:
+        parse_config(load_yaml(text, "t.yaml"), "t.yaml")
+    assert [(str(p), p.hint) for p in e.value.problems] == [(message, hint)]

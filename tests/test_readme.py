@@ -57,3 +57,11 @@ def test_quick_start_has_the_two_commands() -> None:
     assert len(blocks) == 2
     assert "pip install" in blocks[0] and "slicectl generate" in blocks[0]
     assert blocks[1].strip() == "tests/run"
+
+
+def test_balance_reference_is_the_settings_table() -> None:
+    from slicectl.core.properties import BALANCE_SETTINGS, balance_reference_table
+
+    table = balance_reference_table()
+    assert f"\n{table}\n" in README, f"README lacks or misstates the table:\n{table}"
+    assert table.count("\n| `") == len(BALANCE_SETTINGS)

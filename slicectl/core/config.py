@@ -18,6 +18,7 @@ from typing import Any
 
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.properties import (
+    BALANCE_KEYS,
     BY_KEY,
     CONFINE_SETTINGS,
     CONFINE_TYPES,
@@ -33,8 +34,15 @@ from slicectl.core.properties import (
     check_unit_name,
     parse_housekeeping_cpus,
 )
-from slicectl.core.tenants import BASE_PROFILE, HOUSEKEEPING_UNITS, Config, Confinement, Tenant
-from slicectl.core.values import INFINITY, format_size, quote
+from slicectl.core.tenants import (
+    BASE_PROFILE,
+    HOUSEKEEPING_UNITS,
+    BalancePolicy,
+    Config,
+    Confinement,
+    Tenant,
+)
+from slicectl.core.values import INFINITY, format_duration_us, format_size, quote
 
 __all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_yaml",
            "parse_config"]
@@ -365,6 +373,78 @@ def _check_memory(c: _Collector, tenants: list[Tenant],
                       f"profiles.{pname}.{tname}.{where}", message, hint)
 
 
+_ELASTIC_RANGE = "cpus_min <= cpus <= cpus_max: cpus is the size the tenant starts with"
+
+
+def _elastic_problems(t: Tenant, cpus: Any, exclusive: bool) -> Iterator[tuple[str, str, str]]:
+    """(key, message, hint) for an elastic tenant whose `cpus` and `exclusive` (its own, or
+    a profile's) the balancer cannot work with."""
+    if not isinstance(cpus, int):
+        what = "no cpus (the shared pool)" if cpus is None else "an explicit cpulist"
+        yield ("cpus", f"tenant {t.name} is elastic (cpus_min/cpus_max) but has {what}",
+               "write cpus as a count, e.g. cpus: 8: the balancer starts from that many CPUs "
+               "and picks the whole cores it moves; or remove cpus_min and cpus_max")
+        return
+    if not exclusive:
+        yield ("exclusive", f"tenant {t.name} is elastic (cpus_min/cpus_max) but not exclusive",
+               "a non-exclusive tenant's CPUs overlap the shared pool, so it holds no core "
+               "the balancer could move: remove exclusive: false, or cpus_min and cpus_max")
+    if t.cpus_min is not None and t.cpus_min > cpus:
+        yield "cpus_min", f"cpus_min {t.cpus_min} is above cpus {cpus}", _ELASTIC_RANGE
+    if t.cpus_max is not None and t.cpus_max < cpus:
+        yield "cpus_max", f"cpus_max {t.cpus_max} is below cpus {cpus}", _ELASTIC_RANGE
+
+
+def _check_elastic(c: _Collector, tenants: list[Tenant],
+                   profiles: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                   plines: Mapping[str, int]) -> None:
+    """Elastic tenants: a counted `cpus` between their floor and ceiling, exclusive; in each
+    profile's overrides too (cpus_min and cpus_max themselves are not profile keys)."""
+    for t in tenants:
+        if not t.elastic:
+            continue
+        for key, message, hint in _elastic_problems(t, t.cpus, t.exclusive):
+            # cpus and exclusive are right in themselves: the bound that makes them wrong is
+            # where the problem is.
+            if key in ("cpus", "exclusive"):
+                key = "cpus_min" if t.cpus_min is not None else "cpus_max"
+            c.add(t.line_of(key), f"tenants.{t.name}.{key}", message, hint)
+    by_name = {t.name: t for t in tenants}
+    for pname, overrides in profiles.items():
+        for tname, values in overrides.items():
+            t = by_name[tname]
+            if not t.elastic or not {"cpus", "exclusive"} & set(values):
+                continue
+            cpus, exclusive = values.get("cpus", t.cpus), values.get("exclusive", t.exclusive)
+            for key, message, hint in _elastic_problems(t, cpus, exclusive):
+                where = key if key in values else "cpus"
+                c.add(plines.get(f"{pname}.{tname}.{where}", plines.get(pname, 0)),
+                      f"profiles.{pname}.{tname}.{where}", message, hint)
+
+
+def _parse_balance(c: _Collector, data: Mapping[Any, Any]) -> BalancePolicy:
+    """The top-level `balance:` section: the balancer's policy, defaults for what it omits."""
+    line = _key_line(data, "balance", 0)
+    values, lines = _parse_settings(c, data.get("balance"), BALANCE_KEYS, "balance", line)
+    policy = BalancePolicy(line=line, lines=lines, **values)
+    if policy.grow_above <= policy.shrink_below:
+        key = "grow_above" if "grow_above" in lines or "shrink_below" not in lines \
+            else "shrink_below"
+        c.add(policy.line_of(key), f"balance.{key}",
+              f"grow_above {policy.grow_above}% is not above shrink_below "
+              f"{policy.shrink_below}%",
+              "keep a gap between them (defaults: 90% and 40%): a load between the two "
+              "moves nothing, so a tenant near one threshold does not flap")
+    if policy.window < policy.interval:
+        key = "window" if "window" in lines or "interval" not in lines else "interval"
+        c.add(policy.line_of(key), f"balance.{key}",
+              f"window {format_duration_us(policy.window)} is shorter than interval "
+              f"{format_duration_us(policy.interval)}",
+              "a condition counts once every sample over the window shows it: make window "
+              "at least interval (defaults: 30s and 10s)")
+    return policy
+
+
 def _check_top(c: _Collector, data: Mapping[Any, Any]) -> None:
     """Unknown top-level keys and the version."""
     for key in data:
@@ -439,6 +519,8 @@ def parse_config(data: Any, path: str) -> Config:
     _check_members(c, tenants, confine, slice_name)
     _check_nodes(c, tenants)
     _check_memory(c, tenants, profiles, plines)
+    _check_elastic(c, tenants, profiles, plines)
+    balance = _parse_balance(c, data)
     schedule, slines = _parse_schedule(c, data.get("schedule"), _key_line(data, "schedule", 1),
                                        profiles)
     if c.problems:
@@ -446,7 +528,7 @@ def parse_config(data: Any, path: str) -> Config:
     return Config(path=path, slice=slice_name, housekeeping_cpus=hk_cpus,
                   schedule=schedule, schedule_lines=slines,
                   housekeeping_line=hk_line, confine=tuple(confine), tenants=tuple(tenants),
-                  profiles=profiles, profile_lines=plines)
+                  profiles=profiles, profile_lines=plines, balance=balance)
 
 
 def load_yaml(text: str, path: str, *, round_trip: bool = False) -> Any:

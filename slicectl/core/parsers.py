@@ -20,6 +20,7 @@ from slicectl.core.values import (
     MIN_PERIOD_US,
     UINT64_MAX,
     Size,
+    format_duration_us,
     parse_duration_us,
     parse_size,
     quote,
@@ -327,5 +328,50 @@ def parse_devices(values: Callable[[Any], Size]) -> Callable[[Any], tuple[tuple[
             except ValueError as e:
                 raise ValueError(f"{quote(path)}: {e}") from None
         return tuple(sorted(out))
+
+    return parse
+
+
+_SHARE_RE = re.compile(r"\s*(\d{1,3})\s*%\s*")
+
+
+def parse_share(lo: int, hi: int) -> Callable[[Any], int]:
+    """A parser for a whole percent in [lo, hi] of something that is 100% at most (the CPUs a
+    tenant holds, a stall share): "90%" or 90."""
+
+    def parse(value: Any) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            pct = value
+        else:
+            m = _SHARE_RE.fullmatch(value) if isinstance(value, str) else None
+            if m is None:
+                raise ValueError(f"{quote(value)} is not a percent (write it like 90%)")
+            pct = int(m[1])
+        if not lo <= pct <= hi:
+            raise ValueError(f"{quote(value)} is out of range {lo}%..{hi}%")
+        return pct
+
+    return parse
+
+
+# Togashi et al. (Ritsumeikan University / Mitsubishi Electric): the cpu controller's
+# accounting is only accurate over windows of about 30 ms or more, so a CPU use measured over
+# less is noise.
+MIN_BALANCE_WINDOW_US: Final = 30_000
+MAX_BALANCE_TIME_US: Final = 86_400_000_000  # a day
+
+
+def parse_balance_time(lo: int) -> Callable[[Any], int]:
+    """A parser for a balancer time ("10s", "500ms"; a bare number is seconds) in µs, from
+    `lo` to a day."""
+
+    def parse(value: Any) -> int:
+        us = parse_duration_us(value)
+        if lo == MIN_BALANCE_WINDOW_US and us < lo:
+            raise ValueError(f"{quote(value)} is shorter than 30ms: CPU use measured over "
+                             "less is noise (Togashi et al.)")
+        if not lo <= us <= MAX_BALANCE_TIME_US:
+            raise ValueError(f"{quote(value)} is out of range {format_duration_us(lo)} to 1 day")
+        return us
 
     return parse

@@ -349,6 +349,10 @@ def build_plan(
     layout = place(config, topo, previous)
     if any(protects(t) for t in config.tenants):
         check_protection(config, topo, layout)
+    if any(t.elastic for t in config.tenants):
+        from slicectl.core.balance import check_floors
+
+        check_floors(config, topo, layout)
     units = [_parent(config, topo, layout)]
     for t in config.tenants:
         name = config.slice_unit(t.name)

@@ -21,11 +21,14 @@ from slicectl.core import kinds
 from slicectl.core.kinds import CgroupExpectation, Kind, LiveValue
 from slicectl.core.parsers import (
     CONFINE_TYPES,
+    MAX_CPUS,
     MAX_UNIT_FILE_NAME,
+    MIN_BALANCE_WINDOW_US,
     SLICE_MEMBER_TYPES,
     TENANT_NAME_RE,
     Numa,
     check_unit_name,
+    parse_balance_time,
     parse_bool,
     parse_choice,
     parse_cpulist_only,
@@ -39,6 +42,7 @@ from slicectl.core.parsers import (
     parse_permyriad,
     parse_quota_period,
     parse_rate,
+    parse_share,
     parse_tasks_max,
     parse_unit_list,
     parse_weight,
@@ -46,10 +50,11 @@ from slicectl.core.parsers import (
 )
 from slicectl.core.values import UINT64_MAX, parse_percent
 
-__all__ = ["BY_KEY", "CONFINE_SETTINGS", "CONFINE_TYPES", "EDITABLE_KEYS", "MAX_UNIT_FILE_NAME",
-           "PROFILE_KEYS", "PROPERTIES", "PROP_BY_DBUS", "PROP_BY_NAME", "RESOURCE_KEYS",
-           "SETTINGS", "TENANT_NAME_RE", "TENANT_SETTINGS", "Numa", "Prop", "Role", "Scope",
-           "Setting", "check_unit_name", "dbus_reference_table", "parse_housekeeping_cpus",
+__all__ = ["BALANCE_KEYS", "BALANCE_SETTINGS", "BY_KEY", "CONFINE_SETTINGS", "CONFINE_TYPES",
+           "EDITABLE_KEYS", "MAX_UNIT_FILE_NAME", "PROFILE_KEYS", "PROPERTIES", "PROP_BY_DBUS",
+           "PROP_BY_NAME", "RESOURCE_KEYS", "SETTINGS", "TENANT_NAME_RE", "TENANT_SETTINGS",
+           "Numa", "Prop", "Role", "Scope", "Setting", "balance_reference_table",
+           "check_unit_name", "dbus_reference_table", "parse_housekeeping_cpus",
            "reference_table"]
 
 class Scope(Flag):
@@ -58,6 +63,7 @@ class Scope(Flag):
     TENANT = auto()  # tenants.NAME
     PROFILE = auto()  # profiles.P.NAME (overrides a tenant's key)
     CONFINE = auto()  # confine.UNIT
+    BALANCE = auto()  # the top-level balance: section (the balancer's policy)
 
 
 class Role(StrEnum):
@@ -67,6 +73,7 @@ class Role(StrEnum):
     PLACEMENT = "placement"  # read by placement (cpus, numa, nodes, exclusive)
     TEXT = "text"  # description
     MEMBERS = "members"  # services
+    BALANCE = "balance"  # read by the balancer only (cpus_min, cpus_max, balance:)
 
 
 # --- systemd properties -----------------------------------------------------------------
@@ -230,6 +237,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("exclusive", parse_bool, None,
             "no other tenant shares these CPUs (false: may overlap the shared pool)", "true",
             default=True, role=Role.PLACEMENT, editable=True, hint="true or false"),
+    Setting("cpus_min", parse_int_range(1, MAX_CPUS), None,
+            "elastic: the balancer may take whole cores away down to this count (needs a "
+            "count in cpus)", "cpus", role=Role.BALANCE, scopes=Scope.TENANT),
+    Setting("cpus_max", parse_int_range(1, MAX_CPUS), None,
+            "elastic: the balancer may give whole cores up to this count (needs a count in "
+            "cpus)", "cpus", role=Role.BALANCE, scopes=Scope.TENANT),
     Setting("cpu_weight", parse_weight(allow_idle=True),
             Prop("CPUWeight", "CPUWeight", kinds.Weight(), 232, _cpu_weight,
                  since_value=_idle_needs_252),
@@ -334,7 +347,34 @@ PROPERTIES: Final[tuple[Prop, ...]] = tuple(
 PROP_BY_NAME: Final[Mapping[str, Prop]] = {p.name: p for p in PROPERTIES}
 PROP_BY_DBUS: Final[Mapping[str, Prop]] = {p.dbus: p for p in PROPERTIES}
 
-TOP_KEYS = ("version", "slice", "housekeeping", "confine", "tenants", "profiles", "schedule")
+# The balancer's policy (top-level `balance:`; docs/balance.md). Times are in µs, shares in
+# percent of the CPUs a tenant holds (or of time stalled, for cpu.pressure).
+BALANCE_SETTINGS: tuple[Setting, ...] = (
+    Setting("interval", parse_balance_time(MIN_BALANCE_WINDOW_US), None,
+            "how often the balancer decides (at most one move per tenant each time)", "10s",
+            default=10_000_000, role=Role.BALANCE, scopes=Scope.BALANCE),
+    Setting("cooldown", parse_balance_time(0), None,
+            "after a move, how long the tenants it moved a core between are left alone",
+            "60s", default=60_000_000, role=Role.BALANCE, scopes=Scope.BALANCE),
+    Setting("window", parse_balance_time(MIN_BALANCE_WINDOW_US), None,
+            "how long a condition must hold before a core moves (at least interval and 30ms, "
+            "Togashi et al.)", "30s", default=30_000_000, role=Role.BALANCE,
+            scopes=Scope.BALANCE),
+    Setting("grow_above", parse_share(1, 100), None,
+            "a tenant is starved while its CPU use of its CPUs is at least this", "90%",
+            default=90, role=Role.BALANCE, scopes=Scope.BALANCE),
+    Setting("pressure_above", parse_share(1, 100), None,
+            "… or while its cpu.pressure `some avg10` is at least this", "20%", default=20,
+            role=Role.BALANCE, scopes=Scope.BALANCE),
+    Setting("shrink_below", parse_share(0, 99), None,
+            "a tenant is idle while its CPU use of its CPUs stays below this (and it is not "
+            "under pressure); below grow_above", "40%", default=40, role=Role.BALANCE,
+            scopes=Scope.BALANCE),
+)
+BALANCE_KEYS: Final[Mapping[str, Setting]] = {s.key: s for s in BALANCE_SETTINGS}
+
+TOP_KEYS = ("version", "slice", "housekeeping", "confine", "tenants", "profiles", "schedule",
+            "balance")
 HOUSEKEEPING_KEYS = ("cpus",)
 
 
@@ -348,6 +388,13 @@ def reference_table(settings: tuple[Setting, ...]) -> str:
             else "—")
         since = str(s.prop.since) if s.prop is not None else "—"
         lines.append(f"| `{s.key}` | {s.default_doc} | {prop} | {since} | {s.doc} |")
+    return "\n".join(lines)
+
+
+def balance_reference_table() -> str:
+    """The README's table of the `balance:` section (tests/test_readme.py compares them)."""
+    lines = ["| key | default | meaning |", "|---|---|---|"]
+    lines += [f"| `{s.key}` | {s.default_doc} | {s.doc} |" for s in BALANCE_SETTINGS]
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from slicectl.core.errors import ConfigError, Problem
-from slicectl.core.properties import BY_KEY, Numa, Role
+from slicectl.core.properties import BALANCE_KEYS, BY_KEY, Numa, Role
 from slicectl.core.values import Size
 
 HOUSEKEEPING_UNITS = ("system.slice", "user.slice", "init.scope")
@@ -74,12 +74,26 @@ class Tenant(_Resources):
     nodes: tuple[int, ...] | None = None
     exclusive: bool = True
     services: tuple[str, ...] = ()
+    # Elastic tenants (the balancer, docs/balance.md): the fewest and most CPUs it may hold.
+    cpus_min: int | None = None
+    cpus_max: int | None = None
     resources: Mapping[str, Any] = field(default_factory=dict)  # key -> value, as set
     lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def line_of(self, key: str) -> int:
         """Line of `key` in the source file, or of the tenant when the key is absent."""
         return self.lines.get(key, self.line)
+
+    @property
+    def elastic(self) -> bool:
+        """The balancer may move whole cores to or from it (cpus_min or cpus_max set)."""
+        return self.cpus_min is not None or self.cpus_max is not None
+
+    def size_range(self) -> tuple[int, int]:
+        """(floor, ceiling) of an elastic tenant's CPU count; an unset bound is `cpus`."""
+        declared = self.cpus if isinstance(self.cpus, int) else 0
+        floor = declared if self.cpus_min is None else self.cpus_min
+        return floor, declared if self.cpus_max is None else self.cpus_max
 
     def with_values(self, values: Mapping[str, Any]) -> Tenant:
         """This tenant with some keys changed (a profile's overrides)."""
@@ -104,6 +118,25 @@ class Confinement(_Resources):
 
 
 @dataclass(frozen=True)
+class BalancePolicy:
+    """The balancer's policy (top-level `balance:`; defaults from the settings table's
+    BALANCE_SETTINGS). Times in µs; shares in percent."""
+
+    interval: int = BALANCE_KEYS["interval"].default
+    cooldown: int = BALANCE_KEYS["cooldown"].default
+    window: int = BALANCE_KEYS["window"].default
+    grow_above: int = BALANCE_KEYS["grow_above"].default
+    pressure_above: int = BALANCE_KEYS["pressure_above"].default
+    shrink_below: int = BALANCE_KEYS["shrink_below"].default
+    line: int = field(default=0, compare=False)
+    lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def line_of(self, key: str) -> int:
+        """Line of `key` in the source file, or of `balance:` when the key is absent."""
+        return self.lines.get(key, self.line)
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated tenants.yaml."""
 
@@ -120,6 +153,7 @@ class Config:
     # profile (or BASE_PROFILE) -> calendar expressions (systemd.time(7)) that switch to it
     schedule: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     schedule_lines: Mapping[str, int] = field(default_factory=dict, compare=False)
+    balance: BalancePolicy = field(default_factory=BalancePolicy)
 
     def tenant(self, name: str) -> Tenant:
         for t in self.tenants:
