@@ -12,11 +12,8 @@ from typing import Any
 
 import pytest
 from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
-from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input
-from textual.widgets._footer import FooterKey
+from textual.widgets import DataTable
 from tuikit import (
     FIXTURE,
     YAML,
@@ -35,7 +32,6 @@ from slicectl.core.yamledit import edit_tenant
 from slicectl.host.sysfs import read_topology
 from slicectl.tui import run_tui
 from slicectl.tui.app import SlicectlApp, TuiSettings
-from slicectl.tui.components.footer import KeyFooter
 from slicectl.tui.components.slice_table import HEADERS, SliceTable
 from slicectl.tui.model import (
     SortKey,
@@ -307,47 +303,6 @@ async def test_overview_shows_locality_and_colours_remote_memory(tmp_path: Path,
 async def test_one_node_host_has_no_locality_column(tmp_path: Path) -> None:
     async with running(numa_settings(tmp_path, 1)) as (app, _):
         assert NUMA_COLUMN not in app.screen.query_one(SliceTable).headers
-
-
-# -- the key footer -----------------------------------------------------------------------
-
-
-class _Keys(App[int]):
-    """A footer under two inputs, and a key shown only while `armed`."""
-
-    BINDINGS = [Binding("f2", "fire", "fire"), Binding("f3", "quit", "quit")]
-    ENABLE_COMMAND_PALETTE = False
-    armed = False
-
-    def compose(self) -> ComposeResult:
-        yield Input(id="one")
-        yield Input(id="two")
-        yield KeyFooter()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool:
-        return action != "fire" or self.armed  # False: not shown (None would show it dimmed)
-
-    def action_fire(self) -> None:
-        pass
-
-
-def _footer_keys(app: App[int]) -> list[str]:
-    return [key.description for key in app.query(FooterKey)]
-
-
-async def test_key_footer_rebuilds_only_when_its_keys_change() -> None:
-    """Textual's Footer rebuilds its key widgets on every focus change; KeyFooter keeps them
-    while the keys it shows stay the same, and shows a key that appears."""
-    app = _Keys()
-    async with app.run_test(size=(60, 8)) as pilot:
-        await wait_for(pilot, lambda: _footer_keys(app) == ["quit"])
-        shown = list(app.query(FooterKey))
-        await pilot.press("tab")  # focus moves to the second input: same keys
-        await pilot.pause()
-        assert app.focused is app.query_one("#two") and list(app.query(FooterKey)) == shown
-        app.armed = True
-        app.refresh_bindings()
-        await wait_for(pilot, lambda: _footer_keys(app) == ["fire", "quit"])
 
 
 # --- refused before the screen is taken over -------------------------------------------------

@@ -5,11 +5,10 @@ from __future__ import annotations
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Header, Static
+from textual.widgets import DataTable, Footer, Header, Static
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.metrics import PressureMetrics, SliceMetrics
-from slicectl.tui.components.footer import KeyFooter
 from slicectl.tui.messages import EditRequested, ProcessesRead
 from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, node_bars, read_processes
 from slicectl.tui.screens.base import DataScreen
@@ -69,7 +68,7 @@ class DetailScreen(DataScreen):
         yield Static(id="history")
         yield Static("processes", id="procs-title")
         yield DataTable(id="procs", cursor_type="row")
-        yield KeyFooter()
+        yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#procs", DataTable)

@@ -10,10 +10,9 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Header, Static
+from textual.widgets import Footer, Header, Static
 
 from slicectl.core.numa_map import LiveMap, build_live_map, default_tenant_of
-from slicectl.tui.components.footer import KeyFooter
 from slicectl.tui.messages import PlanRead
 from slicectl.tui.plans import PlanView, plan_view
 from slicectl.tui.screens.base import DataScreen
@@ -37,7 +36,7 @@ class NumaScreen(DataScreen):
         with VerticalScroll():
             yield Static(id="numa-map")
             yield Static(id="numa-note")
-        yield KeyFooter()
+        yield Footer()
 
     def on_mount(self) -> None:
         self.show_map()

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Header, Input
+from textual.widgets import Footer, Header, Input
 
 from slicectl.tui.components.banner import ReadOnlyBanner, StatusLine
-from slicectl.tui.components.footer import KeyFooter
 from slicectl.tui.components.slice_table import RIGHT, OverviewRows, SliceTable, overview_headers
 from slicectl.tui.messages import EditRequested, ProfileRequested, SortChanged
 from slicectl.tui.screens.base import DataScreen
@@ -48,7 +47,7 @@ class OverviewScreen(DataScreen):
         yield SliceTable(overview_headers(self.numa), RIGHT, id="slices")
         yield Input(placeholder="filter slices by name (enter: keep, escape: clear)",
                     id="filter")
-        yield KeyFooter()
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
