@@ -2,6 +2,9 @@
 
 `build_parser()` builds every verb (for `slicectl completion`, the README test); `main()`
 builds only what the command line needs (`parser_for`, BENCHMARKS.md on start-up).
+
+Why this module runs past 400 lines: every verb's options with their help texts, and each
+verb's description and example, in one place that `--help` and completion read.
 """
 
 from __future__ import annotations
