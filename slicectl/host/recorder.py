@@ -19,7 +19,7 @@ from slicectl.core.recommend import Sample
 from slicectl.core.samples import Snapshot
 from slicectl.host.sampler import Sampler
 
-# 2: numa_local_percent and numa_outside_percent (issue 13). A version-1 database gets the
+# 2: numa_local_percent and numa_outside_percent. A version-1 database gets the
 # two columns added when it is opened, NULL in its old rows.
 SCHEMA_VERSION = 2
 

@@ -240,8 +240,9 @@ class SlicectlApp(App[int]):
 
     def cpu_shares(self) -> CpuShares | None:
         """Each tenant's guaranteed CPU when everything is busy, against this host's
-        competitors (seed 004), as last read; read again (in a worker, then the screens
-        redraw) when the plan changed or 10 s have passed. None until the first read."""
+        competitors (the cpu.shares experiments, docs/background.md), as last read; read
+        again (in a worker, then the screens redraw) when the plan changed or 10 s have
+        passed. None until the first read."""
         import time
 
         key = (self.config, self.profile)

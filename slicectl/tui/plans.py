@@ -42,7 +42,8 @@ def plan_for(settings: TuiSettings, base: Config | None, profile: str | None,
 def cpu_shares(settings: TuiSettings, base: Config | None, profile: str | None
                ) -> CpuShares | None:
     """Each tenant's guaranteed CPU when everything is busy, against this host's
-    competitors (seed 004); the plan's assumed shares where the competitors cannot be read."""
+    competitors (the cpu.shares experiments, docs/background.md); the plan's assumed shares
+    where the competitors cannot be read."""
     plan, _ = plan_for(settings, base, profile)
     if plan is None or base is None or settings.topology is None:
         return None
