@@ -145,7 +145,8 @@ def test_unchanged_inputs_copy_the_record_without_planning(tmp_path: Path) -> No
                           capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     loaded = set(proc.stdout.split())
-    assert not loaded & {"jinja2", "ruamel", "slicectl.core.placement", "slicectl.core.plan"}
+    assert not loaded & {"jinja2", "ruamel", "hashlib", "slicectl.core.placement",
+                          "slicectl.core.plan"}
     assert files_of(out) == files_of(good)
     # Any change of the inputs plans again: tenants.yaml here.
     tenants.write_text(tenants.read_text().replace("cpu_weight: 400", "cpu_weight: 300"))

@@ -26,6 +26,7 @@ from slicectl.apply.host_diff import Diff, PropChange, host_diff, managed_units,
 from slicectl.apply.transaction import Transaction
 from slicectl.core import defaults
 from slicectl.core.errors import ApplyError, SlicectlError
+from slicectl.core.frozen import frozen
 from slicectl.core.live_values import LiveValue, format_live
 from slicectl.core.plan import Plan, ScheduleCommand
 from slicectl.core.versions import check_version, parse_version
@@ -42,7 +43,7 @@ __all__ = ["ApplyOptions", "ApplyReport", "Diff", "PropChange", "apply_plan", "c
            "diff_plan", "load_plan"]
 
 
-@dataclass(frozen=True)
+@frozen
 class ApplyOptions:
     """Where apply acts: the unit directory, cgroup root and bus (defaults: the host)."""
 

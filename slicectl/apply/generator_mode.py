@@ -22,11 +22,12 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from slicectl.core.errors import ApplyError, SlicectlError, shown
+from slicectl.core.frozen import frozen
 from slicectl.host import placement_record
 from slicectl.host.atomic import write_atomically
 from slicectl.host.unitdir import MANIFEST_NAME, Manifest, UnitDir, manifest_text
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 GENERATOR = "slicectl-generator"
 
 
-@dataclass(frozen=True)
+@frozen
 class GeneratorPaths:
     """Where generator mode keeps its files (a root other than / for tests)."""
 
@@ -135,7 +136,7 @@ def _record(paths: GeneratorPaths, config: Config, topology: Topology, sysfs: st
     files = {rel: text.encode() for rel, text in texts.items()}
     files[MANIFEST_NAME] = manifest_text(texts, Manifest(placements=plan.placements(),
                                                          source=paths.tenants.name))
-    fingerprint = placement_record.fingerprint(str(paths.tenants), sysfs) or ""
+    fingerprint = placement_record.fingerprint(str(paths.tenants), sysfs) or b""
     if last is None:
         def forget() -> None:
             shutil.rmtree(placement_record.record_dir(str(paths.tenants)), ignore_errors=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slicectl.core.frozen import frozen
 from slicectl.core.live_values import (
     CgroupExpectation,
     LiveValue,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 _LISTABLE = re.compile(r"[A-Za-z0-9_.:-]+\.slice")  # a slice name no glob could misread
 
 
-@dataclass(frozen=True)
+@frozen
 class PropChange:
     """A live property that differs from the plan, and who set the live value."""
 

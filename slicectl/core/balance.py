@@ -10,10 +10,10 @@ here reads the host or acts on it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.errors import PlacementError, Problem
+from slicectl.core.frozen import frozen
 from slicectl.core.placement import Layout
 from slicectl.core.tenants import BalancePolicy, Config
 from slicectl.core.topology import Topology
@@ -22,7 +22,7 @@ Core = tuple[int, ...]
 _US = 1_000_000
 
 
-@dataclass(frozen=True)
+@frozen
 class Reading:
     """One sample of a tenant: when (seconds, monotonic), its CPU use as a share of the CPUs
     it held then (%), and its cpu.pressure `some avg10` (%; None when not read)."""
@@ -32,7 +32,7 @@ class Reading:
     pressure: float | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Elastic:
     """An elastic tenant as the balancer sees it: where it may hold CPUs, what it holds, its
     bounds, its recent readings and when a core last moved to or from it."""
@@ -46,7 +46,7 @@ class Elastic:
     last_move: float | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Move:
     """One whole core from `donor` to `receiver`, on `node`; `reason` gives the figures."""
 
@@ -57,7 +57,7 @@ class Move:
     reason: str
 
 
-@dataclass(frozen=True)
+@frozen
 class _State:
     """A tenant's condition over the window, with the figures that show it."""
 

@@ -13,10 +13,10 @@ configures come from the plan; everything else from `competition`: read on a liv
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
+from slicectl.core.frozen import frozen
 from slicectl.core.kinds import WEIGHT_IDLE
 from slicectl.core.placement import Layout
 from slicectl.core.shares import (
@@ -41,7 +41,7 @@ ROOT_UNIT = "-.slice"
 CPU_CONTROLLER_KEYS = ("cpu_weight", "startup_cpu_weight", "cpu_quota")
 
 
-@dataclass(frozen=True)
+@frozen
 class Competitor:
     """A unit or a task that competes with the tenants for CPU."""
 
@@ -51,7 +51,7 @@ class Competitor:
     cpus: frozenset[int] | None = None  # effective cpuset or affinity; None: all
 
 
-@dataclass(frozen=True)
+@frozen
 class Level:
     """The root cgroup or the tenants' parent slice, as far as CPU competition goes."""
 
@@ -61,7 +61,7 @@ class Level:
     weight: int | None = None  # its own weight, when known (never the root's)
 
 
-@dataclass(frozen=True)
+@frozen
 class Competition:
     """What competes with the tenants: found on this host, or assumed."""
 
@@ -155,7 +155,7 @@ def host_tree(config: Config, layout: Layout, topo: Topology,
                               or _needs_cpu(config.confine)))
 
 
-@dataclass(frozen=True)
+@frozen
 class Guarantee:
     """One tenant's or competitor's guaranteed CPU, in cores, and what decides it."""
 
@@ -203,7 +203,7 @@ def _weight_of(data: float | str) -> int:
     return round(float(data) * NICE_0_WEIGHT / DEFAULT_CPU_WEIGHT)
 
 
-@dataclass(frozen=True)
+@frozen
 class CpuShares:
     """The guaranteed CPU of every tenant and of everything competing with them."""
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from slicectl.core.cpulist import format_cpulist
+from slicectl.core.frozen import frozen
 from slicectl.core.topology import Topology
 
 Core = tuple[int, ...]
@@ -30,7 +31,7 @@ class _Sorted:
     shared: list[int] = field(default_factory=list)  # housekeeping/another tenant holds some
 
 
-@dataclass(frozen=True)
+@frozen
 class _Saved:
     free: set[int]
     owner: dict[int, str]

@@ -7,7 +7,8 @@ class to an exit code; tracebacks are shown only with `--debug`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from slicectl.core.frozen import frozen
 
 
 def shown(name: str | os.PathLike[str]) -> str:
@@ -32,7 +33,7 @@ class SlicectlError(Exception):
         return self.message
 
 
-@dataclass(frozen=True)
+@frozen
 class Problem:
     """One problem found in an input file, located by file, line and key path."""
 

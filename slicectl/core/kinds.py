@@ -24,10 +24,10 @@ five forms of one kind of value together, which is the point (one place per kind
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 from slicectl.core.cpulist import format_cpulist, from_bitmask, parse_cpulist, to_bitmask
+from slicectl.core.frozen import frozen
 from slicectl.core.values import (
     INFINITY,
     UINT64_MAX,
@@ -434,7 +434,7 @@ _DEFAULTS = ("", "max", "0", str(DEFAULT_WEIGHT), f"max {DEFAULT_PERIOD_US}",
              f"default {DEFAULT_WEIGHT}")
 
 
-@dataclass(frozen=True)
+@frozen
 class CgroupExpectation:
     """One cgroup file and what it must contain."""
 

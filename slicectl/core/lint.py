@@ -13,7 +13,6 @@ mirrors.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeGuard
 
@@ -26,6 +25,7 @@ from slicectl.core.contention import (
     weight_on_cpu_scale,
 )
 from slicectl.core.cpulist import format_cpulist
+from slicectl.core.frozen import frozen
 from slicectl.core.kinds import WEIGHT_IDLE
 from slicectl.core.placement import Layout, place
 from slicectl.core.properties import Numa
@@ -63,7 +63,7 @@ class Level(StrEnum):
     WARNING = "warning"
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule:
     """One lint rule: its name, level, source and the usual fix."""
 
@@ -122,7 +122,7 @@ DEVICE_KEYS = ("io_device_weight", "io_read_bandwidth_max", "io_write_bandwidth_
                "io_read_iops_max", "io_write_iops_max")
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """One problem: where, which rule, what is wrong, how to fix it, and why (the source)."""
 
@@ -406,7 +406,7 @@ def lint(config: Config, topology: Topology | None,
 # --- live rule: processes beside sub-trees ----------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class CrowdedCgroup:
     """The root cgroup or a slice with child cgroups and processes of its own (not kernel
     threads), as `slicectl.host.readers.crowded_cgroups` reads it."""

@@ -16,17 +16,17 @@ that fits no node takes the fewest, fullest nodes (plan says so).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 from slicectl.core.config import Tenant
 from slicectl.core.cores import Claims, cores_of
 from slicectl.core.errors import PlacementError, Problem
+from slicectl.core.frozen import frozen
 from slicectl.core.properties import Numa
 
 SEARCH_BUDGET = 5000  # node tries per pass: exhaustive for 5 tenants on 4 nodes, ms on hosts
 
 
-@dataclass(frozen=True)
+@frozen
 class Ask:
     """A counted exclusive tenant still to place, and where it may go."""
 

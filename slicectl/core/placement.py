@@ -19,18 +19,18 @@ Rules, each traced to the studies in docs/background.md:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from slicectl.core.config import Config, Tenant
 from slicectl.core.cores import Claims
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.errors import PlacementError, Problem
+from slicectl.core.frozen import frozen
 from slicectl.core.packing import Ask, place_asks
 from slicectl.core.properties import Numa
 from slicectl.core.topology import Topology
 
 
-@dataclass(frozen=True)
+@frozen
 class TenantPlacement:
     """Where one tenant runs: its CPUs, the nodes they are on, and its memory nodes."""
 
@@ -42,7 +42,7 @@ class TenantPlacement:
     pool: bool  # True: runs on the shared pool (no `cpus` asked)
 
 
-@dataclass(frozen=True)
+@frozen
 class Layout:
     """The placement of every tenant plus the housekeeping CPUs and the shared pool.
 

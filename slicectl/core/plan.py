@@ -9,12 +9,13 @@ Plans round-trip through JSON (docs/plan-json.md).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import PlacementError
+from slicectl.core.frozen import frozen
 from slicectl.core.kinds import PlanValue
 from slicectl.core.placement import Layout, TenantPlacement, place
 from slicectl.core.properties import (
@@ -68,7 +69,7 @@ def format_property(name: str, value: PlanValue) -> str:
     return PROP_BY_NAME[name].kind.file(value)
 
 
-@dataclass(frozen=True)
+@frozen
 class UnitPlan:
     """One file slicectl generates: a unit file, or a drop-in for an existing unit."""
 
@@ -116,7 +117,7 @@ class UnitPlan:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class Plan:
     """Everything slicectl wants on a host, derived from tenants.yaml and the topology."""
 
@@ -225,7 +226,7 @@ def _confine_props(c: Confinement | None, hk: frozenset[int], housekeeping_unit:
     return props
 
 
-@dataclass(frozen=True)
+@frozen
 class ScheduleCommand:
     """How a timer's service runs slicectl: the executable and the tenants file on the host."""
 

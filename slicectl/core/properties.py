@@ -16,11 +16,11 @@ derived from it stays beside it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from enum import Flag, StrEnum, auto
 from typing import Any, Final
 
 from slicectl.core import kinds
+from slicectl.core.frozen import frozen
 from slicectl.core.kinds import CgroupExpectation, Kind, LiveValue
 from slicectl.core.parsers import (
     CONFINE_TYPES,
@@ -92,7 +92,7 @@ def no_devices(_path: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@frozen
 class Prop:
     """A systemd unit property slicectl sets, and the cgroup files that prove it took."""
 
@@ -191,7 +191,7 @@ _OOMD_TYPES = ("service", "scope", "slice")
 # --- the table ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Setting:
     """One key of tenants.yaml: how to parse it, where it may appear, the systemd property it
     becomes, and its documentation (README's reference tables are made from these rows)."""

@@ -12,9 +12,9 @@ it as `protection-overcommit`; both call `overcommit` and `node_overcommit` here
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from itertools import combinations
 
+from slicectl.core.frozen import frozen
 from slicectl.core.placement import Layout
 from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Tenant
 from slicectl.core.topology import Topology
@@ -24,7 +24,7 @@ FIX = "lower memory_low/memory_min so all protections fit in RAM minus housekeep
 SOURCE = "systemd.resource-control(5)"
 
 
-@dataclass(frozen=True)
+@frozen
 class Overcommit:
     """Protections that do not fit: where the running total passes the budget, and why."""
 
@@ -84,7 +84,7 @@ def protects(t: Tenant) -> bool:
 EXHAUSTIVE_NODES = 10
 
 
-@dataclass(frozen=True)
+@frozen
 class NodeOvercommit:
     """Protections of tenants whose memory is bound to `nodes` that those nodes cannot hold."""
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from slicectl.core import defaults
 from slicectl.core.errors import SlicectlError
+from slicectl.core.frozen import frozen
 from slicectl.core.values import format_size
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class Sample(NamedTuple):
         return self.anon + self.active_file
 
 
-@dataclass(frozen=True)
+@frozen
 class Recommendation:
     """Suggested sizes for one slice, with the facts they come from; None: too little data."""
 

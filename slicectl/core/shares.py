@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from slicectl.core.frozen import frozen
+
 NICE_0_WEIGHT = 1024  # a nice-0 task; a cgroup with cpu.weight 100
 IDLE_WEIGHT = 3  # cpu.idle = 1 (WEIGHT_IDLEPRIO)
 DEFAULT_CPU_WEIGHT = 100
@@ -74,7 +76,7 @@ class Bound(StrEnum):
     THREADS = "threads"  # no cpu controller at its level: threads compete, nothing guaranteed
 
 
-@dataclass(frozen=True)
+@frozen
 class Entity:
     """A node of the tree: a cgroup with its children, a busy leaf cgroup, or a task."""
 
@@ -87,7 +89,7 @@ class Entity:
     cpu_groups: bool = True  # cpu in its cgroup.subtree_control: children scheduled as groups
 
 
-@dataclass(frozen=True)
+@frozen
 class Share:
     """What one leaf of the tree is guaranteed when everything is busy."""
 

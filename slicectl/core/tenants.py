@@ -8,10 +8,11 @@ property needs no field here; the few the core reasons about have typed accessor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from slicectl.core.errors import ConfigError, Problem
+from slicectl.core.frozen import frozen
 from slicectl.core.properties import BALANCE_KEYS, BY_KEY, Numa, Role
 from slicectl.core.values import Size
 
@@ -62,7 +63,7 @@ class _Resources:
         return self.resources.get("memory_swap_max")
 
 
-@dataclass(frozen=True)
+@frozen
 class Tenant(_Resources):
     """One tenant: becomes `<slice>-<name>.slice`."""
 
@@ -102,7 +103,7 @@ class Tenant(_Resources):
         return replace(self, **fields_, resources={**self.resources, **resources})
 
 
-@dataclass(frozen=True)
+@frozen
 class Confinement(_Resources):
     """Limits for a housekeeping unit (system.slice, user.slice, cron.service, …)."""
 
@@ -117,7 +118,7 @@ class Confinement(_Resources):
         return self.lines.get(key, self.line)
 
 
-@dataclass(frozen=True)
+@frozen
 class BalancePolicy:
     """The balancer's policy (top-level `balance:`; defaults from the settings table's
     BALANCE_SETTINGS). Times in µs; shares in percent."""
@@ -136,7 +137,7 @@ class BalancePolicy:
         return self.lines.get(key, self.line)
 
 
-@dataclass(frozen=True)
+@frozen
 class Config:
     """A validated tenants.yaml."""
 

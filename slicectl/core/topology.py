@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from slicectl.core.cpulist import KERNEL_MAX_CPUS, format_cpulist
 from slicectl.core.errors import TopologyError
+from slicectl.core.frozen import frozen
 from slicectl.core.jsoninput import JsonReader, kind
 
 FORMAT = "slicectl-topology/1"
@@ -21,7 +22,7 @@ LOCAL_DISTANCE = 10
 REMOTE_DISTANCE = 2 * LOCAL_DISTANCE  # assumed when the kernel gave no distance
 
 
-@dataclass(frozen=True)
+@frozen
 class Cpu:
     """One logical CPU. Offline CPUs have no node/core facts the kernel will tell us."""
 
@@ -41,7 +42,7 @@ class Cpu:
                 self.id if self.core is None else -1)
 
 
-@dataclass(frozen=True)
+@frozen
 class Node:
     """One NUMA node: its online CPUs, its memory, its distance to every node.
 
@@ -70,7 +71,7 @@ class Node:
         return tuple(sorted(ids + [m for m, size in self.merged.items() if size > 0]))
 
 
-@dataclass(frozen=True)
+@frozen
 class Topology:
     """Nodes and CPUs of one host; `source` says where it was read from.
 

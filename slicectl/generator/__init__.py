@@ -61,7 +61,7 @@ def generate_into(out: str, tenants: str, sysfs: str) -> str:
     last = record.recorded(tenants)
     exists = os.path.exists(tenants)
     if last is not None and exists and record.fingerprint(tenants, sysfs) == last[1]:
-        record.write_files(out, record.recorded_files(last[0]))
+        record.write_files(out, record.recorded_files(last[0]), sync=False)
         return "recorded"
     if not exists and last is None:
         return "nothing"  # not in generator mode: no tenants file, nothing recorded
@@ -70,7 +70,7 @@ def generate_into(out: str, tenants: str, sysfs: str) -> str:
     except Exception as e:  # any failure: the whole fallback, logged
         return _fallback(out, last[0] if last else None, _describe(e))
     try:
-        record.write_files(out, files)
+        record.write_files(out, files, sync=False)
     except OSError as e:
         _remove(out, files)
         return _fallback(out, last[0] if last else None, f"cannot write {out}: {e.strerror}")
@@ -115,14 +115,14 @@ def _fallback(out: str, last: str | None, why: str) -> str:
     from slicectl.host import placement_record as record
 
     if last is not None:
-        record.write_files(out, record.recorded_files(last))
+        record.write_files(out, record.recorded_files(last), sync=False)
         what = "wrote the last good placement instead"
     else:
         what = "no placement recorded: no tenant units written"
     message = f"{why}; {what}"
     log(message)
     try:
-        record.write_files(out, {ERROR_FILE: f"{message}\n".encode()})
+        record.write_files(out, {ERROR_FILE: f"{message}\n".encode()}, sync=False)
     except OSError:
         pass
     return "fallback" if last is not None else "nothing"

@@ -8,17 +8,17 @@ copies the recorded files without planning; when tenants.yaml is broken or no lo
 topology, it falls back to the recorded files whole, so running tenants stay pinned.
 
 Layout, under `DIR/placement/` (DIR: the folder of tenants.yaml, /etc/slicectl):
-`units-<fingerprint>-<time>/` holds the files exactly as `generate` writes them (with the manifest),
+`units-<time>/` holds the files exactly as `generate` writes them (with the manifest),
 and `current`, a symbolic link to it, is replaced atomically (rename), so a reader sees the old
 record or the new one whole, never a mix, even after a power cut.
 
 This module is on the generator's fast path: it imports only the standard library's cheapest
-modules (os, hashlib), nothing of the planner.
+module (os), nothing of the planner; the fingerprint is the material itself, compared whole,
+so no hash library is loaded.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 
 RECORD = "placement"
@@ -38,37 +38,37 @@ def record_dir(tenants: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(tenants)), RECORD)
 
 
-def fingerprint(tenants: str, sysfs: str) -> str | None:
-    """A digest of everything a placement depends on, or None when something cannot be read
-    (then the generator plans, as without a record)."""
-    digest = hashlib.sha256()
+def fingerprint(tenants: str, sysfs: str) -> bytes | None:
+    """Everything a placement depends on, as bytes (a few KiB), or None when something cannot
+    be read (then the generator plans, as without a record)."""
+    parts: list[bytes] = []
     try:
         with open(tenants, "rb") as f:
-            digest.update(f.read())
-        _topology_files(digest, sysfs)
-        _own_files(digest)
+            parts.append(f.read())
+        _topology_files(parts, sysfs)
+        _own_files(parts)
     except OSError:
         return None
-    return digest.hexdigest()
+    return b"\0".join(parts)
 
 
-def _topology_files(digest: hashlib._Hash, sysfs: str) -> None:
+def _topology_files(parts: list[bytes], sysfs: str) -> None:
     cpu = os.path.join(sysfs, _CPU)
-    digest.update(_read(os.path.join(cpu, "online")))
+    parts.append(_read(os.path.join(cpu, "online")))
     for name in _numbered(cpu, "cpu"):
         for rel in _CPU_FILES:
-            digest.update(f"{name}/{rel}=".encode() + _read(os.path.join(cpu, name, rel), b"-"))
+            parts.append(f"{name}/{rel}=".encode() + _read(os.path.join(cpu, name, rel), b"-"))
     node = os.path.join(sysfs, _NODE)
     if not os.path.isdir(node):
         return
     for name in _numbered(node, "node"):
         for rel in _NODE_FILES:
-            digest.update(f"{name}/{rel}=".encode() + _read(os.path.join(node, name, rel)))
+            parts.append(f"{name}/{rel}=".encode() + _read(os.path.join(node, name, rel)))
         meminfo = _read(os.path.join(node, name, "meminfo"))
-        digest.update(b"".join(line for line in meminfo.splitlines() if b"MemTotal" in line))
+        parts.append(b"".join(line for line in meminfo.splitlines() if b"MemTotal" in line))
 
 
-def _own_files(digest: hashlib._Hash) -> None:
+def _own_files(parts: list[bytes]) -> None:
     """slicectl's code and templates by name, size and modification time: an upgrade (or an
     edited template) plans again."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,7 +85,7 @@ def _own_files(digest: hashlib._Hash) -> None:
                     folders.append(entry.path)
             elif entry.name.endswith((".py", ".j2")):
                 st = entry.stat()
-                digest.update(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+                parts.append(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}".encode())
 
 
 def _numbered(folder: str, prefix: str) -> list[str]:
@@ -104,13 +104,13 @@ def _read(path: str, missing: bytes | None = None) -> bytes:
         return missing
 
 
-def recorded(tenants: str) -> tuple[str, str] | None:
+def recorded(tenants: str) -> tuple[str, bytes] | None:
     """(folder of the recorded unit files, their fingerprint), or None without a record."""
     current = os.path.join(record_dir(tenants), CURRENT)
     try:
-        with open(os.path.join(current, FINGERPRINT), encoding="ascii") as f:
-            return os.path.realpath(current), f.read().strip()
-    except (OSError, ValueError):
+        with open(os.path.join(current, FINGERPRINT), "rb") as f:
+            return os.path.realpath(current), f.read()
+    except OSError:
         return None
 
 
@@ -129,20 +129,23 @@ def recorded_files(folder: str) -> dict[str, bytes]:
     return files
 
 
-def write_files(root: str, files: dict[str, bytes]) -> None:
-    """Write `files` under `root` (made if missing), each whole: a temporary file renamed."""
+def write_files(root: str, files: dict[str, bytes], *, sync: bool = True) -> None:
+    """Write `files` under `root` (made if missing), each whole: a temporary file renamed,
+    flushed to disk first with `sync` (the generator's output lives on a tmpfs made anew at
+    every run: no need there)."""
     for rel, data in sorted(files.items()):
         path = os.path.join(root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.tmp{os.getpid()}"
         with open(tmp, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
 
 
-def save(tenants: str, files: dict[str, bytes], print_: str) -> str:
+def save(tenants: str, files: dict[str, bytes], print_: bytes) -> str:
     """Record `files` (a unit directory's files, the manifest included) as the last good
     placement of `tenants`, with fingerprint `print_`; the old record is removed once the new
     one is current. Returns the record's folder."""
@@ -151,9 +154,9 @@ def save(tenants: str, files: dict[str, bytes], print_: str) -> str:
 
     base = record_dir(tenants)
     os.makedirs(base, exist_ok=True)
-    folder = os.path.join(base, f"units-{print_[:16]}-{time.time_ns()}")
+    folder = os.path.join(base, f"units-{time.time_ns()}")
     staging = f"{folder}.new"
-    write_files(staging, {**files, FINGERPRINT: f"{print_}\n".encode()})
+    write_files(staging, {**files, FINGERPRINT: print_})
     os.replace(staging, folder)
     link = os.path.join(base, f".{CURRENT}.tmp{os.getpid()}")
     if os.path.lexists(link):

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, fields
 from pathlib import Path
 
 from slicectl.core.errors import SlicectlError
+from slicectl.core.frozen import frozen
 from slicectl.core.metrics import NodeCpus, NumaMetrics
 from slicectl.core.recommend import Sample
 from slicectl.core.samples import Snapshot
@@ -49,7 +50,7 @@ class RecordError(SlicectlError):
     """The sample database could not be opened, written or read."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Row:
     """One cgroup at one round; None where the kernel did not report a value."""
 

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import StrEnum
 from types import TracebackType
 from typing import Any, Final, Self
@@ -26,6 +26,7 @@ from dbus_fast.errors import AuthError, DBusFastError
 
 from slicectl.core.cpulist import from_bitmask
 from slicectl.core.errors import SystemdError
+from slicectl.core.frozen import frozen
 from slicectl.core.kinds import LiveValue
 from slicectl.core.properties import PROP_BY_DBUS, PROPERTIES
 
@@ -57,7 +58,7 @@ class Kind(StrEnum):
     STRLIST = "strlist"
 
 
-@dataclass(frozen=True)
+@frozen
 class StateSpec:
     """A read-only unit property slicectl reads (the settable ones are in the settings table)."""
 
@@ -123,7 +124,7 @@ def _unset_raw(name: str) -> Any:
     return _STATE_UNSET[STATE[name].kind]
 
 
-@dataclass(frozen=True)
+@frozen
 class UnitState:
     """The live state of one unit, as systemd reports it; `props` holds every settable
     property (settings table) by D-Bus name."""
@@ -161,7 +162,7 @@ class UnitState:
         return self.load_state != ""
 
 
-@dataclass(frozen=True)
+@frozen
 class ListedUnit:
     """One row of Manager.ListUnitsByPatterns."""
 

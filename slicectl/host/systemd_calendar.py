@@ -16,9 +16,9 @@ import shutil
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from slicectl.core.errors import Problem, SlicectlError
+from slicectl.core.frozen import frozen
 from slicectl.core.tenants import Config
 
 # Overlaps are looked for among the next elapses of each schedule: a year of daily events.
@@ -34,7 +34,7 @@ class CalendarError(SlicectlError):
     """systemd-analyze could not be run, or its output was not understood."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Elapses:
     """When one calendar expression elapses, from a base time on."""
 
@@ -113,7 +113,7 @@ def last_elapse(expression: str, now: float) -> float | None:
     return None
 
 
-@dataclass(frozen=True)
+@frozen
 class InForce:
     """The profile whose schedule elapsed last (None: the base file), and when."""
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from slicectl.core.errors import ConfigError, Problem
+from slicectl.core.frozen import frozen
 from slicectl.core.yamledit import merge_document
 from slicectl.host.atomic import write_atomically
 
 
-@dataclass(frozen=True)
+@frozen
 class TenantsFileChange:
     """What writing a mapping into a tenants file changes: its text before (None: no file)
     and after."""

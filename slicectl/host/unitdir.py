@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from slicectl import __version__
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import OutputError, shown
+from slicectl.core.frozen import frozen
 from slicectl.core.parsers import UNIT_NAME_RE
 from slicectl.core.plan import DROPIN_NAME
 from slicectl.host.atomic import write_atomically, write_many
@@ -115,7 +116,7 @@ def _edited_error(path: Path, manifest: Path, action: str) -> OutputError:
         f"--force (`slicectl generate --force`, `slicectl apply --force`) to {action} it")
 
 
-@dataclass(frozen=True)
+@frozen
 class Manifest:
     """What slicectl generated in a directory, and where it placed each tenant."""
 
@@ -165,7 +166,7 @@ def _string_map(value: object) -> dict[str, str]:
     return value
 
 
-@dataclass(frozen=True)
+@frozen
 class FileChanges:
     """What writing a set of files would do to a directory."""
 
