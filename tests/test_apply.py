@@ -157,7 +157,7 @@ async def test_write_failure_midway_restores_files_and_touches_nothing_live(
 async def test_verification_mismatch_rolls_back(
         options: ApplyOptions, fake_systemd: FakeSystemd,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import slicectl.apply.host_diff as livestate
+    import slicectl.apply.host_diff as host_diff
     import slicectl.host.cgroupfs as cgroupfs
 
     real = cgroupfs.read_cgroup_files
@@ -168,7 +168,7 @@ async def test_verification_mismatch_rolls_back(
             got["cpuset.cpus"] = "0-7\n"  # e.g. the kernel refused the new cpuset
         return got
 
-    monkeypatch.setattr(livestate, "read_cgroup_files", lying)
+    monkeypatch.setattr(host_diff, "read_cgroup_files", lying)
     with pytest.raises(ApplyError) as e:
         await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
     assert "verification failed" in e.value.message
@@ -406,7 +406,7 @@ async def test_hand_edited_unit_file_is_refused_unless_apply_force(
         capsys: pytest.CaptureFixture[str]) -> None:
     """apply writes the unit directory through the same UnitDir as generate: a file edited
     since slicectl wrote it is neither replaced nor removed, and nothing else happens, until
-    `apply --force` (issue 11, item 13)."""
+    `apply --force`."""
     import asyncio
     import json
 

@@ -1,4 +1,4 @@
-"""Garbage in cgroup files never stops status, top, record or the TUI (issue 11, item 7).
+"""Garbage in cgroup files never stops status, top, record or the TUI.
 
 A value that cannot be read is unknown (None, `null`, "-"), the slice is still listed, and
 `status --json` stays strict JSON. The trees are fake (tests/cgtree.py); the garbage is what

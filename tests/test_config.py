@@ -337,7 +337,7 @@ def test_non_utf8_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         load_tenants(str(path))
     (p,) = e.value.problems
-    # The line and column of the first byte that is not UTF-8 (issue 11).
+    # The line and column of the first byte that is not UTF-8.
     assert str(p) == f"{path}:2: is not UTF-8 text (byte 0xe9 in column 32)"
     assert p.hint == "save the file as UTF-8"
 

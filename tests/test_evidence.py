@@ -1,5 +1,5 @@
 """docs/evidence/ is complete: every experiment has its script, committed data, a plot, an e2e
-assertion and a section of the README; the share cases say what they run (issue 17).
+assertion and a section of the README; the share cases say what they run.
 
 The experiments themselves run in the testbed (tests/e2e/test_evidence.py, docs/evidence/run).
 """

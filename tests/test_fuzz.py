@@ -1,4 +1,4 @@
-"""A fuzz test of the input contract (issue 11): whatever tenants.yaml holds, `validate` and
+"""A fuzz test of the input contract: whatever tenants.yaml holds, `validate` and
 `generate` exit 0, 1 or 2; a problem in the file is reported as FILE:LINE: with a hint, never
 as an internal error; a failed generate leaves its output directory exactly as it was; a
 successful one writes units the real `systemd-analyze verify` accepts.

@@ -1,4 +1,4 @@
-"""Bounds on what any input may cost (issue 11): 1 MB of tenants.yaml, whatever its shape."""
+"""Bounds on what any input may cost: 1 MB of tenants.yaml, whatever its shape."""
 
 from __future__ import annotations
 

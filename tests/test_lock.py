@@ -1,4 +1,4 @@
-"""One writer per directory (issue 11, item 12): the lock on the folder itself, and two real
+"""One writer per directory: the lock on the folder itself, and two real
 `slicectl generate` processes into one directory."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.host import lock as dirlock
+from slicectl.host import lock
 from slicectl.host.lock import LockTimeout, holder_of, locked_dir
 from slicectl.host.unitdir import MANIFEST_NAME
 
@@ -187,13 +187,13 @@ def test_a_run_waiting_on_a_folder_that_the_holder_removes_starts_over(
     waiting = threading.Event()
     result: list[str] = []
     made: list[list[Path]] = []
-    real_make_dirs = dirlock.make_dirs
+    real_make_dirs = lock.make_dirs
 
     def make_dirs(path: Path) -> list[Path]:
         made.append(real_make_dirs(path))
         return made[-1]
 
-    monkeypatch.setattr(dirlock, "make_dirs", make_dirs)
+    monkeypatch.setattr(lock, "make_dirs", make_dirs)
 
     def second() -> None:
         with locked_dir(out, timeout=60, on_wait=lambda _holder: waiting.set()):

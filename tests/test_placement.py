@@ -78,7 +78,7 @@ def test_smt_whole_cores_epyc() -> None:
 def test_odd_count_never_shares_a_core_with_housekeeping() -> None:
     # Housekeeping takes core (0,16) and CPU 1, leaving 17 alone. A 3-CPU tenant takes one
     # whole core plus a thread of the next free core, not 17: that would put it on a
-    # physical core with the host's daemons (issue 10, seed 001). 17 and 19 stay in the pool.
+    # physical core with the host's daemons. 17 and 19 stay in the pool.
     lay = layout("version: 1\nhousekeeping: {cpus: 3}\ntenants:\n  a: {cpus: 3}\n  p: {}\n",
                  "xeon-2s-smt")
     assert lay.housekeeping == {0, 16, 1}
@@ -234,7 +234,7 @@ def test_shared_count_honours_nodes() -> None:
     assert "tenants.a.cpus" in str(e) and "node 1" in str(e)
 
 
-# --- cores of their own, and the order of placement (issue 10) ---------------------------------
+# --- cores of their own, and the order of placement ---------------------------------
 
 
 def test_spread_never_takes_the_sibling_of_a_housekeeping_cpu() -> None:
@@ -737,7 +737,7 @@ def _check_locals(cfg: Config, t: Topology, lay: Layout) -> None:
     assert not any("spans nodes" in note for note in lay.notes)
 
 
-# 150 fixed examples each: the fixed order of placement before issue 10 failed 8 of the first
+# 150 fixed examples each: a fixed order of placement failed 8 of the first
 # test's 61 feasible cases and 4 of the second's 85.
 EXHAUSTIVE = settings(max_examples=examples(150), deadline=None, derandomize=True,
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

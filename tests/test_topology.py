@@ -1,5 +1,5 @@
 """slicectl.core.topology: the model's lookups, merging nodes that list the same CPUs, and the
-`--topology FILE` export read as untrusted input (issue 11: a located message, never an
+`--topology FILE` export read as untrusted input (a located message, never an
 internal error)."""
 
 from __future__ import annotations

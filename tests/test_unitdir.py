@@ -375,7 +375,7 @@ def test_write_many_replaces_nothing_when_a_file_cannot_be_written(tmp_path: Pat
     assert [p.name for p in tmp_path.iterdir()] == ["a.conf"]  # no temporary left behind
 
 
-# --- the contract, on random states of the output directory (issue 11) -------------------------
+# --- the contract, on random states of the output directory -------------------------
 
 CONFIGS = {
     "a": "version: 1\ntenants:\n  a: {cpus: 2, services: [a.service]}\n  b: {cpus: 2}\n",

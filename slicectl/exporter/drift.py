@@ -1,6 +1,6 @@
 """Drift for the exporter: which live properties differ from tenants.yaml (an edge).
 
-The comparison is the one `slicectl plan --exit-code` makes (`livestate.host_diff`): systemd's
+The comparison is the one `slicectl plan --exit-code` makes (`slicectl.apply.host_diff`): systemd's
 live properties over D-Bus against the plan, the files slicectl owns against the rendered
 plan, and the slices that should run. D-Bus, not the cgroup files: systemd's properties are
 what `systemctl set-property` changes and what survives a daemon-reload, and only they say

@@ -11,7 +11,7 @@ is ever left behind. One run at a time per directory: `UnitDir.locked()` (slicec
 
 Why this module runs past 400 lines: the manifest, the hash checks and the transaction (write,
 keep the previous contents, undo) act on the same records and must agree on them; the lock
-stands alone and is in `dirlock`, the atomic writes in `atomic`.
+stands alone and is in `lock`, the atomic writes in `atomic`.
 """
 
 from __future__ import annotations

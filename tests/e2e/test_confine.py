@@ -1,4 +1,4 @@
-"""Confinement and protection on the real guest (issue 5, seed 001).
+"""Confinement and protection on the real guest.
 
 - A hog under cron.service is held at cron's MemoryMax.
 - (MemoryLow keeping a tenant's page cache under a page-cache hog in system.slice is

@@ -1,4 +1,4 @@
-"""The controls of issue 16 on the real guest (systemd 252, kernel 6.1): each lands in its
+"""The newer controls on the real guest (systemd 252, kernel 6.1): each lands in its
 cgroup file when applied live, IO limits hold a writer back, a fork bomb stops at TasksMax,
 and a key systemd 252 cannot take is refused before anything is written."""
 

@@ -1,4 +1,4 @@
-"""The headline numbers of docs/evidence/, on shortened runs of the same experiments (issue 17).
+"""The headline numbers of docs/evidence/, on shortened runs of the same experiments.
 
 Each test runs an experiment script of docs/evidence/ with quick=True and asserts what
 docs/evidence/README.md claims, so the claims stay true. The full runs (`docs/evidence/run`)
