@@ -101,13 +101,37 @@ async def test_rows_changed_off_screen_and_lines_scrolled_sideways(tmp_path: Pat
 
 
 async def test_polls_never_overlap(tree: MovingTree) -> None:
+    """A poll asked for while a sample is in flight (each takes 50 ms here) starts no second
+    sampling thread: at most one reads the tree at any moment."""
+    import threading
+    import time
+
+    from slicectl.core.samples import Snapshot
+
+    inside, most = 0, 0
+    lock = threading.Lock()
     async with running(monitor_settings(tree.root)) as (app, pilot):
-        app.poll_now()
-        app.poll_now()  # a sample is in flight: no second worker, one timer afterwards
+        real = app.sampler.sample
+
+        def slow_sample() -> Snapshot:
+            nonlocal inside, most
+            with lock:
+                inside += 1
+                most = max(most, inside)
+            try:
+                time.sleep(0.05)
+                return real()
+            finally:
+                with lock:
+                    inside -= 1
+
+        app.sampler.sample = slow_sample  # type: ignore[method-assign]
         start = app.samples
+        for _ in range(20):
+            app.poll_now()
+            await pilot.pause(0.01)
         await wait_for(pilot, lambda: app.samples >= start + 3)
-        sample_workers = [w for w in app.workers if w.group == "sample" and w.is_running]
-        assert len(sample_workers) <= 1
+    assert most == 1
 
 
 async def test_sorting_keys(tree: MovingTree) -> None:
