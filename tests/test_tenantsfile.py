@@ -185,3 +185,20 @@ async def test_plan_contents_and_templates(tmp_path: Path, dbus_daemon: str,
     contents = (await asyncio.to_thread(plan, "--contents", "--templates", str(templates)))[
         "changes"]["files"]["contents"]
     assert contents["tenants-db1.slice"]["after"].startswith("# site template\n")
+
+
+def test_cli_write_check_shows_the_diff_and_changes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "tenants.yaml"
+    before = "version: 1\ntenants:\n  web:\n    cpu_weight: 100  # keep this comment\n"
+    path.write_text(before)
+    source = tmp_path / "doc.yaml"
+    source.write_text("version: 1\ntenants: {web: {cpu_weight: 200}}\n")
+    assert main(["write", str(path), "--from", str(source), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"{path}: would write 4 line(s) (comments kept)"
+    assert f"--- {path}\n+++ {path} (new)\n" in out
+    assert "-    cpu_weight: 100  # keep this comment\n" in out
+    assert "+    cpu_weight: 200  # keep this comment\n" in out
+    assert path.read_text() == before
+

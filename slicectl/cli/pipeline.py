@@ -237,6 +237,8 @@ def cmd_write(args: Namespace) -> int:
         verb = "would write" if args.check else "wrote"
         state = "new file" if change.before is None else "comments kept"
         print(f"{args.tenants}: {verb} {len(change.after.splitlines())} line(s) ({state})")
+        if args.check:
+            print(change.diff(), end="")
     return EXIT_OK
 
 

@@ -36,6 +36,15 @@ class TenantsFileChange:
         return {"path": self.path, "changed": self.changed, "before": self.before,
                 "after": self.after}
 
+    def diff(self) -> str:
+        """The change as a unified diff (empty when nothing changes)."""
+        import difflib
+
+        return "".join(difflib.unified_diff(
+            (self.before or "").splitlines(keepends=True), self.after.splitlines(keepends=True),
+            fromfile=self.path if self.before is not None else "/dev/null",
+            tofile=f"{self.path} (new)"))
+
 
 def read_mapping(source: str) -> Mapping[str, Any]:
     """The mapping in FILE (JSON or YAML; `-`: standard input)."""
