@@ -574,3 +574,15 @@ def test_force_color_draws_in_colour_when_piped(capsys: pytest.CaptureFixture[st
                        str(TOPOLOGIES / "nehalem-ex-4node.json"))
     assert code == 0
     assert "\x1b[" in out
+
+
+def test_generate_for_another_host_names_its_paths(tmp_path: Path) -> None:
+    """The schedule's service runs the target host's slicectl on its tenants.yaml, not the
+    paths of the machine that generated the units."""
+    out = tmp_path / "out"
+    assert main(["generate", "tests/cases/schedule.yaml", "--topology", XEON, "--out",
+                 str(out), "--target-slicectl", "/usr/local/bin/slicectl",
+                 "--target-tenants", "/etc/slicectl/tenants.yaml"]) == 0
+    service = (out / "slicectl-profile@.service").read_text()
+    assert ("ExecStart=/usr/local/bin/slicectl apply /etc/slicectl/tenants.yaml --profile %i "
+            "--if-in-force --yes\n") in service

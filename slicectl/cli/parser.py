@@ -196,6 +196,12 @@ def generate(p: Parser) -> None:
     p.add_argument("--out", metavar="DIR", required=True, type=directory,
                    help="directory laid out like /etc/systemd/system")
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
+    p.add_argument("--target-slicectl", metavar="PATH",
+                   help="the slicectl the schedule's timers run on the target host (default: "
+                   "this slicectl)")
+    p.add_argument("--target-tenants", metavar="PATH",
+                   help="where tenants.yaml lives on the target host, for the schedule's "
+                   "timers (default: TENANTS's absolute path here)")
     _force(p)
     _lock_timeout(p, "DIR")
 

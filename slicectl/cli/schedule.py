@@ -82,16 +82,21 @@ def schedule_json(config: Config) -> dict[str, object]:
 
 
 def schedule_command(args: Namespace) -> ScheduleCommand:
-    """How the schedule's timers run slicectl on the host: this slicectl (the installed
-    console script when that is what runs, else this interpreter with -m slicectl) on the
-    tenants file by its absolute path."""
+    """How the schedule's timers run slicectl on the host: `--target-slicectl` and
+    `--target-tenants` when given (generate, for another host), else this slicectl (the
+    installed console script when that is what runs, else this interpreter with -m slicectl)
+    on the tenants file by its absolute path."""
     import os
 
     from slicectl.core.plan import ScheduleCommand
 
+    tenants = getattr(args, "target_tenants", None) or os.path.abspath(args.tenants)
+    target = getattr(args, "target_slicectl", None)
+    if target:
+        return ScheduleCommand((target,), tenants)
     script = sys.argv[0]
     if os.path.basename(script) == "slicectl" and os.path.isfile(script):
         executable: tuple[str, ...] = (os.path.abspath(script),)
     else:
         executable = (sys.executable, "-m", "slicectl")
-    return ScheduleCommand(executable, os.path.abspath(args.tenants))
+    return ScheduleCommand(executable, tenants)
