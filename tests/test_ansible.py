@@ -423,6 +423,116 @@ async def test_playbook_check_diff_then_apply_then_ok(collections: Path, host: H
     assert recap(await play())["changed"] == 0
 
 
+
+# --- the role in generator mode (slicectl_mode: generator) -------------------------------------
+
+
+@dataclass
+class GeneratorHost:
+    """A host for the role in generator mode: the fake systemd's host, and a `slicectl` whose
+    `generator enable` links a stand-in for the generator (the role looks for the link) and
+    does what the generator and enable do for plan: the units in force, running cgroups
+    matching (here an apply into the unit dir). It logs every `generator` call."""
+
+    host: Host
+    playbook: Path
+
+    @property
+    def link(self) -> Path:
+        return self.host.root / "system-generators" / "slicectl-generator"
+
+    @property
+    def tenants(self) -> Path:
+        return self.host.root / "etc" / "slicectl" / "tenants.yaml"
+
+    @property
+    def calls(self) -> list[str]:
+        log = self.host.root / "generator.log"
+        return log.read_text().splitlines() if log.exists() else []
+
+    async def play(self, collections: Path, *flags: str) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            str(BIN / "ansible-playbook"), "-c", "local", "-i", "localhost,", "-e",
+            f"ansible_python_interpreter={sys.executable}", str(self.playbook), *flags,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=module_env(collections))
+        out = (await proc.communicate())[0].decode()
+        assert proc.returncode == 0, out
+        return out
+
+
+@pytest.fixture
+def generator_host(host: Host) -> GeneratorHost:
+    root, slicectl = host.root, f"{sys.executable} -m slicectl"
+    where = (f"--unit-dir {host.unit_dir} --cgroup-root {host.cgroup_root} --bus '{host.bus}' "
+             f"--topology {TOPOLOGY}")
+    wrapper = root / "fake-slicectl"
+    wrapper.write_text(f"""#!/bin/sh
+verb=$1; shift
+case $verb in
+  topology) exec {slicectl} topology "$@" --sysfs {SYSFS / "cpuless-memory-node"} ;;
+  plan) exec {slicectl} plan "$@" {where} ;;
+  apply) exec {slicectl} apply "$@" {where} --control-dir {root}/control ;;
+  generator) echo "generator $*" >> {root}/generator.log
+    [ "$1" = enable ] || exit 1
+    mkdir -p {root}/system-generators && ln -s /bin/true {root}/system-generators/slicectl-generator
+    exec {slicectl} apply "$2" --yes --json {where} --control-dir {root}/control >/dev/null ;;
+  *) exec {slicectl} "$verb" "$@" ;;
+esac
+""")
+    wrapper.chmod(0o755)
+    role_vars = {
+        "slicectl_mode": "generator", "slicectl_install": False,
+        "slicectl_executable": str(wrapper),
+        "slicectl_tenants_path": str(root / "etc" / "slicectl" / "tenants.yaml"),
+        "slicectl_generator_link": str(root / "system-generators" / "slicectl-generator"),
+        "slicectl_housekeeping": CONFIG["housekeeping"], "slicectl_tenants": CONFIG["tenants"],
+    }
+    playbook = root / "site.yml"
+    playbook.write_text(f"""- hosts: localhost
+  gather_facts: false
+  vars: {json.dumps(role_vars)}
+  roles: [slicectl.fleet.host]
+""")
+    return GeneratorHost(host, playbook)
+
+
+@pytest.mark.external
+async def test_role_generator_mode_enables_once_then_reports_no_change(
+        collections: Path, generator_host: GeneratorHost) -> None:
+    host = generator_host
+    first = await host.play(collections)
+    assert recap(first)["changed"] == 2, first  # the tenants file written, the generator enabled
+    assert host.calls == [f"generator enable {host.tenants}"]
+    assert host.link.is_symlink() and "cpu_weight: 80" in host.tenants.read_text()
+    assert (host.host.cgroup_root / "tenants.slice/tenants-db1.slice/cpu.weight").read_text() \
+        .strip() == "300"
+    files, cgroups = snapshot(host.host.unit_dir), snapshot(host.host.cgroup_root)
+    second = await host.play(collections)
+    assert recap(second)["changed"] == 0, second
+    assert host.calls == [f"generator enable {host.tenants}"]
+    assert snapshot(host.host.unit_dir) == files and snapshot(host.host.cgroup_root) == cgroups
+    # A change afterwards is applied (through the generator), without enabling again.
+    tenants = {**CONFIG["tenants"], "web": {"cpu_weight": 90}}
+    third = await host.play(collections, "-e", json.dumps({"slicectl_tenants": tenants}))
+    assert recap(third)["changed"] == 1, third
+    assert host.calls == [f"generator enable {host.tenants}"]
+    assert "cpu_weight: 90" in host.tenants.read_text()
+
+
+@pytest.mark.external
+async def test_role_generator_mode_check_changes_nothing(
+        collections: Path, generator_host: GeneratorHost, fake_systemd: FakeSystemd) -> None:
+    host = generator_host
+    calls = len(fake_systemd.calls)
+    checked = await host.play(collections, "--check")
+    assert recap(checked)["changed"] == 2, checked  # would write the file, would enable
+    assert "Would not run command" not in checked
+    assert host.calls == [] and not host.link.exists() and not host.tenants.exists()
+    assert snapshot(host.host.unit_dir) == {}
+    changing = {"SetUnitProperties", "StartUnit", "StopUnit", "Reload"}
+    assert not changing & {m for m, _ in fake_systemd.calls[calls:]}
+
+
 # --- the collection as a package ---------------------------------------------------------------
 
 
