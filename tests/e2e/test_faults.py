@@ -158,6 +158,26 @@ def test_daemon_reexec_during_apply_ends_in_success_or_exact_rollback(
                              "files_lost": 0})
 
 
+def test_two_applies_and_a_generate_started_together_are_serialized(
+        slicectl: Run, configs: tuple[Path, Path]) -> None:
+    """One lock for every writer of /etc/systemd/system: each run waits for the one before it,
+    and the last one's state is the host's, consistent."""
+    a, b = configs
+    converged(slicectl, a)
+    runs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for cmd in (["slicectl", "apply", str(b), "--yes"],
+                        ["slicectl", "generate", str(b), "--out", str(ETC)],
+                        ["slicectl", "apply", str(b), "--yes"])]
+    outputs = [p.communicate(timeout=guest.HANG) for p in runs]
+    for p, (out, err) in zip(runs, outputs, strict=True):
+        assert p.returncode == 0, out + err
+    assert any("waiting for" in err or "in use by" in err for _, err in outputs)
+    plan = slicectl("plan", str(b), "--exit-code")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert temporary_files() == []
+    record("concurrent writers", {"runs": 3, "converged": 3, "files_lost": 0})
+
+
 def _live(tenants: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for t in tenants:
