@@ -586,3 +586,100 @@ def test_generate_for_another_host_names_its_paths(tmp_path: Path) -> None:
     service = (out / "slicectl-profile@.service").read_text()
     assert ("ExecStart=/usr/local/bin/slicectl apply /etc/slicectl/tenants.yaml --profile %i "
             "--if-in-force --yes\n") in service
+
+
+# --- balance (observe-only) -----------------------------------------------------------------
+
+BALANCE_YAML = """\
+version: 1
+balance: {interval: 100ms, window: 300ms, cooldown: 1s}
+tenants:
+  web: {cpus: 4, cpus_min: 2, cpus_max: 8, nodes: [0]}
+  batch: {cpus: 4, cpus_min: 2, nodes: [0]}
+  db: {cpus: 4, nodes: [1]}
+"""
+
+
+def test_balance_without_dry_run_is_a_usage_error(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text(BALANCE_YAML)
+    code, out, err = run(capsys, "balance", str(tenants), "--topology", XEON,
+                         "--cgroup-root", str(tmp_path))
+    assert code == 2 and out == ""
+    assert "acting on the balancer's decisions is not available yet" in err
+    assert "--dry-run" in err
+
+
+def balance_host(tmp_path: Path, web_cores: float) -> tuple[Path, Any, Any]:
+    """tenants.yaml and a moving cgroup tree of its plan on xeon-2s-smt (web 2,3,18,19 and
+    batch 0,1,16,17 on node 0, db on node 1): web busy on `web_cores`, batch idle, db busy;
+    and a sleep that runs the load while the balancer waits."""
+    import time
+
+    from cgtree import Motion, MovingTree
+
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text(BALANCE_YAML)
+    tree = MovingTree(tmp_path / "cg", cpus="0-31")
+    tree.add("tenants.slice")
+    tree.add("tenants.slice/tenants-web.slice",
+             Motion(cpu_cores=web_cores, psi_some={"cpu": 30.0 if web_cores >= 4 else 0.0}),
+             cpus="2-3,18-19", mems="0")
+    tree.add("tenants.slice/tenants-batch.slice", Motion(cpu_cores=0.2), cpus="0-1,16-17",
+             mems="0")
+    tree.add("tenants.slice/tenants-db.slice", Motion(cpu_cores=4.0), cpus="8-9,24-25",
+             mems="1")
+
+    def sleep(seconds: float) -> None:
+        tree.advance(seconds)
+        time.sleep(seconds)
+
+    return tenants, tree, sleep
+
+
+def test_balance_dry_run_once_prints_the_move_and_changes_nothing(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from slicectl.cli.balance import cmd_balance
+    from slicectl.host import systemd
+
+    def no_dbus(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("balance --dry-run talked to systemd")
+
+    monkeypatch.setattr(systemd.Systemd, "__init__", no_dbus)
+    tenants, tree, sleep = balance_host(tmp_path, web_cores=4.0)
+    units = tmp_path / "units"
+    args = build_parser().parse_args([
+        "balance", str(tenants), "--once", "--dry-run", "--json", "--topology", XEON,
+        "--cgroup-root", str(tree.root), "--unit-dir", str(units)])
+    started = time.monotonic()
+    assert cmd_balance(args, sleep=sleep) == 0
+    assert time.monotonic() - started >= 0.3  # one window of samples
+    (line,) = capsys.readouterr().out.splitlines()  # --once: one decision
+    report = json.loads(line)
+    assert report["format"] == "slicectl-balance/1" and report["dry_run"] is True
+    (move,) = report["moves"]
+    assert (move["from"], move["to"], move["cpus"], move["node"]) == ("batch", "web", "1,17", 0)
+    assert "web starved for 0.3s" in move["reason"] and "batch idle" in move["reason"]
+    # Nothing written: no unit directory, every cgroup file as the fake tree last wrote it.
+    assert not units.exists()
+    for path, cg in tree.cgroups.items():
+        for name, text in cg.files().items():
+            assert (tree.root / path / name).read_text() == text, f"{path}/{name} changed"
+
+
+def test_balance_dry_run_once_says_when_nothing_moves(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    from slicectl.cli.balance import cmd_balance
+
+    tenants, tree, sleep = balance_host(tmp_path, web_cores=2.0)  # 50%: neither starved
+    args = build_parser().parse_args([
+        "balance", str(tenants), "--once", "--dry-run", "--topology", XEON,
+        "--cgroup-root", str(tree.root), "--unit-dir", str(tmp_path / "units")])
+    assert cmd_balance(args, sleep=sleep) == 0
+    out, err = capsys.readouterr()
+    assert out == "no move: no elastic tenant starved and a neighbour idle over the last 0.3s\n"
+    assert "dry run: sampling every 0.1s" in err

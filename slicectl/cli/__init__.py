@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 from slicectl.cli.advise import cmd_lint, cmd_recommend
+from slicectl.cli.balance import cmd_balance
 from slicectl.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from slicectl.cli.completion import cmd_completion
 from slicectl.cli.exporter import cmd_exporter
@@ -42,7 +43,7 @@ COMMANDS: dict[str, Callable[[Namespace], int]] = {
     "generate": cmd_generate, "apply": cmd_apply, "status": cmd_status, "top": cmd_top,
     "lint": cmd_lint, "record": cmd_record, "recommend": cmd_recommend, "tui": cmd_tui,
     "completion": cmd_completion, "write": cmd_write, "exporter": cmd_exporter,
-    "generator": cmd_generator,
+    "generator": cmd_generator, "balance": cmd_balance,
 }
 
 

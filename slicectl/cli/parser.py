@@ -285,6 +285,30 @@ def top(p: Parser) -> None:
     _node_map(p)
 
 
+def balance(p: Parser) -> None:
+    _tenants(p)
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the moves the balancer would make; move nothing (required in "
+                   "this release)")
+    p.add_argument("--once", action="store_true",
+                   help="sample for one balance.window, decide once and exit")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object per decision with its moves")
+    p.add_argument("--interval", metavar="S", type=positive("seconds"), default=None,
+                   help="seconds between samples and decisions (default: balance.interval "
+                   "of TENANTS)")
+    _cgroup_root(p)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--topology", metavar="FILE",
+                   help="topology JSON from `slicectl topology --json` instead of this host's")
+    g.add_argument("--sysfs", metavar="ROOT", help="sysfs root to read the topology from "
+                   f"(default: {defaults.SYSFS})")
+    _proc_root(p)
+    p.add_argument("--unit-dir", metavar="DIR", default=None,
+                   help="unit directory whose manifest says where apply placed the tenants "
+                   f"(default: {defaults.UNIT_DIR}; only read)")
+
+
 def exporter(p: Parser) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--listen", metavar="ADDR:PORT", default=defaults.EXPORTER_LISTEN,
@@ -353,6 +377,7 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
     "status": ("per-slice CPU, memory and pressure, two samples ~1 s apart", status),
     "top": ("live per-slice load with limits, pressure and throttling", top),
     "exporter": ("serve every slice's metrics to Prometheus (or write a textfile)", exporter),
+    "balance": ("show the whole-core moves the balancer would make (--dry-run)", balance),
     "completion": ("print a shell completion script (bash, zsh, fish)", completion),
     "generator": ("place tenants at every boot and daemon-reload (enable), or not (disable)",
                   generator),
@@ -403,6 +428,10 @@ DOCS: dict[str, tuple[str, str]] = {
     "exporter": ("Serve every slice's counters and limits to Prometheus on /metrics, or write "
                  "them for node_exporter's textfile collector.",
                  "slicectl exporter --listen :19116 --tenants /etc/slicectl/tenants.yaml"),
+    "balance": ("Sample the elastic tenants' slices every balance.interval and print each "
+                "move of a whole core the balancer would make, with its reason and figures "
+                "(docs/balance.md). Only --dry-run exists: nothing is moved.",
+                "slicectl balance tenants.yaml --dry-run --once"),
     "completion": ("Print a shell completion script for bash, zsh or fish.",
                    "source <(slicectl completion bash)"),
     "generator": ("enable: let systemd's generator place the tenants at every boot and "

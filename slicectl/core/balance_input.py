@@ -1,0 +1,94 @@
+"""What the balancer's decision (slicectl.core.balance) is given, built from a plan's layout
+and the slices' metrics; and its moves as JSON. Pure: the front end samples and passes them in.
+
+A tenant's reading is its slice's CPU use over the last two samples as a share of the CPUs the
+layout gives it (100% = all of them busy), and its cpu.pressure `some avg10`. A sample pair
+without a rate (the first, or the slice recreated in between) gives no reading: the gap it
+leaves is the decision's to judge (a window not covered moves nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from slicectl.core.balance import Elastic, Move, Reading, fixed_cpus
+from slicectl.core.cpulist import format_cpulist
+from slicectl.core.metrics import SliceMetrics
+from slicectl.core.placement import Layout
+from slicectl.core.tenants import BalancePolicy, Config
+
+History = Mapping[str, tuple[Reading, ...]]
+_US = 1_000_000
+
+
+def tenant_unit(config: Config, tenant: str) -> str:
+    """The slice unit of `tenant` (its cgroup directory's name)."""
+    return f"{config.slice}-{tenant}.slice"
+
+
+def readings(config: Config, layout: Layout, metrics: Iterable[SliceMetrics], time: float
+             ) -> dict[str, Reading]:
+    """tenant -> its reading at `time` (seconds, the later sample's) for every elastic tenant
+    whose slice has a CPU rate in `metrics`."""
+    units = {tenant_unit(config, t.name): t.name for t in config.tenants if t.elastic}
+    parent = f"/{config.slice}.slice/"
+    out: dict[str, Reading] = {}
+    for m in metrics:
+        name = units.get(m.unit)
+        if name is None or m.cpu_cores is None or not m.cgroup.startswith(parent):
+            continue
+        held = len(layout.of(name).cpus)
+        if not held:
+            continue
+        pressure = m.cpu_pressure.some.avg10 if m.cpu_pressure is not None else None
+        out[name] = Reading(time, m.cpu_cores / held * 100, pressure)
+    return out
+
+
+def remember(history: History, new: Mapping[str, Reading], now: float,
+             policy: BalancePolicy) -> dict[str, tuple[Reading, ...]]:
+    """`history` with the `new` readings added, keeping only what a decision at `now` or
+    later may still look at (one window and one interval back)."""
+    keep_from = now - (policy.window + policy.interval) / _US
+    out: dict[str, tuple[Reading, ...]] = {}
+    for name in sorted(set(history) | set(new)):
+        kept = [r for r in history.get(name, ()) if r.time >= keep_from]
+        if name in new:
+            kept.append(new[name])
+        out[name] = tuple(kept)
+    return out
+
+
+def elastic_tenants(config: Config, layout: Layout, history: History,
+                    last_moves: Mapping[str, float] | None = None) -> list[Elastic]:
+    """The elastic tenants of `config` as decide() takes them: the nodes and CPUs `layout`
+    gives them, their floor and ceiling, their readings and when a core last moved."""
+    last_moves = last_moves or {}
+    out = []
+    for t in config.tenants:
+        if not t.elastic:
+            continue
+        placed = layout.of(t.name)
+        floor, ceiling = t.size_range()
+        out.append(Elastic(t.name, frozenset(placed.cpu_nodes), placed.cpus, floor, ceiling,
+                           history.get(t.name, ()), last_moves.get(t.name)))
+    return out
+
+
+def untouchable(config: Config, layout: Layout) -> tuple[frozenset[int], frozenset[int]]:
+    """(housekeeping, fixed tenants') CPUs: decide()'s CPUs that never move."""
+    return layout.housekeeping, fixed_cpus(config, layout)
+
+
+def move_json(move: Move) -> dict[str, Any]:
+    """One move as `slicectl balance --json` prints it."""
+    return {"from": move.donor, "to": move.receiver, "cpus": format_cpulist(move.cpus),
+            "node": move.node, "reason": move.reason}
+
+
+def move_line(move: Move, dry_run: bool = True) -> str:
+    """One move as `slicectl balance` prints it, on one line."""
+    verb = "would move" if dry_run else "move"
+    return (f"{verb} core {format_cpulist(move.cpus)} (node {move.node}) from {move.donor} "
+            f"to {move.receiver}: {move.reason}")
