@@ -92,7 +92,7 @@ async def diff_plan(plan: Plan, files: dict[str, str], options: ApplyOptions) ->
     from slicectl.host.systemd import Systemd
 
     async with await Systemd.connect(options.bus_address) as sd:
-        return (await host_diff(sd, plan, files, options.unit_dir, options.cgroup_root,
+        return (await host_diff(sd, plan, files, UnitDir(options.unit_dir), options.cgroup_root,
                                 force=options.force))[0]
 
 

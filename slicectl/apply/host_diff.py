@@ -177,12 +177,10 @@ async def _stopped_timers(sd: Systemd, plan: Plan) -> list[str]:
 
 
 async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str],
-                    unit_dir: Path | UnitDir, cgroup_root: Path, *, force: bool = False
+                    units: UnitDir, cgroup_root: Path, *, force: bool = False
                     ) -> tuple[Diff, dict[str, UnitState]]:
     """What applying `plan` would change: files, live properties, units to start and stop.
-    Raises if a file slicectl would replace or remove was edited by hand, unless `force`.
-    `unit_dir`: a UnitDir whose manifest the caller has read already, or its folder."""
-    units = unit_dir if isinstance(unit_dir, UnitDir) else UnitDir(unit_dir)
+    Raises if a file slicectl would replace or remove was edited by hand, unless `force`."""
     diff = Diff(files=units.diff(files, force=force))
     notes: list[str] = []
     diff.props, diff.start, states = await live_diff(sd, plan, units.root, notes)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from slicectl.apply.host_diff import host_diff, managed_units, unit_of
 from slicectl.core.errors import SlicectlError
 from slicectl.core.live_values import desired
+from slicectl.host.unitdir import UnitDir
 
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
@@ -113,8 +114,8 @@ class DriftWatch:
             if self._sd is None:
                 self._sd = await Systemd.connect(self.options.bus_address)
             diff, states = await host_diff(self._sd, placed.plan, placed.files,
-                                           self.options.unit_dir, self.options.cgroup_root,
-                                           force=True)
+                                           UnitDir(self.options.unit_dir),
+                                           self.options.cgroup_root, force=True)
         except (SlicectlError, OSError, EOFError):
             await self._disconnect()  # ask again over a new connection next time
             raise
