@@ -535,3 +535,68 @@ def test_generate_is_all_or_nothing_and_never_writes_someone_elses_file(
                     or generated_path(rel) or generated_path(rel + "/50-slicectl.conf"))
             if not ours:
                 assert after.get(key) == value, f"{key} was changed"
+
+
+CHANGED = {
+    "tenants.slice": FILES["tenants.slice"],
+    "tenants-a.slice": "[Unit]\nDescription=a, changed\n",
+    "tenants-a.slice.d/50-slicectl.conf": "[Slice]\nAllowedCPUs=4-7\n",
+    "tenants-b.slice": "[Unit]\nDescription=b\n",
+    "tenants-b.slice.d/50-slicectl.conf": "[Slice]\nAllowedCPUs=0-3\n",
+}
+
+
+def _write_then_die_after(root: Path, files: dict[str, str], renames: int) -> None:
+    """Run UnitDir.write in a child process that dies (os._exit: no rollback, no cleanup, as
+    under SIGKILL or a power cut) right after its `renames`-th os.replace."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        done = 0
+        real_replace = os.replace
+
+        def replace(src: str, dst: str) -> None:
+            nonlocal done
+            if done == renames:
+                os._exit(0)
+            real_replace(src, dst)
+            done += 1
+
+        os.replace = replace  # type: ignore[assignment]
+        try:
+            UnitDir(root).write(files, Manifest(source="t.yaml"))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+@pytest.mark.parametrize("renames", range(8))
+def test_a_write_cut_short_anywhere_leaves_files_the_next_write_owns(
+        tmp_path: Path, renames: int) -> None:
+    """Killed after any number of its renames (the intent manifest, the files, the final
+    manifest), a write leaves each file in its old or new version, all of them named
+    slicectl's by the manifest: the next write, back to the old files or on to the new ones,
+    proceeds without --force and leaves no temporary file or pending entry behind."""
+    root = tmp_path / "out"
+    UnitDir(root).write(FILES, Manifest(source="t.yaml"))
+    (root / "foreign.service").write_text("[Service]\nExecStart=/bin/true\n")
+    _write_then_die_after(root, CHANGED, renames)
+    for rel in set(FILES) | set(CHANGED):
+        current = (root / rel).read_text() if (root / rel).exists() else None
+        assert current in (FILES.get(rel), CHANGED.get(rel)), rel
+    for target in (FILES, CHANGED):
+        UnitDir(root).diff(target)  # raises if a file were not slicectl's to replace
+    UnitDir(root).write(FILES, Manifest(source="t.yaml"))
+    assert {rel: p.read_text() for rel in FILES if (p := root / rel).exists()} == FILES
+    assert not (root / "tenants-b.slice").exists()
+    assert "pending" not in json.loads((root / MANIFEST_NAME).read_text())
+    assert list(root.rglob("*.slicectl-tmp")) == []
+    assert (root / "foreign.service").read_text() == "[Service]\nExecStart=/bin/true\n"
+
+
+def test_pending_manifest_entries_do_not_make_a_hand_edit_ours(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    UnitDir(root).write(FILES, Manifest(source="t.yaml"))
+    _write_then_die_after(root, CHANGED, 1)  # only the intent manifest written
+    (root / "tenants-a.slice").write_text("[Unit]\nDescription=edited by hand\n")
+    with pytest.raises(OutputError, match="tenants-a.slice"):
+        UnitDir(root).write(FILES, Manifest(source="t.yaml"))

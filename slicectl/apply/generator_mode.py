@@ -167,7 +167,7 @@ def _install_tenants(paths: GeneratorPaths, source: str, undo: _Undo) -> None:
 def _take_over(paths: GeneratorPaths, units: UnitDir, undo: _Undo) -> None:
     """The files a files-mode apply wrote, moved under files-mode/ (disable restores them):
     a unit in /etc/systemd/system would win over the generator's."""
-    listed = units.manifest().files
+    listed = units.manifest().paths
     if not listed:
         return
     keep = {rel: (units.root / rel).read_bytes() for rel in listed

@@ -215,7 +215,7 @@ async def _removed_slices(sd: Systemd, plan: Plan, units: UnitDir,
     """Tenant slices and timers slicectl generated before but no longer plans: stop them
     (a slice only if it is empty)."""
     planned = {u.unit for u in plan.units}
-    old = {rel for rel in units.manifest().files if rel.endswith((".slice", ".timer"))}
+    old = {rel for rel in units.manifest().paths if rel.endswith((".slice", ".timer"))}
     stop: list[str] = []
     notes: list[str] = []
     for unit in sorted(old - planned):

@@ -21,7 +21,7 @@ import json
 import os
 import stat
 from collections.abc import Callable, Collection, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -123,15 +123,31 @@ class Manifest:
     files: Mapping[str, str] = field(default_factory=dict)  # relative path → sha256
     placements: Mapping[str, frozenset[int]] = field(default_factory=dict)
     source: str = ""
+    # While a write is under way: the digest each changing file will have once it is done.
+    # A write that stopped half-way (a kill, a power cut) leaves each file old or new, and
+    # this says both are slicectl's; the write's last step drops it.
+    pending: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "format": MANIFEST_FORMAT,
             "generator": f"slicectl {__version__}",
             "source": shown(self.source),  # any file name, as UTF-8 text on one line
             "files": dict(sorted(self.files.items())),
             "placements": {k: format_cpulist(v) for k, v in sorted(self.placements.items())},
         }
+        if self.pending:
+            data["pending"] = dict(sorted(self.pending.items()))
+        return data
+
+    @property
+    def paths(self) -> frozenset[str]:
+        """Every file slicectl may have left in the directory (pending ones included)."""
+        return frozenset(self.files) | frozenset(self.pending)
+
+    def ours(self, rel: str, digest: str) -> bool:
+        """True if a file `rel` whose content has `digest` is as slicectl left it."""
+        return digest in (self.files.get(rel), self.pending.get(rel))
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
@@ -152,7 +168,8 @@ class Manifest:
             return cls(files=_string_map(data.get("files", {})),
                        placements={k: parse_cpulist(v)
                                    for k, v in _string_map(data.get("placements", {})).items()},
-                       source=str(data.get("source", "")))
+                       source=str(data.get("source", "")),
+                       pending=_string_map(data.get("pending", {})))
         except (TypeError, ValueError) as e:
             raise OutputError(f"{shown(path)}: malformed slicectl manifest: {e}",
                               "remove it and the files slicectl generated, then run again"
@@ -293,7 +310,8 @@ class UnitDir:
         it could not have, which are forgotten; without `force` such an entry is an error."""
         listed: dict[str, str] = {}
         forgotten: list[str] = []
-        for rel, digest in sorted(self.manifest().files.items()):
+        manifest = self.manifest()
+        for rel, digest in sorted({**manifest.pending, **manifest.files}.items()):
             if generated_path(rel):
                 listed[rel] = digest
             elif force:
@@ -324,7 +342,7 @@ class UnitDir:
             )
         if current == new:
             return "unchanged"
-        if sha256(current) != recorded and not force:
+        if not self.manifest().ours(rel, sha256(current)) and not force:
             raise _edited_error(path, self.manifest_path, "replace")
         return "updated"
 
@@ -335,7 +353,7 @@ class UnitDir:
         current = read_regular(path)
         if current is None:
             return False
-        if sha256(current) != recorded and not force:
+        if not self.manifest().ours(rel, sha256(current)) and not force:
             raise _edited_error(path, self.manifest_path, "remove")
         return True
 
@@ -365,6 +383,9 @@ class UnitDir:
         journal = Journal(self.root)
         try:
             journal.made_dirs.extend(make_dirs(self.root))
+            self._remove_stale_temporaries(files, changes)
+            if changes.created or changes.updated:
+                self._write_intent(files, changes, journal)
             self._write_files(files, changes, journal)
             self._remove_files(changes, journal)
             self._write_manifest(files, manifest, journal)
@@ -407,17 +428,48 @@ class UnitDir:
             if path.parent != self.root and not any(path.parent.iterdir()):
                 path.parent.rmdir()
 
-    def _write_manifest(self, files: Mapping[str, str], manifest: Manifest,
-                        journal: Journal) -> None:
-        """Write the manifest if it would change (a stale entry for a file someone removed
-        is dropped too)."""
-        self._manifest = None  # read again after a write (or its rollback)
-        text = manifest_text(files, manifest)
+    def _write_intent(self, files: Mapping[str, str], changes: FileChanges,
+                      journal: Journal) -> None:
+        """Before any file changes, record in the manifest the digests the created and updated
+        files will have (`pending`): whatever moment the write stops at, every file is one the
+        manifest names as slicectl's, and the next run replaces or removes it."""
+        old = self.manifest()
+        pending = {rel: sha256(files[rel].encode())
+                   for rel in (*changes.created, *changes.updated)}
+        self._manifest = None
+        self._replace_manifest(json_bytes(Manifest(
+            files=old.files, placements=old.placements, source=old.source,
+            pending=pending).to_json()), journal)
+
+    def _remove_stale_temporaries(self, files: Mapping[str, str],
+                                  changes: FileChanges) -> None:
+        """Remove the temporary files a write cut short by a power cut left (slicectl.host.atomic
+        names them `.NAME.RANDOM.slicectl-tmp`, beside the file they were to replace)."""
+        needed = {self._target(rel).parent for rel in files}
+        folders = needed | {self._target(rel).parent
+                            for rel in (*self.manifest().paths, *changes.removed)
+                            if generated_path(rel)}
+        for folder in folders:
+            stale = list(folder.glob(".*.slicectl-tmp"))
+            for path in stale:
+                path.unlink(missing_ok=True)
+            if stale and folder not in needed and folder != self.root:
+                with suppress(OSError):  # not empty: someone else's file is there
+                    folder.rmdir()
+
+    def _replace_manifest(self, text: bytes, journal: Journal) -> None:
         journal.made_dirs.extend(make_dirs(self.manifest_path.parent))
         old = read_regular(self.manifest_path)
         if old != text:
             journal.previous.append((self.manifest_path, old))
             _write_atomic(self.manifest_path, text)
+
+    def _write_manifest(self, files: Mapping[str, str], manifest: Manifest,
+                        journal: Journal) -> None:
+        """Write the manifest if it would change (a stale entry for a file someone removed
+        is dropped too)."""
+        self._manifest = None  # read again after a write (or its rollback)
+        self._replace_manifest(manifest_text(files, manifest), journal)
 
 
 def manifest_text(files: Mapping[str, str], manifest: Manifest) -> bytes:
@@ -425,4 +477,8 @@ def manifest_text(files: Mapping[str, str], manifest: Manifest) -> bytes:
     placements and source."""
     full = Manifest(files={rel: sha256(files[rel].encode()) for rel in files},
                     placements=manifest.placements, source=manifest.source)
-    return (json.dumps(full.to_json(), indent=2, sort_keys=False) + "\n").encode()
+    return json_bytes(full.to_json())
+
+
+def json_bytes(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=False) + "\n").encode()
