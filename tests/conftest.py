@@ -151,30 +151,54 @@ _BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Confi
 """
 
 
+class DBusDaemon:
+    """A private dbus-daemon listening on a socket of its own; restartable on the same socket
+    (as the system bus comes back after `systemctl restart dbus`)."""
+
+    def __init__(self) -> None:
+        daemon = shutil.which("dbus-daemon")
+        if daemon is None:
+            pytest.fail("dbus-daemon is not installed (tests/run installs it)")
+        self.binary = daemon
+        # Not tmp_path: a unix socket path must stay under ~108 bytes.
+        self.folder = Path(tempfile.mkdtemp(prefix="slicectl-bus-"))
+        self.config = self.folder / "bus.conf"
+        self.config.write_text(_BUS_CONFIG.format(socket=self.folder / "bus"))
+        self.address = f"unix:path={self.folder / 'bus'}"
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [self.binary, f"--config-file={self.config}", "--nofork", "--print-address=1"],
+            stdout=subprocess.PIPE, text=True,
+        )
+        assert self.proc.stdout is not None
+        if not self.proc.stdout.readline().strip():  # printed once it listens
+            pytest.fail(f"dbus-daemon did not start (exit status {self.proc.wait(5)})")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(5)
+            self.proc = None
+
+
 @pytest.fixture
-def dbus_daemon() -> Iterator[str]:
-    """A private dbus-daemon for one test; yields its address."""
-    daemon = shutil.which("dbus-daemon")
-    if daemon is None:
-        pytest.fail("dbus-daemon is not installed (tests/run installs it)")
-    # Not tmp_path: a unix socket path must stay under ~108 bytes.
-    folder = Path(tempfile.mkdtemp(prefix="slicectl-bus-"))
-    config = folder / "bus.conf"
-    config.write_text(_BUS_CONFIG.format(socket=folder / "bus"))
-    proc = subprocess.Popen(
-        [daemon, f"--config-file={config}", "--nofork", "--print-address=1"],
-        stdout=subprocess.PIPE, text=True,
-    )
+def bus_daemon() -> Iterator[DBusDaemon]:
+    """A private dbus-daemon for one test."""
+    daemon = DBusDaemon()
+    daemon.start()
     try:
-        assert proc.stdout is not None
-        address = proc.stdout.readline().strip()
-        if not address:
-            pytest.fail(f"dbus-daemon did not start (exit status {proc.wait(5)})")
-        yield address
+        yield daemon
     finally:
-        proc.terminate()
-        proc.wait(5)
-        shutil.rmtree(folder, ignore_errors=True)
+        daemon.stop()
+        shutil.rmtree(daemon.folder, ignore_errors=True)
+
+
+@pytest.fixture
+def dbus_daemon(bus_daemon: DBusDaemon) -> str:
+    """A private dbus-daemon for one test; its address."""
+    return bus_daemon.address
 
 
 @pytest_asyncio.fixture

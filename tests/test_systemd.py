@@ -8,11 +8,13 @@ test each), next to the Manager calls, jobs and errors the client maps.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dbus_fast import Variant
+from conftest import DBusDaemon
+from dbus_fast import Message, Variant
 from fakesystemd import FakeSystemd
 
 from slicectl.core.errors import SystemdError
@@ -407,3 +409,67 @@ async def test_many_concurrent_reads_are_queued_not_failed(systemd_client: Syste
     names = [f"tenants-q{i:04d}.slice" for i in range(300)]
     states = await asyncio.gather(*(systemd_client.get_unit_properties(n) for n in names))
     assert [s.unit for s in states] == names
+
+
+class Watched:
+    """A client's bus connection whose every call and reply `watch(msg, reply)` sees."""
+
+    def __init__(self, bus: Any, watch: Callable[[Message, Message], Awaitable[None]]) -> None:
+        self._bus, self._watch = bus, watch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bus, name)
+
+    async def call(self, msg: Message) -> Message:
+        reply = await self._bus.call(msg)
+        await self._watch(msg, reply)
+        return reply  # type: ignore[no-any-return]
+
+
+async def test_systemd_away_from_the_bus_for_a_moment_is_waited_for(
+        systemd_client: Systemd, fake_systemd: FakeSystemd) -> None:
+    """After systemd has answered once, its absence (a daemon-reexec) is waited out: the call
+    is sent again until systemd owns its name again."""
+    await systemd_client.version()
+    bus = fake_systemd._bus
+    assert bus is not None
+    await bus.release_name("org.freedesktop.systemd1")
+    away: list[str] = []
+
+    async def back_after_one_refusal(msg: Message, reply: Message) -> None:
+        if reply.error_name and not away:
+            away.append(reply.error_name)
+            await bus.request_name("org.freedesktop.systemd1")
+
+    systemd_client._bus = Watched(systemd_client._bus, back_after_one_refusal)  # type: ignore[assignment]
+    await systemd_client.reload()
+    assert away == ["org.freedesktop.DBus.Error.ServiceUnknown"]
+    assert fake_systemd.members().count("Reload") == 1
+
+
+async def test_a_restart_of_dbus_is_survived(bus_daemon: DBusDaemon,
+                                             fake_systemd: FakeSystemd) -> None:
+    """The bus daemon restarted on the same socket (systemctl restart dbus): the client
+    connects again and sends its call there."""
+    async with await Systemd.connect(bus_daemon.address) as client:
+        await client.version()
+        await fake_systemd.stop()
+        bus_daemon.stop()
+        bus_daemon.start()
+        await fake_systemd.start(bus_daemon.address)
+        await client.reload()
+    assert fake_systemd.members().count("Reload") == 1
+
+
+async def test_systemd_never_seen_on_the_bus_is_reported_at_once(dbus_daemon: str) -> None:
+    """No systemd on the bus from the start is an error at the first refusal, not a wait."""
+    async with await Systemd.connect(dbus_daemon, timeout=60) as client:
+        sent: list[str] = []
+
+        async def note(msg: Message, reply: Message) -> None:
+            sent.append(str(msg.member))
+
+        client._bus = Watched(client._bus, note)  # type: ignore[assignment]
+        with pytest.raises(SystemdError, match="systemd is not on the bus"):
+            await client.version()
+    assert sent == ["Get"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from enum import StrEnum
@@ -214,6 +215,10 @@ ERRORS: Final[dict[str, tuple[str, str]]] = {
 }
 _NO_REPLY = "org.freedesktop.DBus.Error.NoReply"
 _DISCONNECTED = "org.freedesktop.DBus.Error.Disconnected"
+# systemd is not on the bus (re-executing, or reconnecting after a restart of dbus).
+_AWAY = frozenset({"org.freedesktop.DBus.Error.ServiceUnknown",
+                   "org.freedesktop.DBus.Error.NameHasNoOwner"})
+RETRY_INTERVAL: Final = 0.2
 
 
 def unit_object_path(unit: str) -> str:
@@ -251,8 +256,13 @@ def _props_named(props: Iterable[str], text: str) -> str:
 class Systemd:
     """A connection to systemd's Manager on the system bus (or a given bus, for tests)."""
 
-    def __init__(self, bus: MessageBus, timeout: float, job_timeout: float) -> None:
+    def __init__(self, bus: MessageBus, timeout: float, job_timeout: float,
+                 address: str | None = None) -> None:
         self._bus = bus
+        self._address = address
+        # Set once systemd has answered: from then on, its absence from the bus (a
+        # daemon-reexec, a restart of dbus) is waited out instead of reported at once.
+        self._answered = False
         self._timeout = timeout
         self._job_timeout = job_timeout
         self._subscribed = False
@@ -282,7 +292,27 @@ class Systemd:
                 _RUN_AS_ROOT if denied else f"is D-Bus running? {_NO_SYSTEMD}",
                 name=_DISCONNECTED,
             ) from None
-        return cls(bus, timeout, job_timeout)
+        return cls(bus, timeout, job_timeout, address)
+
+    async def _reconnect(self, deadline: float) -> bool:
+        """The connection is gone (dbus restarted): connect again, retrying until `deadline`
+        (time.monotonic()); False if the bus did not come back by then."""
+        with contextlib.suppress(Exception):
+            self._bus.disconnect()
+        while True:
+            bus = MessageBus(bus_address=self._address, bus_type=BusType.SYSTEM)
+            try:
+                await asyncio.wait_for(bus.connect(), max(0.1, deadline - time.monotonic()))
+                break
+            except (OSError, DBusFastError, EOFError, TimeoutError):
+                if time.monotonic() >= deadline:
+                    return False
+                await asyncio.sleep(RETRY_INTERVAL)
+        self._bus = bus
+        self._subscribed = False  # the new connection has no match rules yet
+        self._matched.clear()
+        bus.add_message_handler(self._on_message)
+        return True
 
     async def close(self) -> None:
         """Disconnect from the bus."""
@@ -310,16 +340,31 @@ class Systemd:
                     timeout: float | None = None) -> list[Any]:
         """Send one method call and return the reply's body, mapping every failure."""
         timeout = self._timeout if timeout is None else timeout
-        try:
-            msg = Message(destination=destination, path=path, interface=interface,
-                          member=member, signature=signature, body=list(body))
-            async with self._slots, asyncio.timeout(timeout):  # no task per call (wait_for)
-                reply = await self._bus.call(msg)
-        except TimeoutError:
-            raise error_for(_NO_REPLY, f"none within {timeout:g} s", action, unit=unit,
-                            prop=prop) from None
-        except (DBusFastError, OSError, EOFError) as exc:
-            raise error_for(_DISCONNECTED, str(exc), action, unit=unit, prop=prop) from None
+        deadline = time.monotonic() + timeout
+        msg = Message(destination=destination, path=path, interface=interface,
+                      member=member, signature=signature, body=list(body))
+        while True:
+            try:
+                async with self._slots, asyncio.timeout(timeout):  # no task per call
+                    reply = await self._bus.call(msg)
+            except TimeoutError:
+                raise error_for(_NO_REPLY, f"none within {timeout:g} s", action, unit=unit,
+                                prop=prop) from None
+            except (DBusFastError, OSError, EOFError) as exc:
+                # Every call slicectl makes may be sent again: a property set, a reload or a
+                # start of a running unit does nothing more the second time.
+                if (self._answered and not self._bus.connected
+                        and await self._reconnect(deadline)):
+                    continue
+                raise error_for(_DISCONNECTED, str(exc), action, unit=unit,
+                                prop=prop) from None
+            if (reply.message_type is MessageType.ERROR and reply.error_name in _AWAY
+                    and self._answered and time.monotonic() < deadline):
+                await asyncio.sleep(RETRY_INTERVAL)  # systemd re-executing, or back soon
+                continue
+            break
+        if reply.message_type is not MessageType.ERROR:
+            self._answered = True
         if reply.message_type is MessageType.ERROR:
             text = str(reply.body[0]) if reply.signature.startswith("s") else ""
             name = reply.error_name or ""
