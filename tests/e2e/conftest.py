@@ -6,12 +6,15 @@ are skipped, because they change the system manager's state.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,12 +31,66 @@ UNIT_DIRS = (
 UNIT_SUFFIXES = (".slice", ".service", ".scope")
 
 
+PROGRESS = "e2e-progress.jsonl"  # in the results share: one line per test done, every boot
+EARLIER = pytest.StashKey[dict[str, str]]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("SLICECTL_TESTBED"):
+    if not os.environ.get("SLICECTL_TESTBED"):
+        skip = pytest.mark.skip(reason="e2e tests run inside the testbed VM: tests/testbed/e2e")
+        for item in items:
+            item.add_marker(skip)
         return
-    skip = pytest.mark.skip(reason="e2e tests run inside the testbed VM: tests/testbed/e2e")
-    for item in items:
-        item.add_marker(skip)
+    # After a reboot a test asked for (guest.reboot), pytest runs again from the start: leave
+    # out what earlier boots did, and count their outcomes in this run's result.
+    path = guest.results() / PROGRESS
+    earlier: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            earlier[record["test"]] = record["outcome"]
+    config.stash[EARLIER] = earlier
+    done = [item for item in items if item.nodeid in earlier]
+    if done:
+        config.hook.pytest_deselected(items=done)
+        items[:] = [item for item in items if item.nodeid not in earlier]
+
+
+_outcomes: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Record each test's outcome in the results share when it is done (teardown included)."""
+    if not os.environ.get("SLICECTL_TESTBED"):
+        return
+    outcome = _outcomes.get(report.nodeid, "passed")
+    if report.failed:
+        outcome = "failed"
+    elif report.skipped and outcome == "passed":
+        outcome = "skipped"
+    _outcomes[report.nodeid] = outcome
+    if report.when == "teardown":
+        with (guest.results() / PROGRESS).open("a") as f:
+            f.write(json.dumps({"test": report.nodeid, "outcome": outcome,
+                                "boot": guest.boot_number()}) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    earlier = config.stash.get(EARLIER, {})
+    if earlier:
+        counts = Counter(earlier.values())
+        failed = sorted(t for t, o in earlier.items() if o == "failed")
+        terminalreporter.write_line(
+            f"earlier boots of this run: {', '.join(f'{n} {o}' for o, n in sorted(counts.items()))}"
+            + "".join(f"\nFAILED (earlier boot) {t}" for t in failed))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    earlier = session.config.stash.get(EARLIER, {})
+    if "failed" in earlier.values():
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    elif earlier and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = pytest.ExitCode.OK
 
 
 @pytest.fixture
@@ -113,7 +170,17 @@ def undoing_unit_changes(tracked: Units) -> Iterator[Units]:
     A unit that was running before (system.slice, user.slice, init.scope, ...) is
     not stopped when only its drop-ins are removed: the reload puts its old properties back,
     and stopping it would take the guest's own services (or the next test's) with it."""
-    before, running = _unit_files(), _active_units()
+    # A test that reboots the guest goes on in the next boot: what was there before it is
+    # what was there before its first boot.
+    saved = guest.results() / "units-before.json"
+    if os.environ.get("SLICECTL_TESTBED") and guest.resuming() and saved.exists():
+        record = json.loads(saved.read_text())
+        before, running = {Path(p) for p in record["files"]}, set(record["running"])
+    else:
+        before, running = _unit_files(), _active_units()
+        if os.environ.get("SLICECTL_TESTBED"):
+            saved.write_text(json.dumps({"files": sorted(map(str, before)),
+                                         "running": sorted(running)}))
     yield tracked
     if not os.environ.get("SLICECTL_TESTBED"):
         return

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, NoReturn, TypeVar
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NODE_ROOT = Path("/sys/devices/system/node")
@@ -91,3 +93,69 @@ def numa_nodes() -> dict[int, list[int]]:
         int(path.name.removeprefix("node")): parse_cpulist((path / "cpulist").read_text())
         for path in sorted(NODE_ROOT.glob("node[0-9]*"))
     }
+
+
+# --- reboots ---------------------------------------------------------------------------------
+# A test may reboot the guest (tests/testbed/README.md, "Reboots"): it records where it is and
+# what it needs to remember in the results share (on the host, so it survives anything the
+# guest does), asks the runner for another boot and reboots. The runner boots the guest again
+# on the same disk and runs pytest again with the same arguments; the tests already done are
+# left out (conftest.py) and the test that rebooted runs again, finds its record with
+# `resumed()` and goes on from there.
+RESUME = "resume.json"
+
+
+def results() -> Path:
+    return Path(os.environ.get("SLICECTL_RESULTS", "/tmp"))
+
+
+def _current_test() -> str:
+    return os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]
+
+
+def boot_number() -> int:
+    """This boot's number in the testbed run: 1 for the first."""
+    path = results() / "boot"
+    return int(path.read_text()) if path.exists() else 1
+
+
+def resuming() -> bool:
+    """True if the running test rebooted the guest and goes on in this boot."""
+    path = results() / RESUME
+    return path.exists() and json.loads(path.read_text())["test"] == _current_test()
+
+
+def resumed() -> tuple[str, dict[str, Any]] | None:
+    """(phase, state) that the running test gave `reboot()` before the guest rebooted, or
+    None on its first run."""
+    path = results() / RESUME
+    if not resuming():
+        return None
+    record = json.loads(path.read_text())
+    path.unlink()
+    return record["phase"], record["state"]
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.rename(path)
+
+
+def reboot(phase: str, state: dict[str, Any], *, how: str = "reboot",
+           cpus: int | None = None) -> NoReturn:
+    """Reboot the guest and run the calling test again in the next boot, where `resumed()`
+    returns (phase, state). `how`: "reboot" (`systemctl reboot`, an orderly one) or
+    "power-cut" (sysrq `b`: reset at once, without syncing or unmounting anything).
+    `cpus`: boot the next time with this many CPUs (the highest numbers left out)."""
+    if how not in ("reboot", "power-cut"):
+        raise ValueError(f"how must be 'reboot' or 'power-cut', not {how!r}")
+    _write(results() / RESUME, {"test": _current_test(), "phase": phase, "state": state})
+    _write(results() / "reboot", {"how": how, **({"cpus": cpus} if cpus else {})})
+    if how == "power-cut":
+        Path("/proc/sys/kernel/sysrq").write_text("1")
+        Path("/proc/sysrq-trigger").write_text("b")
+    else:
+        run(["systemctl", "reboot", "--no-block"])
+    while True:  # the guest goes down around this process
+        time.sleep(60)

@@ -10,7 +10,8 @@ cd "${SLICECTL_CHECKOUT:?not inside the testbed}" || exit 1
 # broken input, profile switch: about 3 min; the host's tests/test_ansible.py checks the same
 # against a fake systemd). CI runs the role's playbook twice (first run, idempotent second
 # run). The default tier took about 34 min with the boot on a quiet host (tests/testbed/README.md).
-# Everything in one boot, in any order:
+# Tests that reboot the guest continue in the next boot, where the tests already done are left
+# out (tests/e2e/conftest.py). Everything, in any order:
 #   tests/testbed/e2e tests/e2e
 ansible=tests/e2e/test_ansible.py
 paths=(tests/e2e --ignore=tests/e2e/test_evidence.py
@@ -18,6 +19,7 @@ paths=(tests/e2e --ignore=tests/e2e/test_evidence.py
        --deselect "$ansible::test_broken_tenants_fail_located_and_change_nothing"
        --deselect "$ansible::test_profile_switch_moves_a_running_process")
 for arg in "$@"; do [[ $arg == tests/* ]] && paths=(); done  # caller chose the tests
+boot=$(cat "$SLICECTL_RESULTS/boot" 2>/dev/null || echo 1)
 exec python3 -m pytest -c /dev/null --rootdir="$SLICECTL_CHECKOUT" --confcutdir=tests/e2e \
     -p no:cacheprovider -o asyncio_mode=auto -o asyncio_default_fixture_loop_scope=function \
-    -v -rfEs --durations=15 --junitxml="$SLICECTL_RESULTS/junit.xml" "$@" "${paths[@]}"
+    -v -rfEs --durations=15 --junitxml="$SLICECTL_RESULTS/junit.$boot.xml" "$@" "${paths[@]}"

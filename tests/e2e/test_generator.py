@@ -147,3 +147,66 @@ def test_a_cpu_taken_offline_is_left_out_at_the_next_reload(slicectl: Run,
         assert all(victim not in c for c in allowed)
     finally:
         online.write_text("1")
+
+
+def placement() -> dict[str, list[int]]:
+    """Each tenant's CPUs as the generator's drop-ins on this boot say."""
+    placed = {}
+    for tenant in ("db1", "db2"):
+        conf = (GENERATED / f"tenants-{tenant}.slice.d/50-slicectl.conf").read_text()
+        line = next(x for x in conf.splitlines() if x.startswith("AllowedCPUs="))
+        placed[tenant] = guest.parse_cpulist(line.split("=", 1)[1])
+    return placed
+
+
+def first_instruction_cpus() -> list[int]:
+    """The CPUs probe.service's first process was allowed to run on, started now."""
+    guest.systemctl("restart", "probe.service")
+    return guest.parse_cpulist(Path("/run/probe-cpus").read_text().split(":")[1])
+
+
+def test_a_reboot_brings_the_same_placement_back(slicectl: Run, generator_mode: Path) -> None:
+    resumed = guest.resumed()
+    if resumed is None:
+        proc = slicectl("generator", "enable", str(generator_mode))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        guest.reboot("rebooted", {"placed": placement(), "boot_id": boot_id})
+    phase, state = resumed
+    assert phase == "rebooted"
+    assert Path("/proc/sys/kernel/random/boot_id").read_text().strip() != state["boot_id"]
+    # No slicectl command has run since the boot: systemd ran the generator on its own.
+    assert guest.unit_property("tenants-db1.slice", "FragmentPath") == \
+        f"{GENERATED}/tenants-db1.slice"
+    assert placement() == state["placed"]
+    assert first_instruction_cpus() == state["placed"]["db1"]
+    assert cpus_of("tenants-db1.slice") == state["placed"]["db1"]
+
+
+def test_a_reboot_with_cpus_gone_places_the_tenants_on_what_is_left(
+        slicectl: Run, generator_mode: Path) -> None:
+    """The guest boots again with CPUs 4-7 gone (one CPU per node left): the two tenants of two
+    CPUs each no longer fit one node each and are placed across two, on CPUs that exist; a
+    boot with all eight back places them again on what is there."""
+    resumed = guest.resumed()
+    if resumed is None:
+        proc = slicectl("generator", "enable", str(generator_mode))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert all(len(cpus) == 2 for cpus in placement().values())
+        guest.reboot("four cpus", {}, cpus=4)
+    phase, _ = resumed
+    online = guest.parse_cpulist(Path("/sys/devices/system/cpu/online").read_text())
+    if phase == "four cpus":
+        assert online == [0, 1, 2, 3]
+        placed = placement()
+        assert sorted(c for cpus in placed.values() for c in cpus) == [0, 1, 2, 3], placed
+        assert first_instruction_cpus() == placed["db1"]
+        journal = guest.run(["journalctl", "-b", "-k", "-t", "slicectl-generator",
+                             "--no-pager", "-o", "cat"]).stdout
+        assert "wrote the last good placement" not in journal
+        guest.reboot("eight cpus again", {})  # the next tests need the whole guest
+    assert phase == "eight cpus again"
+    assert online == list(range(8))
+    placed = placement()
+    assert all(len(cpus) == 2 for cpus in placed.values())
+    assert first_instruction_cpus() == placed["db1"]
