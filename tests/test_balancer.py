@@ -277,6 +277,41 @@ async def test_sigterm_restores_the_declared_sizes_before_exit(host: Host) -> No
     assert {t: s["cpus"] for t, s in state.items()} == {t: DECLARED[t] for t in MOVED}
 
 
+async def test_the_exporter_serves_the_balancers_moves_and_sizes(
+        host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    from prometheus_client.exposition import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from slicectl.exporter.server import SliceCollector, registry_of
+    from slicectl.host.sampler import Sampler
+
+    def scrape() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        with Sampler(host.tree.root) as sampler:
+            text = generate_latest(registry_of(SliceCollector(
+                sampler, balance_state=host.state))).decode()
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in text_string_to_metric_families(text) for s in f.samples}
+
+    assert (await balance_once(host, capsys))[0] == 0
+    got = scrape()
+    assert {k: v for k, v in got.items() if k[0].startswith("slicectl_balance")} == {
+        ("slicectl_balance_moves_total", (("direction", "grow"), ("tenant", "batch"))): 0.0,
+        ("slicectl_balance_moves_total", (("direction", "shrink"), ("tenant", "batch"))): 1.0,
+        ("slicectl_balance_moves_total", (("direction", "grow"), ("tenant", "web"))): 1.0,
+        ("slicectl_balance_moves_total", (("direction", "shrink"), ("tenant", "web"))): 0.0,
+        ("slicectl_balance_cpus", (("tenant", "batch"),)): 2.0,
+        ("slicectl_balance_cpus", (("tenant", "web"),)): 6.0,
+        ("slicectl_balance_declared_cpus", (("tenant", "batch"),)): 4.0,
+        ("slicectl_balance_declared_cpus", (("tenant", "web"),)): 4.0}
+    slices = {k for k in got if k[0] == "slicectl_cpu_usage_seconds_total"}
+    # A state file that is garbage: its series go, an error is counted, the rest stays.
+    host.state.write_text('{"format": "slicectl-balance-state/1", "tenants": {"web": 3}}')
+    broken = scrape()
+    assert not [k for k in broken if k[0].startswith("slicectl_balance")]
+    assert broken[("slicectl_exporter_errors_total", (("source", "balance-state"),))] == 1.0
+    assert {k for k in broken if k[0] == "slicectl_cpu_usage_seconds_total"} == slices
+
+
 async def test_a_garbage_state_file_is_a_located_error_not_a_traceback(
         host: Host, capsys: pytest.CaptureFixture[str]) -> None:
     from slicectl.host.balance_state import read_state
