@@ -116,6 +116,7 @@ async def host(tmp_path: Path, dbus_daemon: str) -> AsyncIterator[Host]:
     CPUs and under CPU pressure, batch idle, db (fixed) busy."""
     tree = MovingTree(tmp_path / "cgroup", cpus="0-31", mems="0-1")
     fake = FakeSystemd(tree.root, cpus=range(32), nodes=range(2))
+    fake.control_dir = tmp_path / "control"
     await fake.start(dbus_daemon)
     h = Host(tmp_path, dbus_daemon, fake, tree)
     h.tenants.write_text(YAML)
@@ -158,6 +159,9 @@ async def test_a_starved_tenant_grows_by_a_core_of_its_idle_neighbour_at_runtime
     assert {t: host.allowed(t) for t in MOVED} == MOVED
     assert {t: host.effective(t) for t in MOVED} == MOVED
     assert host.allowed("db") == DECLARED["db"]
+    # Runtime only: the control drop-ins systemd wrote for the moves are gone again, so a
+    # daemon-reload or a reboot returns the declared CPUs.
+    assert not [p for p in (host.tmp / "control").rglob("*") if p.is_file()]
     state = host.state_json()["tenants"]
     assert set(state) == {"web", "batch"}  # elastic tenants only
     web, batch = state["web"], state["batch"]
@@ -192,6 +196,33 @@ async def test_a_balanced_tenant_is_not_drift_but_a_foreign_change_is(
     out = capsys.readouterr().out
     assert "set    tenants-web.slice: AllowedCPUs 3,19 -> 3,4,19,20" in out
     assert "tenants-batch.slice: balanced to 2 CPUs" in out  # still the balancer's
+
+
+async def test_the_exporters_drift_is_0_for_a_balanced_tenant_and_1_for_a_foreign_change(
+        host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    from slicectl.apply.applier import ApplyOptions
+    from slicectl.exporter.drift import DriftWatch
+    from slicectl.host.sysfs import load_topology
+    from slicectl.host.systemd import Systemd
+
+    assert (await balance_once(host, capsys))[0] == 0
+    options = ApplyOptions(unit_dir=host.tmp / "units", cgroup_root=host.tree.root,
+                           bus_address=host.bus, balance_state=host.state)
+    watch = await asyncio.to_thread(DriftWatch, host.tenants, load_topology(XEON, None),
+                                    options)
+    try:
+        rows = dict(await asyncio.to_thread(watch.rows))
+        assert rows[("tenants-web.slice", "AllowedCPUs")] == 0.0
+        assert rows[("tenants-batch.slice", "AllowedCPUs")] == 0.0
+        assert sum(rows.values()) == 0.0
+        async with await Systemd.connect(host.bus) as sd:
+            await sd.set_unit_properties("tenants-web.slice",
+                                         {"AllowedCPUs": frozenset({3, 19})}, runtime=True)
+        rows = dict(await asyncio.to_thread(watch.rows))
+        assert rows[("tenants-web.slice", "AllowedCPUs")] == 1.0
+        assert rows[("tenants-batch.slice", "AllowedCPUs")] == 0.0
+    finally:
+        await asyncio.to_thread(watch.close)
 
 
 async def test_apply_returns_the_declared_sizes_and_resets_the_state(

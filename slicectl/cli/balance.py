@@ -24,6 +24,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Callable, Iterator, Mapping
+    from pathlib import Path
     from typing import Any, TextIO
 
     from slicectl.balancer.mover import Mover, Outcome
@@ -153,7 +154,6 @@ def cmd_balance(args: Namespace, *, sleep: Callable[[float], None] = time.sleep,
                 out: TextIO | None = None) -> int:
     """`slicectl balance`: move whole cores between elastic tenants every interval (with
     --dry-run: print the moves only; with --once: after one window, then exit)."""
-    from pathlib import Path
 
     from slicectl.core.errors import SlicectlError
     from slicectl.host.planning import plan_for_host
@@ -165,7 +165,7 @@ def cmd_balance(args: Namespace, *, sleep: Callable[[float], None] = time.sleep,
                             "give a tenant cpus_min or cpus_max (docs/balance.md)")
     topo = load_topology(args)
     options = apply_options(args)
-    plan = plan_for_host(config, topo, Path(args.unit_dir or defaults.UNIT_DIR))
+    plan = plan_for_host(config, topo, _placed_in(args))
     policy = _policy(config.balance, args.interval)
     mover = None
     if not args.dry_run:
@@ -190,6 +190,20 @@ def cmd_balance(args: Namespace, *, sleep: Callable[[float], None] = time.sleep,
     for line in mover.restore():
         print(line, file=out, flush=True)
     return EXIT_OK
+
+
+def _placed_in(args: Namespace) -> Path:
+    """The unit directory whose manifest says where the tenants are: the generator's output
+    on a host in generator mode (as for `plan`), else --unit-dir or /etc/systemd/system. The
+    lock is always --unit-dir's (or /etc/systemd/system's): the one apply takes."""
+    from pathlib import Path
+
+    from slicectl.apply import generator_mode
+    from slicectl.cli.generator import paths_of
+
+    if args.unit_dir is None and generator_mode.enabled(paths := paths_of(args)):
+        return paths.output
+    return Path(args.unit_dir or defaults.UNIT_DIR)
 
 
 def _rounds(args: Namespace, policy: BalancePolicy, signals: _Signals,
