@@ -60,7 +60,9 @@ class Mover:
     """Makes moves on the host and undoes them: elastic tenants of one plan."""
 
     def __init__(self, config: Config, plan: Plan, options: ApplyOptions,
-                 on_wait: Callable[[str], None] | None = None) -> None:
+                 on_wait: Callable[[str, str], None] | None = None) -> None:
+        """`on_wait(holder, what)` is called when the lock is busy: who holds it, and what
+        waits for it ("move core 2,18 (node 0) from batch to web")."""
         self.ranges = {r.tenant: r for r in plan.elastic}
         self.units = {name: tenant_unit(config, name) for name in self.ranges}
         self.options = options
@@ -74,15 +76,24 @@ class Mover:
         old = state_or_none(self.options.balance_state) or BalanceState({})
         return old.for_plan(tuple(self.ranges.values()))
 
-    def record(self, change: Callable[[BalanceState], BalanceState]) -> BalanceState:
-        """Read, change and write the state file under the lock (apply writes it too)."""
-        with self._locked():
+    def record(self, change: Callable[[BalanceState], BalanceState],
+               wait: bool = True) -> BalanceState:
+        """Read, change and write the state file under the lock (apply writes it too); not
+        `wait`ing for the lock: OutputError at once when another run holds it."""
+        with self._locked("write the state file", wait):
             state = change(self.state())
             write_state(self.options.balance_state, state)
             return state
 
-    def _locked(self) -> AbstractContextManager[None]:
-        return UnitDir(self.options.unit_dir).locked(self.options.lock_timeout, self.on_wait)
+    def _locked(self, what: str, wait: bool = True) -> AbstractContextManager[None]:
+        on_wait = self.on_wait
+
+        def waiting(holder: str) -> None:
+            if on_wait is not None:
+                on_wait(holder, what)
+
+        return UnitDir(self.options.unit_dir).locked(
+            self.options.lock_timeout if wait else 0.0, waiting)
 
     # -- moves ------------------------------------------------------------------------------
 
@@ -91,7 +102,8 @@ class Mover:
         outcomes = []
         for m in moves:
             try:
-                with self._locked():
+                with self._locked(f"move core {format_cpulist(m.cpus)} (node {m.node}) from "
+                                  f"{m.donor} to {m.receiver}"):
                     outcomes.append(asyncio.run(self._make(m, held)))
             except (SlicectlError, OSError) as e:
                 outcomes.append(Outcome(m, False, getattr(e, "message", None) or str(e)))
@@ -116,10 +128,11 @@ class Mover:
                 for unit in (donor, receiver):  # shrink first: no CPU is ever in both
                     await set_live(sd, unit, {ALLOWED: want[unit]}, self.options.control_dir)
                 await self._verify(want, groups)
-            except SlicectlError as e:
+            except (SlicectlError, OSError) as e:  # OSError: the control drop-in's folder
                 failed = await self._put_back(sd, before)
-                return Outcome(m, False, e.message + (f"; could not put back: {failed}"
-                                                      if failed else "; put back"))
+                why = e.message if isinstance(e, SlicectlError) else str(e)
+                return Outcome(m, False, why + (f"; could not put back: {failed}"
+                                                if failed else "; put back"))
         self.record_move(m, held)
         return Outcome(m, True)
 
@@ -163,8 +176,8 @@ class Mover:
             assert isinstance(value, frozenset)
             try:
                 await set_live(sd, unit, {ALLOWED: value}, self.options.control_dir)
-            except SlicectlError as e:
-                failed.append(f"{unit}: {e.message}")
+            except (SlicectlError, OSError) as e:
+                failed.append(f"{unit}: {e.message if isinstance(e, SlicectlError) else e}")
         return "; ".join(failed)
 
     # -- the stop ---------------------------------------------------------------------------
@@ -172,7 +185,7 @@ class Mover:
     def restore(self) -> list[str]:
         """Every tenant the balancer moved back to its declared CPUs, under the lock; the
         state file says so after. Returns one line per tenant restored or left alone."""
-        with self._locked():
+        with self._locked("return the tenants to their declared CPUs"):
             state = self.state()
             lines = asyncio.run(self._restore(state))
             write_state(self.options.balance_state, state.declared(tuple(self.ranges.values())))

@@ -171,13 +171,13 @@ def cmd_balance(args: Namespace, *, sleep: Callable[[float], None] = time.sleep,
     if not args.dry_run:
         from slicectl.balancer.mover import Mover
 
-        mover = Mover(config, plan, options, on_wait=lambda holder: print(
-            f"waiting for {holder}, which holds {options.unit_dir}", file=sys.stderr,
-            flush=True))
-        try:
-            mover.record(lambda state: state)  # the state file, before the first decision
+        mover = Mover(config, plan, options, on_wait=lambda holder, what: print(
+            f"waiting for {holder}, which holds {options.unit_dir}, to {what}",
+            file=sys.stderr, flush=True))
+        try:  # the state file before the first decision, unless apply runs (then: at a move)
+            mover.record(lambda state: state, wait=False)
         except (SlicectlError, OSError) as e:
-            print(f"warning: state file not written yet: {getattr(e, 'message', e)}",
+            print(f"state file not written yet: {getattr(e, 'message', e)}",
                   file=sys.stderr, flush=True)
     signals = _Signals()
     if mover is not None and not args.once:
