@@ -158,7 +158,8 @@ def plan(p: Parser) -> None:
     _profile(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--exit-code", action="store_true",
-                   help="exit 3 when the host differs from the plan, 0 when it matches, "
+                   help="exit 3 when the host differs from the plan, 0 when it matches (a "
+                   "tenant the balancer moved counts as matching), "
                    "4 when there is no host to compare with (--topology or --sysfs without "
                    "--unit-dir or --bus)")
     p.add_argument("--contents", action="store_true",
