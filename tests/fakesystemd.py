@@ -168,6 +168,8 @@ class _Manager(ServiceInterface):
     ) -> Void:
         self.fake.enter("SetUnitProperties", (name, runtime, properties), name)
         self.fake.set_properties(self.fake.load(name), properties)
+        if runtime and self.fake.control_dir is not None:
+            self.fake.write_control(name, properties)
 
     @dbus_method()
     async def StartUnit(self, name: DBusStr, mode: DBusStr) -> DBusObjectPath:  # noqa: N802
@@ -250,6 +252,9 @@ class FakeSystemd:
     def __init__(self, cgroup_root: Path | None = None, *, cpus: Iterable[int] = range(8),
                  nodes: Iterable[int] = range(4)) -> None:
         self.cgroup_root = cgroup_root
+        # Where runtime SetUnitProperties leaves UNIT.d/50-PROPERTY.conf, as systemd does in
+        # /run/systemd/system.control (None: nowhere).
+        self.control_dir: Path | None = None
         self.cpus = frozenset(cpus)
         self.nodes = frozenset(nodes)
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
@@ -356,6 +361,17 @@ class FakeSystemd:
             new[name] = bytes(value) if variant.signature == "ay" else value
         unit.settings.update(new)
         self._mirror(unit)
+
+    def write_control(self, unit: str, properties: list[list[Any]]) -> None:
+        """The drop-ins systemd writes for runtime properties: one per property."""
+        assert self.control_dir is not None
+        folder = self.control_dir / f"{unit}.d"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, variant in properties:
+            value = variant.value
+            shown = format_cpulist(from_bitmask(bytes(value))) if variant.signature == "ay" \
+                else value
+            (folder / f"50-{name}.conf").write_text(f"# runtime\n[Slice]\n{name}={shown}\n")
 
     async def run_job(self, manager: _Manager, name: str, *, start: bool) -> str:
         """Run a start/stop job: reply with its path, then announce it with JobRemoved."""

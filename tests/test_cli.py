@@ -588,7 +588,7 @@ def test_generate_for_another_host_names_its_paths(tmp_path: Path) -> None:
             "--if-in-force --yes\n") in service
 
 
-# --- balance (observe-only) -----------------------------------------------------------------
+# --- balance --dry-run (observe-only) -------------------------------------------------------
 
 BALANCE_YAML = """\
 version: 1
@@ -599,16 +599,6 @@ tenants:
   db: {cpus: 4, nodes: [1]}
 """
 
-
-def test_balance_without_dry_run_is_a_usage_error(capsys: pytest.CaptureFixture[str],
-                                                  tmp_path: Path) -> None:
-    tenants = tmp_path / "tenants.yaml"
-    tenants.write_text(BALANCE_YAML)
-    code, out, err = run(capsys, "balance", str(tenants), "--topology", XEON,
-                         "--cgroup-root", str(tmp_path))
-    assert code == 2 and out == ""
-    assert "acting on the balancer's decisions is not available yet" in err
-    assert "--dry-run" in err
 
 
 def balance_host(tmp_path: Path, web_cores: float) -> tuple[Path, Any, Any]:

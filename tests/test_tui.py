@@ -67,6 +67,26 @@ async def test_overview_lists_slices_and_updates(tree: MovingTree) -> None:
         assert "READ-ONLY" in static_text(app, "#banner")
 
 
+async def test_an_elastic_tenant_shows_its_size_now_and_declared(tree: MovingTree,
+                                                                   tmp_path: Path) -> None:
+    """From the balancer's state file: web holds 6 CPUs of its declared 4; db1 is fixed."""
+    from slicectl.apply.applier import ApplyOptions
+    from slicectl.core.balance_state import BalanceState, TenantBalance
+    from slicectl.host.balance_state import write_state
+
+    state = tmp_path / "balance.json"
+    write_state(state, BalanceState({"web": TenantBalance(frozenset({0, 1, 2, 3}),
+                                                          frozenset(range(6)), grown=1)}))
+    settings = monitor_settings(tree.root, options=ApplyOptions(balance_state=state))
+    async with running(settings) as (app, pilot):
+        names = {row[0] for row in table_rows(app)}
+        assert "tenants-web.slice [6/4 cpus]" in names and "tenants-db1.slice" in names
+        write_state(state, BalanceState({"web": TenantBalance(frozenset({0, 1, 2, 3}),
+                                                              frozenset({0, 1, 2, 3}))}))
+        await wait_for(pilot, lambda: "tenants-web.slice [4/4 cpus]" in {
+            row[0] for row in table_rows(app)})
+
+
 async def test_rows_changed_off_screen_and_lines_scrolled_sideways(tmp_path: Path) -> None:
     """A line is drawn when first painted: a row that changed while off screen shows its
     current cells once scrolled to; scrolled sideways, a line is the unscrolled one shifted."""

@@ -30,6 +30,7 @@ from slicectl.core.frozen import frozen
 from slicectl.core.live_values import LiveValue, format_live
 from slicectl.core.plan import Plan, ScheduleCommand
 from slicectl.core.versions import check_version, parse_version
+from slicectl.host.balance_state import reset_state, state_or_none
 from slicectl.host.lock import LOCK_TIMEOUT
 from slicectl.host.planning import plan_for_host
 from slicectl.host.unitdir import Manifest, UnitDir
@@ -58,6 +59,8 @@ class ApplyOptions:
     schedule_command: ScheduleCommand | None = None
     force: bool = False  # replace/remove slicectl's files even if edited by hand (UnitDir.diff)
     kernel: str | None = None  # the host's kernel release (None: this machine's, uname -r)
+    # The balancer's state: its moves are not drift, and apply records their undoing there.
+    balance_state: Path = Path(defaults.BALANCE_STATE)
 
 
 @dataclass
@@ -93,7 +96,8 @@ async def diff_plan(plan: Plan, files: dict[str, str], options: ApplyOptions) ->
 
     async with await Systemd.connect(options.bus_address) as sd:
         return (await host_diff(sd, plan, files, UnitDir(options.unit_dir), options.cgroup_root,
-                                force=options.force))[0]
+                                force=options.force,
+                                balance=state_or_none(options.balance_state)))[0]
 
 
 async def compute_diff(config: Config, topology: Topology, options: ApplyOptions) -> Diff:
@@ -125,9 +129,13 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
             check_version(config, parse_version(await sd.version()), "systemd on this host",
                           options.kernel or os.uname().release)
             diff, states = await host_diff(sd, plan, files, units,
-                                           options.cgroup_root, force=options.force)
+                                           options.cgroup_root, force=options.force,
+                                           balance=state_or_none(options.balance_state))
             report = ApplyReport(diff=diff, notes=list(diff.notes))
-            if dry_run or not diff.changed:
+            if dry_run:
+                return report
+            if not diff.changed:
+                reset_state(options.balance_state, plan.elastic)
                 return report
             if confirm is not None and not confirm(diff):
                 raise ApplyError("cancelled; nothing was changed", "")
@@ -137,6 +145,9 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
             except (SlicectlError, OSError) as e:
                 say("failed: rolling back files and live properties")
                 raise await _rolled_back(tx, e) from e
+            # Every tenant has its declared CPUs now: so says the balancer's state, before
+            # the lock lets the balancer move again.
+            reset_state(options.balance_state, plan.elastic)
     return report
 
 

@@ -31,6 +31,7 @@ from slicectl.host.cgroupfs import block_device, populated, read_cgroup_files
 from slicectl.host.unitdir import FileChanges, UnitDir
 
 if TYPE_CHECKING:
+    from slicectl.core.balance_state import BalanceState
     from slicectl.host.systemd import Systemd, UnitState
 
 _LISTABLE = re.compile(r"[A-Za-z0-9_.:-]+\.slice")  # a slice name no glob could misread
@@ -58,6 +59,9 @@ class Diff:
 
     files: FileChanges
     props: list[PropChange] = field(default_factory=list)
+    # AllowedCPUs of elastic tenants that `slicectl balance` moved (a state it may leave them
+    # in, as its state file records): not drift, but apply returns them to the plan's.
+    balanced: list[PropChange] = field(default_factory=list)
     start: list[str] = field(default_factory=list)
     stop: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -66,20 +70,58 @@ class Diff:
     reload: bool = False
 
     @property
-    def changed(self) -> bool:
+    def drifted(self) -> bool:
+        """The host differs from the plan other than by the balancer's moves (what `plan
+        --exit-code` and `slicectl_drift` report)."""
         return bool(self.files.changed or self.props or self.start or self.stop)
 
-    def lines(self, unit_dir: Path) -> list[str]:
-        """Human-readable lines, one per change."""
+    @property
+    def changed(self) -> bool:
+        """Apply would change something: drift, or balanced tenants to return."""
+        return self.drifted or bool(self.balanced)
+
+    def lines(self, unit_dir: Path, balanced: bool = True) -> list[str]:
+        """Human-readable lines, one per change (`balanced`: with the balanced tenants
+        apply would return to their declared CPUs)."""
         out = [f"{verb} {unit_dir}/{p}" for verb, paths in (
             ("create", self.files.created), ("update", self.files.updated),
             ("remove", self.files.removed)) for p in paths]
         if self.reload:
             out.append("reload systemd (daemon-reload: files of loaded units change)")
         out += [f"set    {c.describe()}" for c in self.props]
+        out += [f"return {balanced_line(c)}" for c in self.balanced if balanced]
         out += [f"start  {u}" for u in self.start]
         out += [f"stop   {u}" for u in self.stop]
         return out
+
+
+def balanced_line(c: PropChange) -> str:
+    """A balanced tenant for humans: its size now and its declared size."""
+    live, want = c.live, c.want
+    assert isinstance(live, frozenset) and isinstance(want, frozenset)
+    return (f"{c.unit}: balanced to {len(live)} CPUs ({format_live(c.prop, live)}) by "
+            f"slicectl balance; declared {len(want)} ({format_live(c.prop, want)})")
+
+
+def split_balanced(plan: Plan, changes: list[PropChange], state: BalanceState | None
+                   ) -> tuple[list[PropChange], list[PropChange]]:
+    """(drift, balanced): the AllowedCPUs changes of elastic tenants whose live CPUs are a
+    state the balancer left them in (slicectl.core.balance_state.is_balanced) apart."""
+    from slicectl.core.balance_state import is_balanced
+
+    if not plan.elastic:
+        return changes, []
+    ranges = {r.tenant: r for r in plan.elastic}
+    units = {u.unit: ranges[u.tenant] for u in plan.units
+             if u.kind is FileKind.UNIT and u.tenant in ranges}
+    drift: list[PropChange] = []
+    balanced: list[PropChange] = []
+    for c in changes:
+        r = units.get(c.unit)
+        ok = (r is not None and c.prop == "AllowedCPUs" and isinstance(c.live, frozenset)
+              and is_balanced(r, c.live, state))
+        (balanced if ok else drift).append(c)
+    return drift, balanced
 
 
 def managed_units(plan: Plan) -> list[tuple[UnitPlan, bool]]:
@@ -177,13 +219,16 @@ async def _stopped_timers(sd: Systemd, plan: Plan) -> list[str]:
 
 
 async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str],
-                    units: UnitDir, cgroup_root: Path, *, force: bool = False
+                    units: UnitDir, cgroup_root: Path, *, force: bool = False,
+                    balance: BalanceState | None = None
                     ) -> tuple[Diff, dict[str, UnitState]]:
     """What applying `plan` would change: files, live properties, units to start and stop.
-    Raises if a file slicectl would replace or remove was edited by hand, unless `force`."""
+    Raises if a file slicectl would replace or remove was edited by hand, unless `force`.
+    `balance`: the balancer's state, whose moves are told apart from drift."""
     diff = Diff(files=units.diff(files, force=force))
     notes: list[str] = []
-    diff.props, diff.start, states = await live_diff(sd, plan, units.root, notes)
+    props, diff.start, states = await live_diff(sd, plan, units.root, notes)
+    diff.props, diff.balanced = split_balanced(plan, props, balance)
     diff.start += await _stopped_timers(sd, plan)
     diff.stop, diff.notes = await _removed_slices(sd, plan, units, cgroup_root)
     diff.notes += notes + await _member_notes(sd, plan)

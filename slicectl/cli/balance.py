@@ -1,28 +1,39 @@
-"""`slicectl balance`: the balancer's decisions on the live host, observe-only (docs/balance.md).
+"""`slicectl balance`: the balancer on the live host (docs/balance.md).
 
 Samples the slices every interval, keeps each elastic tenant's readings
-(slicectl.core.balance_input), asks slicectl.core.balance.decide for the moves and prints
-them. Only `--dry-run` exists in this release: nothing is moved, written or sent to systemd.
-A move printed is remembered as made for the cooldown (so a dry run paces its suggestions as
-the controller would), but the tenants keep the CPUs of the plan.
+(slicectl.core.balance_input), asks slicectl.core.balance.decide for the moves, and makes them
+(slicectl.balancer.mover: runtime AllowedCPUs under apply's lock, verified, recorded in the
+state file) or, with --dry-run, only prints them. Every decision is one line on stdout (the
+journal, under systemd); what could not be done goes to stderr. A stop by SIGTERM or SIGINT
+returns every tenant the balancer moved to its declared CPUs before the process exits.
+
+A dry run changes nothing: the tenants keep the CPUs of the plan, and a move printed is
+remembered as made for the cooldown (so a dry run paces its suggestions as the balancer would).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
-from slicectl.cli.common import EXIT_OK, load_config, load_topology
+from slicectl.cli.common import EXIT_ERROR, EXIT_OK, apply_options, load_config, load_topology
 from slicectl.core import defaults
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
     from argparse import Namespace
-    from collections.abc import Callable
-    from typing import TextIO
+    from collections.abc import Callable, Iterator, Mapping
+    from pathlib import Path
+    from typing import Any, TextIO
 
+    from slicectl.balancer.mover import Mover, Outcome
     from slicectl.core.balance import Move, Reading
+    from slicectl.core.config import Config
+    from slicectl.core.plan import Plan
+    from slicectl.core.samples import Snapshot
     from slicectl.core.tenants import BalancePolicy
+    from slicectl.core.topology import Topology
 
 JSON_FORMAT = "slicectl-balance/1"
 _US = 1_000_000
@@ -45,84 +56,228 @@ def _policy(policy: BalancePolicy, interval: float | None) -> BalancePolicy:
     return replace(policy, interval=round(interval * _US))
 
 
-def _print_round(moves: list[Move], elapsed: float, as_json: bool, once: bool,
+class _Stop(Exception):
+    """SIGTERM or SIGINT arrived while the balancer waited for its next sample."""
+
+
+class _Signals:
+    """SIGTERM and SIGINT end the loop, but only between rounds: a signal during a move lets
+    the move finish (and be recorded) first, so the stop restores from a known state."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self._waiting = False
+
+    def _handle(self, _signum: int, _frame: object) -> None:
+        self.stopping = True
+        if self._waiting:
+            raise _Stop
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def wait(self, sleep: Callable[[float], None], seconds: float) -> None:
+        """sleep(seconds), unless a stop was asked for: then raise _Stop."""
+        self._waiting = True
+        try:
+            if self.stopping:
+                raise _Stop
+            sleep(seconds)
+        finally:
+            self._waiting = False
+
+
+def _print_round(outcomes: list[Outcome], elapsed: float, args: Namespace,
                  policy: BalancePolicy, out: TextIO) -> None:
+    """One decision: a line per move (made, would be made, or not made and why), or one
+    JSON object."""
     from slicectl.core.balance_input import move_json, move_line
 
-    if as_json:
+    if args.json:
         import json
 
-        json.dump({"format": JSON_FORMAT, "dry_run": True, "elapsed_s": round(elapsed, 3),
-                   "moves": [move_json(m) for m in moves]}, out)
+        moves = [move_json(o.move) | ({} if args.dry_run else {"made": o.made})
+                 | ({"why_not": o.why_not} if o.why_not else {}) for o in outcomes]
+        json.dump({"format": JSON_FORMAT, "dry_run": args.dry_run,
+                   "elapsed_s": round(elapsed, 3), "moves": moves}, out)
         out.write("\n")
     else:
-        for m in moves:
-            out.write(move_line(m) + "\n")
-        if once and not moves:
+        for o in outcomes:
+            if o.made or args.dry_run:
+                out.write(move_line(o.move, args.dry_run) + "\n")
+            else:
+                print(f"not moved: {move_line(o.move, True).removeprefix('would move ')}: "
+                      f"{o.why_not}", file=sys.stderr, flush=True)
+        if args.once and not outcomes:
             out.write(f"no move: no elastic tenant starved and a neighbour idle over the "
                       f"last {policy.window / _US:g}s\n")
     out.flush()
 
 
+class _Held:
+    """Which tenants the balancer may move this round and the CPUs they hold (from the
+    cgroups, against the state file), telling once about tenants someone else changed."""
+
+    def __init__(self, config: Config, mover: Mover) -> None:
+        self.config = config
+        self.mover = mover
+        self.told: dict[str, frozenset[int]] = {}
+
+    def __call__(self, cur: Snapshot) -> Mapping[str, frozenset[int]]:
+        from slicectl.core.balance_input import current_cpus
+        from slicectl.core.balance_state import reconcile
+        from slicectl.core.cpulist import format_cpulist
+
+        found = reconcile(self.mover.state(), current_cpus(self.config, cur.cgroups.values()))
+        if found.restored:
+            names = found.restored
+
+            def adopt(state: Any) -> Any:
+                for name in names:
+                    state = state.adopt(name, state.tenants[name].declared)
+                return state
+
+            self.mover.record(adopt)
+            print(f"back at their declared CPUs without the balancer (a daemon-reload?): "
+                  f"{', '.join(names)}", file=sys.stderr, flush=True)
+        for name, cpus in found.foreign.items():
+            if self.told.get(name) != cpus:
+                print(f"left alone: {name} holds CPUs {format_cpulist(cpus)}, set by someone "
+                      "else (neither declared nor the balancer's); `slicectl apply` returns "
+                      "it", file=sys.stderr, flush=True)
+        self.told = dict(found.foreign)
+        return found.taking_part
+
+
 def cmd_balance(args: Namespace, *, sleep: Callable[[float], None] = time.sleep,
                 out: TextIO | None = None) -> int:
-    """`slicectl balance --dry-run`: print the moves the balancer would make, every interval
-    (with --once: after one window, then exit)."""
-    from pathlib import Path
+    """`slicectl balance`: move whole cores between elastic tenants every interval (with
+    --dry-run: print the moves only; with --once: after one window, then exit)."""
 
-    from slicectl.core.balance import decide
-    from slicectl.core.balance_input import (
-        elastic_tenants,
-        readings,
-        remember,
-        untouchable,
-    )
-    from slicectl.core.errors import SlicectlError, UsageError
-    from slicectl.core.metrics import MetricsMemo
+    from slicectl.core.errors import SlicectlError
     from slicectl.host.planning import plan_for_host
-    from slicectl.host.sampler import Sampler
 
     out = out or sys.stdout
-    if not args.dry_run:
-        raise UsageError("acting on the balancer's decisions is not available yet: this "
-                         "release only shows them",
-                         "run `slicectl balance TENANTS --dry-run` to see the moves it would "
-                         "make")
     config = load_config(args)
     if not any(t.elastic for t in config.tenants):
         raise SlicectlError(f"{args.tenants}: no elastic tenant, nothing to balance",
                             "give a tenant cpus_min or cpus_max (docs/balance.md)")
     topo = load_topology(args)
-    layout = plan_for_host(config, topo, Path(args.unit_dir or defaults.UNIT_DIR)).layout
+    options = apply_options(args)
+    plan = plan_for_host(config, topo, _placed_in(args))
     policy = _policy(config.balance, args.interval)
+    mover = None
+    if not args.dry_run:
+        from slicectl.balancer.mover import Mover
+
+        mover = Mover(config, plan, options, on_wait=lambda holder, what: print(
+            f"waiting for {holder}, which holds {options.unit_dir}, to {what}",
+            file=sys.stderr, flush=True))
+        try:  # the state file before the first decision, unless apply runs (then: at a move)
+            mover.record(lambda state: state, wait=False)
+        except (SlicectlError, OSError) as e:
+            print(f"state file not written yet: {getattr(e, 'message', e)}",
+                  file=sys.stderr, flush=True)
+    signals = _Signals()
+    if mover is not None and not args.once:
+        signals.install()
+    try:
+        return _run(args, config, topo, plan, policy, mover, signals, sleep, out)
+    except _Stop:
+        pass
+    assert mover is not None  # signals are installed only when there is something to undo
+    for line in mover.restore():
+        print(line, file=out, flush=True)
+    return EXIT_OK
+
+
+def _placed_in(args: Namespace) -> Path:
+    """The unit directory whose manifest says where the tenants are: the generator's output
+    on a host in generator mode (as for `plan`), else --unit-dir or /etc/systemd/system. The
+    lock is always --unit-dir's (or /etc/systemd/system's): the one apply takes."""
+    from pathlib import Path
+
+    from slicectl.apply import generator_mode
+    from slicectl.cli.generator import paths_of
+
+    if args.unit_dir is None and generator_mode.enabled(paths := paths_of(args)):
+        return paths.output
+    return Path(args.unit_dir or defaults.UNIT_DIR)
+
+
+def _rounds(args: Namespace, policy: BalancePolicy, signals: _Signals,
+            sleep: Callable[[float], None]) -> Iterator[tuple[Snapshot, Snapshot]]:
+    """(previous, current) sample pairs, one per interval, on the sampler's clock."""
+    from pathlib import Path
+
+    from slicectl.host.sampler import Sampler
+
+    interval = policy.interval / _US
+    with Sampler(Path(args.cgroup_root)) as sampler:
+        prev = sampler.sample()
+        start, rounds = prev.time, 0
+        while True:
+            rounds += 1
+            signals.wait(sleep, max(0.0, start + rounds * interval - time.monotonic()))
+            if signals.stopping:
+                raise _Stop
+            cur = sampler.sample()
+            yield prev, cur
+            prev = cur
+
+
+def _run(args: Namespace, config: Config, topo: Topology, plan: Plan, policy: BalancePolicy,
+         mover: Mover | None, signals: _Signals, sleep: Callable[[float], None],
+         out: TextIO) -> int:
+    from slicectl.balancer.mover import Outcome
+    from slicectl.core.balance import decide
+    from slicectl.core.balance_input import elastic_tenants, readings, remember, untouchable
+    from slicectl.core.metrics import MetricsMemo
+
+    layout = plan.layout
     interval, window = policy.interval / _US, policy.window / _US
     housekeeping, fixed = untouchable(config, layout)
+    if not args.json:
+        what = ("dry run: sampling" if mover is None else "balancing: sampling")
+        print(f"{what} every {interval:g}s; a core moves after {window:g}s starved beside an "
+              "idle neighbour" + (" (nothing is changed)" if mover is None else
+                                  "; a stop returns every tenant to its declared CPUs"),
+              file=sys.stderr, flush=True)
+    held_now = None if mover is None else _Held(config, mover)
     memo = MetricsMemo()
     history: dict[str, tuple[Reading, ...]] = {}
     last_moves: dict[str, float] = {}
-    with Sampler(Path(args.cgroup_root)) as sampler:
-        prev = sampler.sample()
-        if not args.json:
-            print(f"dry run: sampling every {interval:g}s; a core moves after {window:g}s "
-                  "starved beside an idle neighbour (nothing is changed)", file=sys.stderr)
-        start, first = prev.time, None
-        rounds = 0
-        while True:
-            rounds += 1
-            sleep(max(0.0, start + rounds * interval - time.monotonic()))
-            cur = sampler.sample()
-            now = cur.time
-            metrics = memo.compute(prev, cur)
-            prev = cur
-            history = remember(history, readings(config, layout, metrics, now), now, policy)
-            first = now if first is None else first
-            # --once: one window of readings (the first comes one interval after the start).
-            if args.once and now - first < window - interval:
-                continue
-            tenants = elastic_tenants(config, layout, history, last_moves)
-            moves = decide(tenants, topo, policy, now, housekeeping, fixed)
-            for m in moves:
-                last_moves[m.donor] = last_moves[m.receiver] = now
-            _print_round(moves, now - start, args.json, args.once, policy, out)
-            if args.once:
-                return EXIT_OK
+    expected: Mapping[str, frozenset[int]] = {}
+    start = first = None
+    for prev, cur in _rounds(args, policy, signals, sleep):
+        now = cur.time
+        start = prev.time if start is None else start
+        held = None if held_now is None else held_now(cur)
+        if held is not None:
+            # A size that changed without a move of ours (apply, a reload): its readings
+            # before now describe another size.
+            last_moves.update({t: now for t, cpus in held.items()
+                               if t in expected and expected[t] != cpus})
+        metrics = memo.compute(prev, cur)
+        history = remember(history, readings(config, layout, metrics, now, held), now, policy)
+        first = now if first is None else first
+        # --once: one window of readings (the first comes one interval after the start).
+        if args.once and now - first < window - interval:
+            expected = held or {}
+            continue
+        tenants = elastic_tenants(config, layout, history, last_moves, held)
+        moves: list[Move] = decide(tenants, topo, policy, now, housekeeping, fixed)
+        outcomes = ([Outcome(m, False) for m in moves] if mover is None or held is None
+                    else mover.make(moves, held))
+        expected = dict(held or {})
+        for o in outcomes:
+            if o.made or mover is None:
+                last_moves[o.move.donor] = last_moves[o.move.receiver] = now
+            if o.made:
+                expected[o.move.donor] = expected[o.move.donor] - o.move.cpus
+                expected[o.move.receiver] = expected[o.move.receiver] | o.move.cpus
+        _print_round(outcomes, now - start, args, policy, out)
+        if args.once:
+            return EXIT_OK if all(o.made for o in outcomes) or mover is None else EXIT_ERROR
+    return EXIT_OK

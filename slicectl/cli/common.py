@@ -65,4 +65,5 @@ def apply_options(args: Namespace) -> ApplyOptions:
         templates=getattr(args, "templates", None),
         schedule_command=schedule_command(args) if getattr(args, "tenants", None) else None,
         force=getattr(args, "force", False),
+        balance_state=Path(getattr(args, "balance_state", defaults.BALANCE_STATE)),
     )

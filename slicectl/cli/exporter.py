@@ -57,7 +57,8 @@ def cmd_exporter(args: Namespace) -> int:
     try:
         with Sampler(Path(args.cgroup_root)) as sampler:
             collector = SliceCollector(sampler, node_cpus=node_cpus, drift=drift,
-                                       tenants=partial(manifest_tenants, options.unit_dir))
+                                       tenants=partial(manifest_tenants, options.unit_dir),
+                                       balance_state=options.balance_state)
             exposition = Exposition(collector)
             if args.textfile:
                 return _textfiles(args, partial(write_textfile, exposition,

@@ -101,6 +101,13 @@ def _host(p: Parser) -> None:
     _cgroup_root(p, f"cgroup v2 mount (default: {defaults.CGROUP_ROOT})")
     p.add_argument("--bus", metavar="ADDRESS", default=None,
                    help="D-Bus address of systemd (default: the system bus)")
+    _balance_state(p)
+
+
+def _balance_state(p: Parser) -> None:
+    p.add_argument("--balance-state", metavar="FILE", default=defaults.BALANCE_STATE,
+                   help="the balancer's state file: its moves are not drift (default: "
+                   f"{defaults.BALANCE_STATE})")
 
 
 def _cgroup_root(p: Parser, help: str | None = None) -> None:
@@ -151,7 +158,8 @@ def plan(p: Parser) -> None:
     _profile(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--exit-code", action="store_true",
-                   help="exit 3 when the host differs from the plan, 0 when it matches, "
+                   help="exit 3 when the host differs from the plan, 0 when it matches (a "
+                   "tenant the balancer moved counts as matching), "
                    "4 when there is no host to compare with (--topology or --sysfs without "
                    "--unit-dir or --bus)")
     p.add_argument("--contents", action="store_true",
@@ -264,6 +272,8 @@ def tui(p: Parser) -> None:
     _topology_source(p)
     p.add_argument("--unit-dir", metavar="DIR", default=None, help=argparse.SUPPRESS)
     p.add_argument("--bus", metavar="ADDRESS", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--balance-state", metavar="FILE", default=defaults.BALANCE_STATE,
+                   help=argparse.SUPPRESS)
 
 
 def status(p: Parser) -> None:
@@ -288,10 +298,9 @@ def top(p: Parser) -> None:
 def balance(p: Parser) -> None:
     _tenants(p)
     p.add_argument("--dry-run", action="store_true",
-                   help="print the moves the balancer would make; move nothing (required in "
-                   "this release)")
+                   help="print the moves the balancer would make; move nothing")
     p.add_argument("--once", action="store_true",
-                   help="sample for one balance.window, decide once and exit")
+                   help="sample for one balance.window, decide (and move) once and exit")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per decision with its moves")
     p.add_argument("--interval", metavar="S", type=positive("seconds"), default=None,
@@ -305,8 +314,14 @@ def balance(p: Parser) -> None:
                    f"(default: {defaults.SYSFS})")
     _proc_root(p)
     p.add_argument("--unit-dir", metavar="DIR", default=None,
-                   help="unit directory whose manifest says where apply placed the tenants "
-                   f"(default: {defaults.UNIT_DIR}; only read)")
+                   help="unit directory whose manifest says where apply placed the tenants, "
+                   f"and whose lock each move takes (default: {defaults.UNIT_DIR}; only read)")
+    p.add_argument("--bus", metavar="ADDRESS", default=None,
+                   help="D-Bus address of systemd (default: the system bus)")
+    _balance_state(p)
+    _lock_timeout(p, "the unit directory, before each move (a move it cannot make is skipped)")
+    p.add_argument("--control-dir", metavar="DIR", default=defaults.CONTROL_DIR,
+                   help=argparse.SUPPRESS)
 
 
 def exporter(p: Parser) -> None:
@@ -377,7 +392,8 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
     "status": ("per-slice CPU, memory and pressure, two samples ~1 s apart", status),
     "top": ("live per-slice load with limits, pressure and throttling", top),
     "exporter": ("serve every slice's metrics to Prometheus (or write a textfile)", exporter),
-    "balance": ("show the whole-core moves the balancer would make (--dry-run)", balance),
+    "balance": ("move whole cores from idle elastic tenants to starved ones (runtime only)",
+                balance),
     "completion": ("print a shell completion script (bash, zsh, fish)", completion),
     "generator": ("place tenants at every boot and daemon-reload (enable), or not (disable)",
                   generator),
@@ -428,9 +444,11 @@ DOCS: dict[str, tuple[str, str]] = {
     "exporter": ("Serve every slice's counters and limits to Prometheus on /metrics, or write "
                  "them for node_exporter's textfile collector.",
                  "slicectl exporter --listen :19116 --tenants /etc/slicectl/tenants.yaml"),
-    "balance": ("Sample the elastic tenants' slices every balance.interval and print each "
-                "move of a whole core the balancer would make, with its reason and figures "
-                "(docs/balance.md). Only --dry-run exists: nothing is moved.",
+    "balance": ("Sample the elastic tenants' slices every balance.interval and move a whole "
+                "core from an idle tenant to a starved one on the same node, at runtime "
+                "(AllowedCPUs over D-Bus, under apply's lock), logging each move with its "
+                "reason and figures; a stop (SIGTERM) returns every tenant to its declared "
+                "CPUs. --dry-run only prints the moves (docs/balance.md). Needs root.",
                 "slicectl balance tenants.yaml --dry-run --once"),
     "completion": ("Print a shell completion script for bash, zsh or fish.",
                    "source <(slicectl completion bash)"),

@@ -191,6 +191,7 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
         return
     from pathlib import Path
 
+    from slicectl.apply.host_diff import balanced_line
     from slicectl.views import tables
 
     schedule = [tables.schedule_table(schedule_json(config))] if config.schedule else []
@@ -199,10 +200,15 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
     for note in plan.layout.notes:
         print(f"note: {note}")
     if diff is not None:
-        lines = diff.lines(Path(args.unit_dir or defaults.UNIT_DIR))
+        lines = diff.lines(Path(args.unit_dir or defaults.UNIT_DIR), balanced=False)
         print("Changes on this host:" if lines else "This host matches the plan.")
         for line in lines:
             print(f"  {line}")
+        if diff.balanced:
+            print("Balanced by slicectl balance (not drift; apply returns them to their "
+                  "declared CPUs):")
+        for c in diff.balanced:
+            print(f"  {balanced_line(c)}")
         for note in diff.notes:
             print(f"  note: {note}")
 
@@ -273,7 +279,7 @@ def cmd_plan(args: Namespace) -> int:
         print("slicectl: offline: nothing compared with a host (--topology or --sysfs without "
               "--unit-dir or --bus); exit 4", file=sys.stderr)
         return EXIT_OFFLINE
-    if args.exit_code and diff is not None and diff.changed:
+    if args.exit_code and diff is not None and diff.drifted:
         return EXIT_DIFF
     return EXIT_OK
 
@@ -283,13 +289,15 @@ def diff_json(diff: Diff) -> dict[str, object]:
     from slicectl.core.live_values import format_live
 
     return {
-        "changed": diff.changed,
+        "changed": diff.drifted,
         "files": {"created": list(diff.files.created), "updated": list(diff.files.updated),
                   "removed": list(diff.files.removed)},
         "properties": [{"unit": c.unit, "property": c.prop,
                         "live": format_live(c.prop, c.live),
                         "desired": format_live(c.prop, c.want), "source": c.source}
                        for c in diff.props],
+        "balanced": [{"unit": c.unit, "live": format_live(c.prop, c.live),
+                      "declared": format_live(c.prop, c.want)} for c in diff.balanced],
         "reload": diff.reload, "start": diff.start, "stop": diff.stop, "notes": diff.notes,
     }
 

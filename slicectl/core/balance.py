@@ -199,6 +199,38 @@ def apply_moves(tenants: Iterable[Elastic], moves: Iterable[Move], now: float
 # --- the plan-time check ----------------------------------------------------------------
 
 
+@frozen
+class ElasticRange:
+    """What the balancer may make of an elastic tenant: its declared CPUs, its floor and
+    ceiling, and `reach`, every CPU it may ever hold (the elastic tenants' declared CPUs on
+    its node(s): a move only hands a core between two of them on a node of both)."""
+
+    tenant: str
+    declared: frozenset[int]
+    floor: int
+    ceiling: int
+    reach: frozenset[int]
+
+    def allows(self, cpus: frozenset[int]) -> bool:
+        """Whether the tenant holding `cpus` is a state the balancer may leave it in."""
+        return self.floor <= len(cpus) <= self.ceiling and cpus <= self.reach
+
+
+def elastic_ranges(config: Config, topo: Topology, layout: Layout
+                   ) -> tuple[ElasticRange, ...]:
+    """The ElasticRange of every elastic tenant of `config` as `layout` places it."""
+    elastic = [t for t in config.tenants if t.elastic]
+    pool = frozenset().union(*(layout.of(t.name).cpus for t in elastic))
+    out = []
+    for t in elastic:
+        placed = layout.of(t.name)
+        nodes = frozenset().union(*(topo.node(n).cpus for n in placed.cpu_nodes
+                                    if topo.has_node(n)))
+        floor, ceiling = t.size_range()
+        out.append(ElasticRange(t.name, placed.cpus, floor, ceiling, pool & nodes))
+    return tuple(out)
+
+
 def fixed_cpus(config: Config, layout: Layout) -> frozenset[int]:
     """CPUs of exclusive tenants that are not elastic: the balancer never moves them."""
     elastic = {t.name for t in config.tenants if t.elastic}

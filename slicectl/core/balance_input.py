@@ -9,13 +9,14 @@ leaves is the decision's to judge (a window not covered moves nothing).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from slicectl.core.balance import Elastic, Move, Reading, fixed_cpus
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.metrics import SliceMetrics
 from slicectl.core.placement import Layout
+from slicectl.core.samples import CgroupSample
 from slicectl.core.tenants import BalancePolicy, Config
 
 History = Mapping[str, tuple[Reading, ...]]
@@ -27,22 +28,45 @@ def tenant_unit(config: Config, tenant: str) -> str:
     return f"{config.slice}-{tenant}.slice"
 
 
-def readings(config: Config, layout: Layout, metrics: Iterable[SliceMetrics], time: float
-             ) -> dict[str, Reading]:
-    """tenant -> its reading at `time` (seconds, the later sample's) for every elastic tenant
-    whose slice has a CPU rate in `metrics`."""
+def _elastic_of(config: Config) -> Callable[[str, str], str | None]:
+    """(unit, cgroup path) -> the elastic tenant whose slice it is, or None."""
     units = {tenant_unit(config, t.name): t.name for t in config.tenants if t.elastic}
-    parent = f"/{config.slice}.slice/"
+    parent = f"{config.slice}.slice/"
+
+    def tenant(unit: str, cgroup: str) -> str | None:
+        return units.get(unit) if cgroup.lstrip("/").startswith(parent) else None
+
+    return tenant
+
+
+def readings(config: Config, layout: Layout, metrics: Iterable[SliceMetrics], time: float,
+             held: Mapping[str, frozenset[int]] | None = None) -> dict[str, Reading]:
+    """tenant -> its reading at `time` (seconds, the later sample's) for every elastic tenant
+    whose slice has a CPU rate in `metrics`: a share of the CPUs it holds (`held`, else the
+    CPUs `layout` gives it)."""
+    tenant_of = _elastic_of(config)
     out: dict[str, Reading] = {}
     for m in metrics:
-        name = units.get(m.unit)
-        if name is None or m.cpu_cores is None or not m.cgroup.startswith(parent):
+        name = tenant_of(m.unit, m.cgroup)
+        if name is None or m.cpu_cores is None:
             continue
-        held = len(layout.of(name).cpus)
-        if not held:
+        count = len(held[name] if held is not None and name in held else layout.of(name).cpus)
+        if not count:
             continue
         pressure = m.cpu_pressure.some.avg10 if m.cpu_pressure is not None else None
-        out[name] = Reading(time, m.cpu_cores / held * 100, pressure)
+        out[name] = Reading(time, m.cpu_cores / count * 100, pressure)
+    return out
+
+
+def current_cpus(config: Config, samples: Iterable[CgroupSample]) -> dict[str, frozenset[int]]:
+    """tenant -> the CPUs its slice runs on now (cpuset.cpus.effective), for every elastic
+    tenant whose slice is in `samples` with a cpuset."""
+    tenant_of = _elastic_of(config)
+    out = {}
+    for s in samples:
+        name = tenant_of(s.unit, s.path)
+        if name is not None and s.cpus:
+            out[name] = s.cpus
     return out
 
 
@@ -61,17 +85,20 @@ def remember(history: History, new: Mapping[str, Reading], now: float,
 
 
 def elastic_tenants(config: Config, layout: Layout, history: History,
-                    last_moves: Mapping[str, float] | None = None) -> list[Elastic]:
-    """The elastic tenants of `config` as decide() takes them: the nodes and CPUs `layout`
-    gives them, their floor and ceiling, their readings and when a core last moved."""
+                    last_moves: Mapping[str, float] | None = None,
+                    held: Mapping[str, frozenset[int]] | None = None) -> list[Elastic]:
+    """The elastic tenants of `config` as decide() takes them: the nodes `layout` gives
+    them, the CPUs they hold (`held`: only the tenants in it; else the layout's), their floor
+    and ceiling, their readings and when a core last moved."""
     last_moves = last_moves or {}
     out = []
     for t in config.tenants:
-        if not t.elastic:
+        if not t.elastic or (held is not None and t.name not in held):
             continue
         placed = layout.of(t.name)
         floor, ceiling = t.size_range()
-        out.append(Elastic(t.name, frozenset(placed.cpu_nodes), placed.cpus, floor, ceiling,
+        cpus = placed.cpus if held is None else held[t.name]
+        out.append(Elastic(t.name, frozenset(placed.cpu_nodes), cpus, floor, ceiling,
                            history.get(t.name, ()), last_moves.get(t.name)))
     return out
 

@@ -37,3 +37,6 @@ EXPORTER_LISTEN = ":19116"
 RECOMMEND_STARTUP_S = 3600.0  # no measurements during the application's start-up
 RECOMMEND_HOLD_S = 600.0  # consider only values that last ~10 minutes
 RECOMMEND_HEADROOM = 1 << 30  # bytes (1G): LinkedIn adds 1 GB for page cache beyond active_file
+
+# balance: the balancer's runtime state (tmpfs: a reboot forgets it, as it forgets the moves).
+BALANCE_STATE = "/run/slicectl/balance.json"

@@ -107,6 +107,10 @@ class SamplerError(SlicectlError):
     """The cgroup tree could not be read."""
 
 
+class StateError(SlicectlError):
+    """The balancer's runtime state file is unreadable or malformed."""
+
+
 class UsageError(SlicectlError):
     """A command run in a way it cannot work (exit 2, as argparse's usage errors)."""
 

@@ -11,18 +11,21 @@ import re
 from typing import Any
 
 from slicectl.core.cpulist import KERNEL_MAX_CPUS, parse_cpulist
-from slicectl.core.errors import TopologyError
+from slicectl.core.errors import SlicectlError, TopologyError
 
 
 class JsonReader:
-    """Typed accessors over decoded JSON; each raises TopologyError naming file and path."""
+    """Typed accessors over decoded JSON; each raises `error` (TopologyError unless told)
+    naming file and path."""
 
-    def __init__(self, where: str, hint: str) -> None:
+    def __init__(self, where: str, hint: str,
+                 error: type[SlicectlError] = TopologyError) -> None:
         self.where = where
         self.hint = hint
+        self.error = error
 
-    def fail(self, path: str, message: str) -> TopologyError:
-        return TopologyError(f"{self.where}: {path}: {message}", self.hint)
+    def fail(self, path: str, message: str) -> SlicectlError:
+        return self.error(f"{self.where}: {path}: {message}", self.hint)
 
     def field(self, obj: dict[str, Any], key: str, path: str) -> Any:
         if key not in obj:

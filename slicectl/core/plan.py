@@ -31,6 +31,7 @@ from slicectl.core.topology import Topology
 from slicectl.core.values import size_sum
 
 if TYPE_CHECKING:
+    from slicectl.core.balance import ElasticRange
     from slicectl.core.contention import Competition, CpuShares
 
 FORMAT = "slicectl-plan/1"
@@ -129,6 +130,8 @@ class Plan:
     # What each tenant is guaranteed when everything is busy (cpu.shares experiments;
     # slicectl.core.contention)
     shares: CpuShares | None = None
+    # What the balancer may make of each elastic tenant (docs/balance.md)
+    elastic: tuple[ElasticRange, ...] = ()
 
     def unit(self, name: str) -> UnitPlan:
         for u in self.units:
@@ -143,6 +146,7 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         """The documented `slicectl plan --json` form (docs/plan-json.md)."""
         lay = self.layout
+        elastic = {r.tenant: r for r in self.elastic}
         return {
             "format": FORMAT,
             "source": self.source,
@@ -162,6 +166,8 @@ class Plan:
                     "shared_pool": p.pool,
                     **({"cpu_share": self.shares.tenant_json(p.tenant)}
                        if self.shares is not None else {}),
+                    **({"elastic": _elastic_json(elastic[p.tenant])}
+                       if p.tenant in elastic else {}),
                 }
                 for p in lay.tenants
             ],
@@ -193,8 +199,20 @@ class Plan:
 
             shares = CpuShares.from_json(d["cpu_shares"], {
                 u.unit: u.tenant for u in units if u.tenant is not None and u.kind == "unit"})
+        elastic: tuple[ElasticRange, ...] = ()
+        if any("elastic" in t for t in d["tenants"]):
+            from slicectl.core.balance import ElasticRange
+
+            elastic = tuple(ElasticRange(
+                t["name"], parse_cpulist(t["cpus"]), t["elastic"]["cpus_min"],
+                t["elastic"]["cpus_max"], parse_cpulist(t["elastic"]["reach"]))
+                for t in d["tenants"] if "elastic" in t)
         return cls(source=d["source"], profile=d["profile"], topology=d["topology"],
-                   layout=layout, units=units, shares=shares)
+                   layout=layout, units=units, shares=shares, elastic=elastic)
+
+
+def _elastic_json(r: ElasticRange) -> dict[str, Any]:
+    return {"cpus_min": r.floor, "cpus_max": r.ceiling, "reach": format_cpulist(r.reach)}
 
 
 def _resources(values: Mapping[str, Any]) -> dict[str, PlanValue]:
@@ -350,10 +368,12 @@ def build_plan(
     layout = place(config, topo, previous)
     if any(protects(t) for t in config.tenants):
         check_protection(config, topo, layout)
+    elastic: tuple[ElasticRange, ...] = ()
     if any(t.elastic for t in config.tenants):
-        from slicectl.core.balance import check_floors
+        from slicectl.core.balance import check_floors, elastic_ranges
 
         check_floors(config, topo, layout)
+        elastic = elastic_ranges(config, topo, layout)
     units = [_parent(config, topo, layout)]
     for t in config.tenants:
         name = config.slice_unit(t.name)
@@ -376,4 +396,4 @@ def build_plan(
 
         predicted = predict_shares(config, layout, topo, competition)
     return Plan(source=config.path, profile=config.profile, topology=topo.source,
-                layout=layout, units=tuple(units), shares=predicted)
+                layout=layout, units=tuple(units), shares=predicted, elastic=elastic)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from slicectl.apply.host_diff import host_diff, managed_units, unit_of
 from slicectl.core.errors import SlicectlError
 from slicectl.core.live_values import desired
+from slicectl.host.balance_state import state_or_none
 from slicectl.host.unitdir import UnitDir
 
 if TYPE_CHECKING:
@@ -115,7 +116,8 @@ class DriftWatch:
                 self._sd = await Systemd.connect(self.options.bus_address)
             diff, states = await host_diff(self._sd, placed.plan, placed.files,
                                            UnitDir(self.options.unit_dir),
-                                           self.options.cgroup_root, force=True)
+                                           self.options.cgroup_root, force=True,
+                                           balance=state_or_none(self.options.balance_state))
         except (SlicectlError, OSError, EOFError):
             await self._disconnect()  # ask again over a new connection next time
             raise

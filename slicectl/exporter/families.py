@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
+from slicectl.core.balance_state import GROW, SHRINK, BalanceState
 from slicectl.core.cgroupfiles import FILES
 from slicectl.core.metrics import NodeCpus, NumaMetrics
 from slicectl.core.samples import CgroupSample, Pressure, Snapshot
@@ -116,6 +117,16 @@ _LOCAL = _spec("memory_local_ratio", G, "Share of the slice's memory on the NUMA
 DRIFT = MetricSpec("slicectl_drift", G, "1 when the live property differs from "
                    "tenants.yaml (what `slicectl plan --exit-code` reports), else 0",
                    "systemd over D-Bus (--tenants)", ("unit", "property"))
+BALANCE_MOVES = MetricSpec("slicectl_balance_moves_total", C, "Whole-core moves the "
+                           "balancer made to (grow) or from (shrink) an elastic tenant",
+                           "the balancer's state file", ("tenant", "direction"))
+BALANCE_CPUS = MetricSpec("slicectl_balance_cpus", G, "CPUs an elastic tenant holds now, "
+                          "as the balancer left it", "the balancer's state file", ("tenant",))
+BALANCE_DECLARED = MetricSpec("slicectl_balance_declared_cpus", G, "CPUs tenants.yaml "
+                              "declares for an elastic tenant (what apply and a stop of the "
+                              "balancer return it to)", "the balancer's state file",
+                              ("tenant",))
+BALANCE = (BALANCE_MOVES, BALANCE_CPUS, BALANCE_DECLARED)
 SCRAPE_DURATION = MetricSpec("slicectl_exporter_scrape_duration_seconds", G,
                              "Time this scrape took to read and convert the cgroups",
                              "the exporter", ())
@@ -128,7 +139,8 @@ SLICE_METRICS: tuple[MetricSpec, ...] = (
     *(m for m, _, _ in _PLAIN), _QUOTA, _ALLOWED, *(m for m, _, _ in _LIMITS), _EVENTS_SPEC,
     *(m for r in _RESOURCES for m in _PSI[r]), _NUMA, _LOCAL,
 )
-METRICS: tuple[MetricSpec, ...] = (*SLICE_METRICS, DRIFT, SCRAPE_DURATION, ERRORS, CGROUPS)
+METRICS: tuple[MetricSpec, ...] = (*SLICE_METRICS, DRIFT, *BALANCE, SCRAPE_DURATION, ERRORS,
+                                   CGROUPS)
 
 # Which file each sample field comes from: the `source` label of an error.
 FILE_OF = {field: spec.name for spec in FILES for field in spec.fields}
@@ -293,3 +305,14 @@ class SeriesMemo:
             for name, labels, value in cgroup:
                 out[name].append((labels, value))
         return out, errors
+
+
+def balance_series(state: BalanceState | None) -> Series:
+    """Rows of the balancer's metrics from its state (none when no balancer has run)."""
+    out: Series = {spec.name: [] for spec in BALANCE}
+    for name, t in sorted((state.tenants if state is not None else {}).items()):
+        out[BALANCE_MOVES.name] += [((name, GROW), float(t.grown)),
+                                    ((name, SHRINK), float(t.shrunk))]
+        out[BALANCE_CPUS.name].append(((name,), float(len(t.cpus))))
+        out[BALANCE_DECLARED.name].append(((name,), float(len(t.declared))))
+    return out

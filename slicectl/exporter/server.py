@@ -65,10 +65,12 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
 from slicectl.core import defaults
+from slicectl.core.balance_state import BalanceState
 from slicectl.core.errors import SlicectlError
 from slicectl.core.metrics import NodeCpus
 from slicectl.exporter.drift import DriftWatch
 from slicectl.exporter.families import (
+    BALANCE,
     CGROUPS,
     DRIFT,
     ERRORS,
@@ -79,11 +81,14 @@ from slicectl.exporter.families import (
     Out,
     Row,
     SeriesMemo,
+    balance_series,
 )
 from slicectl.exporter.process_metrics import ProcessMetrics
 from slicectl.exporter.webconfig import BasicAuth, TlsServer, WebConfig, require_auth
 from slicectl.host.sampler import Sampler
 
+# The `source` of an error reading the balancer's state file.
+BALANCE_SOURCE = "balance-state"
 DEFAULT_PORT = int(defaults.EXPORTER_LISTEN.rpartition(":")[2])
 # The library's value format and OpenMetrics encoder (not annotated there).
 go_float: Callable[[float], str] = floatToGoString
@@ -268,8 +273,10 @@ class SliceCollector(Collector):
 
     def __init__(self, sampler: Sampler, *, node_cpus: NodeCpus | None = None,
                  tenants: Callable[[], Mapping[str, str]] = dict,
-                 drift: DriftWatch | None = None) -> None:
+                 drift: DriftWatch | None = None,
+                 balance_state: Path = Path(defaults.BALANCE_STATE)) -> None:
         self.sampler = sampler
+        self.balance_state = balance_state
         self.memo = SeriesMemo(node_cpus)
         self.tenants = tenants
         self.drift = drift
@@ -280,7 +287,7 @@ class SliceCollector(Collector):
     def describe(self) -> Iterator[Metric]:
         """The families, without samples: what the registry's `name[]` filter selects by."""
         own = (DRIFT,) if self.drift is not None else ()
-        for spec in (*SLICE_METRICS, *own, CGROUPS, ERRORS, SCRAPE_DURATION):
+        for spec in (*SLICE_METRICS, *own, *BALANCE, CGROUPS, ERRORS, SCRAPE_DURATION):
             yield _family(spec, ())
 
     def collect(self) -> Iterator[Metric]:
@@ -321,6 +328,9 @@ class SliceCollector(Collector):
         conversion of the slices' families."""
         if self.drift is not None:
             yield _family(DRIFT, self._drift())
+        balance = balance_series(self._balance())
+        for spec in BALANCE:
+            yield _family(spec, balance[spec.name])
         yield _family(CGROUPS, [((), float(cgroups))])
         yield _family(ERRORS, [((source,), float(n)) for source, n in sorted(self.errors.items())])
         yield _family(SCRAPE_DURATION, [((), time.perf_counter() - start)])
@@ -333,6 +343,17 @@ class SliceCollector(Collector):
                 self.errors["tenants"] += 1  # the last good plan stays in force
             return self.drift.tenants()
         return self.tenants()
+
+    def _balance(self) -> BalanceState | None:
+        """The balancer's state; None (its series left out, an error counted) when the file
+        cannot be read or is not a state."""
+        from slicectl.host.balance_state import read_state
+
+        try:
+            return read_state(self.balance_state)
+        except SlicectlError:
+            self.errors[BALANCE_SOURCE] += 1
+            return None
 
     def _drift(self) -> list[Row]:
         assert self.drift is not None

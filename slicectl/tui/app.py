@@ -25,6 +25,7 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.timer import Timer
 
+from slicectl.core import defaults
 from slicectl.core.errors import ApplyError, SlicectlError
 from slicectl.core.metrics import MetricsMemo, SliceMetrics
 from slicectl.core.samples import Snapshot
@@ -102,6 +103,7 @@ class SlicectlApp(App[int]):
         self.interval, clamped = clamp_interval(settings.interval)
         self.notes = [*settings.notes, *([clamped] if clamped else [])]
         self.metrics: list[SliceMetrics] = []
+        self.balance: dict[str, str] = {}  # slice unit -> "[6/4 cpus]" (the balancer's)
         self.history = History()
         self.sort_key = SortKey.CPU
         self.sort_reverse = False
@@ -151,12 +153,24 @@ class SlicectlApp(App[int]):
         except OSError as e:
             self.post_message(SampleFailed(f"cannot read the cgroup tree: {e}", ""))
             return
-        self.post_message(Sampled(snapshot, metrics))
+        self.post_message(Sampled(snapshot, metrics, self._balance()))
+
+    def _balance(self) -> dict[str, str]:
+        """The elastic tenants' sizes now and declared, from the balancer's state file (none
+        when it has not run or cannot be read)."""
+        from slicectl.host.balance_state import state_or_none
+        from slicectl.views.monitor import balance_labels
+
+        options, config = self.settings.options, self.settings.config
+        path = Path(options.balance_state if options is not None else defaults.BALANCE_STATE)
+        return balance_labels(state_or_none(path),
+                              config.slice if config is not None else "tenants")
 
     def on_sampled(self, message: Sampled) -> None:
         self._polling = False
         self._prev = message.snapshot
         self.metrics = message.metrics
+        self.balance = message.balance
         self.history.add(message.metrics)
         self.samples += 1
         self.refresh_screens()

@@ -22,10 +22,12 @@ if TYPE_CHECKING:
 class Sampled(Message):
     """A new snapshot and the metrics computed from it and the previous one."""
 
-    def __init__(self, snapshot: Snapshot, metrics: list[SliceMetrics]) -> None:
+    def __init__(self, snapshot: Snapshot, metrics: list[SliceMetrics],
+                 balance: dict[str, str] | None = None) -> None:
         super().__init__()
         self.snapshot = snapshot
         self.metrics = metrics
+        self.balance = balance or {}  # slice unit -> its label from the balancer's state
 
     def can_replace(self, message: Message) -> bool:
         # A newer sample makes a pending older one worthless: coalesce.

@@ -35,6 +35,9 @@ class TuiState(Protocol):
     def profile(self) -> str | None: ...
     @property
     def readonly(self) -> list[str]: ...
+    @property
+    def balance(self) -> dict[str, str]:
+        """Slice unit -> its size now and declared, for the balancer's elastic tenants."""
 
     def tenant_of(self, cgroup: str | None) -> str | None:
         """The tenant whose slice is `cgroup`, if any."""

@@ -17,6 +17,8 @@ from slicectl.core.metrics import NumaMetrics, PressureMetrics, SliceMetrics, Tr
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from slicectl.core.balance_state import BalanceState
+
 JSON_VERSION = 1
 
 COLUMNS = (
@@ -235,3 +237,12 @@ def render_table(metrics: Sequence[SliceMetrics], title: str | None = None) -> T
             cells.append(io_cell(m))
         table.add_row(*cells, style=row_style(m))
     return table
+
+
+def balance_labels(state: BalanceState | None, parent: str = "tenants") -> dict[str, str]:
+    """Slice unit -> "[6/4 cpus]" (the CPUs it holds now / its declared ones) for each elastic
+    tenant of the balancer's state; `parent` is tenants.yaml's `slice:`."""
+    if state is None:
+        return {}
+    return {f"{parent}-{name}.slice": f"[{len(t.cpus)}/{len(t.declared)} cpus]"
+            for name, t in state.tenants.items()}

@@ -10,7 +10,7 @@ single segment, cropped to the horizontal scroll.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from itertools import groupby
 from typing import NamedTuple
@@ -326,10 +326,12 @@ class OverviewRows:
         self.numa = numa
         self._last: dict[str, tuple[tuple[object, ...], Row]] = {}
 
-    def rows(self, lines: Sequence[TreeLine], history: History, host_memory: int
-             ) -> list[Row]:
+    def rows(self, lines: Sequence[TreeLine], history: History, host_memory: int,
+             balance: Mapping[str, str] | None = None) -> list[Row]:
         """One row per line, in the order given; memory without a limit is drawn against
-        `host_memory`."""
+        `host_memory`; an elastic tenant's name is followed by its label in `balance`
+        (the CPUs it holds now and its declared ones)."""
+        balance = balance or {}
         last, out = self._last, []
         now: dict[str, tuple[tuple[object, ...], Row]] = {}
         for line in lines:
@@ -338,6 +340,8 @@ class OverviewRows:
             cpu = h.spark("cpu", SPARK_WIDTH, cpu_scale(m))
             mem = h.spark("memory", SPARK_WIDTH, memory_scale(m, host_memory))
             name = line.name
+            if m.unit in balance:
+                name = f"{name} {balance[m.unit]}"
             was = last.get(m.cgroup)
             token = (m, cpu, mem, name, line.effective)
             if was is not None and was[0][0] is m and was[0][1:] == token[1:]:

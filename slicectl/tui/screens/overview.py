@@ -64,7 +64,7 @@ class OverviewScreen(DataScreen):
         lines = self._tree.lines(app.metrics, collapsed=self.collapsed, needle=self.needle,
                                  key=app.sort_key, reverse=app.sort_reverse)
         self.query_one(SliceTable).show(self._rows.rows(lines, app.history,
-                                                        app.settings.host_memory))
+                                                        app.settings.host_memory, app.balance))
         arrow = "↑" if app.sort_reverse else "↓"
         profile = f"  profile: {app.profile}" if app.profile else ""
         shown = (f"{len(lines)} of {len(app.metrics)} slices" if len(lines) != len(app.metrics)
