@@ -26,6 +26,7 @@ from dbus_fast.constants import PropertyAccess
 from dbus_fast.service import ServiceInterface, dbus_method, dbus_property, dbus_signal
 
 from slicectl.core.cpulist import format_cpulist, from_bitmask, to_bitmask
+from slicectl.core.properties import PROPERTIES
 
 UINT64_MAX = 2**64 - 1
 MANAGER_PATH = "/org/freedesktop/systemd1"
@@ -57,6 +58,15 @@ SETTABLE: dict[str, tuple[str, Any]] = {
     "ManagedOOMMemoryPressure": ("s", "auto"),
     "ManagedOOMMemoryPressureLimit": ("u", 0),
 }
+# Write-only *Scale twins of the memory properties that take a share of RAM ("50%"): a `u`
+# where UINT32_MAX is 100 %, which systemd turns into bytes of its physical memory
+# (bus_cgroup_set_memory_scale in dbus-cgroup.c) and reports under the property itself. Which
+# properties have one is learnt from slicectl's table (a kind with `scale_since`); what systemd
+# does with the value is written out below (FakeSystemd.scaled), apart from slicectl's.
+SCALES: dict[str, str] = {f"{p.dbus}Scale": p.dbus for p in PROPERTIES
+                          if getattr(p.kind, "scale_since", 0)}
+PAGE = 4096
+UINT32_MAX = 2**32 - 1
 CGROUP_PROPS = {name: sig for name, (sig, _) in SETTABLE.items()} | {
     "EffectiveCPUs": "ay", "EffectiveMemoryNodes": "ay", "ControlGroup": "s", "Slice": "s",
 }
@@ -250,13 +260,14 @@ class FakeSystemd:
     """The fake systemd; `start(address)` puts it on a bus as org.freedesktop.systemd1."""
 
     def __init__(self, cgroup_root: Path | None = None, *, cpus: Iterable[int] = range(8),
-                 nodes: Iterable[int] = range(4)) -> None:
+                 nodes: Iterable[int] = range(4), memory: int = 4 << 30) -> None:
         self.cgroup_root = cgroup_root
         # Where runtime SetUnitProperties leaves UNIT.d/50-PROPERTY.conf, as systemd does in
         # /run/systemd/system.control (None: nowhere).
         self.control_dir: Path | None = None
         self.cpus = frozenset(cpus)
         self.nodes = frozenset(nodes)
+        self.memory = memory  # physical memory in bytes (the testbed's guest: 4 x 1G)
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.units: dict[str, FakeUnit] = {}
         self.failures: list[Failure] = []
@@ -340,6 +351,9 @@ class FakeSystemd:
         new: dict[str, Any] = {}
         for name, variant in properties:
             assert isinstance(variant, Variant)
+            if name in SCALES and variant.signature == "u":
+                new[SCALES[name]] = self.scaled(name, variant.value)
+                continue
             if name not in SETTABLE:
                 raise DBusError("org.freedesktop.DBus.Error.PropertyReadOnly",
                                 f"Cannot set property {name}, or unknown property.")
@@ -372,6 +386,17 @@ class FakeSystemd:
             shown = format_cpulist(from_bitmask(bytes(value))) if variant.signature == "ay" \
                 else value
             (folder / f"50-{name}.conf").write_text(f"# runtime\n[Slice]\n{name}={shown}\n")
+
+    def scaled(self, name: str, raw: int) -> int:
+        """Bytes of physical memory for a *Scale value, as systemd computes them
+        (physical_memory_scale: whole pages, rounded down; all of it at UINT32_MAX); systemd
+        refuses a value that comes to no memory at all."""
+        pages = self.memory // PAGE
+        value = pages * PAGE if raw == UINT32_MAX else pages * raw // UINT32_MAX * PAGE
+        if value <= 0:
+            raise DBusError("org.freedesktop.DBus.Error.InvalidArgs",
+                            f"Value specified in {name} is out of range")
+        return value
 
     async def run_job(self, manager: _Manager, name: str, *, start: bool) -> str:
         """Run a start/stop job: reply with its path, then announce it with JobRemoved."""

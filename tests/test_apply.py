@@ -485,3 +485,47 @@ async def test_apply_sets_zswap_writeback_where_systemd_and_kernel_take_it(
     assert "MemoryZSwapWriteback=no\n" in dropin
     assert cgroup(options, "tenants.slice/tenants-db1.slice", "memory.zswap.writeback") == "0"
 
+
+
+SHARES = """\
+version: 1
+tenants:
+  db1: {cpus: 2, memory_max: 50%, memory_high: 33.33%, memory_low: 250‰, memory_swap_max: 0}
+  db2: {cpus: 2, memory_low: 10%}
+"""
+
+
+async def test_apply_sets_a_share_of_ram_as_systemd_does(options: ApplyOptions,
+                                                          fake_systemd: FakeSystemd) -> None:
+    """MemoryMax=50% stays a share in the unit file; live, slicectl sends MemoryMaxScale (as
+    `systemctl set-property MemoryMax=50%` does), systemd makes bytes of the host's 4G, and
+    the diff and the read-back compare those bytes: a second apply changes nothing."""
+    report = await apply_plan(config(SHARES), make_topology(), options)  # type: ignore[arg-type]
+    dropin = (options.unit_dir / "tenants-db1.slice.d/50-slicectl.conf").read_text()
+    assert "MemoryLow=250‰\nMemoryHigh=33.33%\nMemoryMax=50%\n" in dropin
+    assert "MemoryLow=35%\n" in (options.unit_dir / "tenants.slice.d/50-slicectl.conf").read_text()
+    sent = {k: v for call in fake_systemd.properties_set("tenants-db1.slice")
+            for k, v in call.items()}
+    assert sent["MemoryMaxScale"] == 2**31 and sent["MemoryLowScale"] == 2**30
+    assert "MemoryMax" not in sent
+    db1 = "tenants.slice/tenants-db1.slice"
+    assert cgroup(options, db1, "memory.max") == str(2 << 30)
+    assert cgroup(options, db1, "memory.low") == str(1 << 30)
+    # 33.33% of 4G = 349490.38 pages of 4K, rounded down to whole pages, as systemd does
+    assert cgroup(options, db1, "memory.high") == str(349490 * 4096)
+    assert cgroup(options, "tenants.slice", "memory.low") == str(int(4 * 0.35 * 2**30) // 4096
+                                                                 * 4096)
+    assert "tenants-db1.slice" in report.verified
+    again = await apply_plan(config(SHARES), make_topology(), options)  # type: ignore[arg-type]
+    assert not again.diff.changed
+
+
+async def test_plan_shows_a_share_of_ram_that_differs_live(options: ApplyOptions,
+                                                            fake_systemd: FakeSystemd) -> None:
+    await apply_plan(config(SHARES), make_topology(), options)  # type: ignore[arg-type]
+    unit = fake_systemd.units["tenants-db1.slice"]
+    unit.settings["MemoryMax"] = (2 << 30) + 4096 * 2  # two pages off: not what 50% makes
+    diff = await compute_diff(config(SHARES), make_topology(), options)  # type: ignore[arg-type]
+    assert [c.describe() for c in diff.props] == [
+        f"tenants-db1.slice: MemoryMax {(2 << 30) + 8192} -> 50% of RAM ({2 << 30})"
+        "  [slicectl's file is not loaded yet (daemon-reload pending)]"]

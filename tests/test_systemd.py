@@ -473,3 +473,33 @@ async def test_systemd_never_seen_on_the_bus_is_reported_at_once(dbus_daemon: st
         with pytest.raises(SystemdError, match="systemd is not on the bus"):
             await client.version()
     assert sent == ["Get"]
+
+
+SCALED = [p for p in PROPERTIES if getattr(p.kind, "scale_since", 0)]
+
+
+@pytest.mark.parametrize("prop", SCALED, ids=lambda p: p.dbus)
+async def test_a_share_of_ram_travels_as_the_scale_twin(systemd_client: Systemd,
+                                                        fake_systemd: Any, prop: Any) -> None:
+    """Every memory property of the table takes "50%" as its *Scale twin (`u`); systemd
+    reports the bytes of its RAM (the fake: 4G) under the property itself."""
+    from slicectl.core.kinds import RamShareLive
+    from slicectl.core.values import RamShare
+
+    want = RamShareLive(RamShare(5000, "50%"), fake_systemd.memory)
+    await systemd_client.set_unit_properties(UNIT, {prop.dbus: want}, runtime=True)
+    assert fake_systemd.properties_set(UNIT)[-1] == {f"{prop.dbus}Scale": 2**31}
+    state = await systemd_client.get_unit_properties(UNIT)
+    assert state.props[prop.dbus] == fake_systemd.memory // 2
+    assert prop.kind.same(state.props[prop.dbus], want)
+
+
+async def test_zero_percent_is_sent_as_zero_bytes(systemd_client: Systemd,
+                                                  fake_systemd: Any) -> None:
+    """systemd refuses a *Scale that comes to no memory ("out of range"): 0% goes as 0."""
+    from slicectl.core.kinds import RamShareLive
+    from slicectl.core.values import RamShare
+
+    zero = RamShareLive(RamShare(0, "0%"), fake_systemd.memory)
+    await systemd_client.set_unit_properties(UNIT, {"MemoryLow": zero}, runtime=True)
+    assert fake_systemd.properties_set(UNIT)[-1] == {"MemoryLow": 0}

@@ -152,9 +152,8 @@ def test_parse_size_refuses(value: object, message: str) -> None:
      "write 24G (K, M, G, T, P, E: base 1024)"),
     ("max", "'max' is not a size (max is the cgroup file's word for no limit)",
      "write infinity"),
-    ("50%", "'50%' is not a size: slicectl takes memory sizes in bytes, not a share of RAM",
-     "write the size, e.g. 48G for half of a 96G host (`slicectl topology` shows each "
-     "node's memory)"),
+    ("50%", "'50%' is not a size: a share of RAM is not taken here",
+     "write the size, e.g. 48G (`slicectl topology` shows the memory)"),
 ])
 def test_parse_size_refuses_what_systemd_refuses_with_a_hint(value: str, message: str,
                                                              hint: str) -> None:

@@ -23,6 +23,7 @@ from slicectl.core.live_values import (
     file_key,
     format_live,
     later_dropins,
+    matches,
     override_source,
 )
 from slicectl.core.plan import FileKind, Plan, UnitPlan
@@ -164,14 +165,14 @@ async def _states(sd: Systemd, managed: list[tuple[UnitPlan, bool]]) -> list[Uni
 
 
 def _unit_changes(u: UnitPlan, owned: bool, st: UnitState, unit_dir: Path,
-                  notes: list[str]) -> list[PropChange]:
+                  notes: list[str], memory: int) -> list[PropChange]:
     """The live properties of one unit that differ from the plan, with their sources."""
     ours = str(unit_dir / dropin_path(u.unit))
     texts = _read_texts([st.fragment_path, *st.drop_in_paths])
-    want = desired(u, owned)
+    want = desired(u, owned, memory)
     changes = [PropChange(u.unit, prop, st.props.get(prop), value,
                           override_source(prop, ours, texts))
-               for prop, value in want.items() if st.props.get(prop) != value]
+               for prop, value in want.items() if not matches(prop, st.props.get(prop), value)]
     wanted = {file_key(p) for p in want}
     for path, key in later_dropins(ours, texts):
         if key in wanted:
@@ -199,7 +200,7 @@ async def live_diff(sd: Systemd, plan: Plan, unit_dir: Path,
         if owned and st.active_state not in ("active", "reloading"):
             start.append(u.unit)
         if st.control_group:  # else no cgroup yet: the files apply when the unit starts
-            changes += _unit_changes(u, owned, st, unit_dir, notes)
+            changes += _unit_changes(u, owned, st, unit_dir, notes, plan.memory)
     return changes, start, states
 
 
@@ -326,7 +327,7 @@ async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
         if not group:
             continue  # no cgroup (a drop-in for a unit that is not running)
         if cgroup_problems(cgroup_root, u.unit, group,
-                           cgroup_expectations(desired(u, owned), block_device)):
+                           cgroup_expectations(desired(u, owned, plan.memory), block_device)):
             suspects.append((u, owned))
         else:
             result.problems[u.unit] = []
@@ -334,9 +335,9 @@ async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
     states = await asyncio.gather(*(sd.get_unit_properties(u.unit, unit_interface=False)
                                     for u, _ in suspects))
     for (u, owned), st in zip(suspects, states, strict=True):
-        want = desired(u, owned)
+        want = desired(u, owned, plan.memory)
         wrong = [PropChange(u.unit, p, st.props.get(p), v) for p, v in want.items()
-                 if st.props.get(p) != v]
+                 if not matches(p, st.props.get(p), v)]
         if wrong:
             result.differ += wrong
         else:

@@ -42,7 +42,7 @@ from slicectl.core.tenants import (
     Confinement,
     Tenant,
 )
-from slicectl.core.values import INFINITY, format_duration_us, format_size, quote
+from slicectl.core.values import format_duration_us, format_memory, quote
 
 __all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_yaml",
            "parse_config"]
@@ -341,17 +341,11 @@ def _check_nodes(c: _Collector, tenants: list[Tenant]) -> None:
 
 
 def _protection_above_limit(t: Tenant) -> Iterator[tuple[str, str]]:
-    """(key, message) for memory_low/memory_min above memory_max: the kernel caps protection
-    at the usage memory_max allows, so the part above it protects nothing."""
-    limit = t.memory_max
-    if limit is None or limit is INFINITY:
-        return
-    for key in ("memory_low", "memory_min"):
-        value = t.resources.get(key)
-        if value is not None and (value is INFINITY or value > limit):
-            yield key, (f"{key} {format_size(value)} is above memory_max {format_size(limit)}: "
-                        f"the tenant can never use what it protects beyond "
-                        f"{format_size(limit)}")
+    """(key, message) for memory_low/memory_min above memory_max where that shows without
+    the host's RAM (both sizes, or both shares of RAM; plan compares the rest)."""
+    for key, value, limit in t.protection_above_limit(0):
+        yield key, (f"{key} {format_memory(value)} is above memory_max {format_memory(limit)}: "
+                    f"the tenant can never use what it protects beyond {format_memory(limit)}")
 
 
 def _check_memory(c: _Collector, tenants: list[Tenant],

@@ -30,21 +30,41 @@ from slicectl.core.cpulist import format_cpulist, from_bitmask, parse_cpulist, t
 from slicectl.core.frozen import frozen
 from slicectl.core.values import (
     INFINITY,
+    PAGE,
+    UINT32_MAX,
     UINT64_MAX,
+    RamShare,
     Size,
     format_duration_us,
-    format_size,
-    parse_size,
+    format_memory,
+    parse_memory_size,
 )
+
+
+@frozen
+class RamShareLive:
+    """The live value of a share of RAM on a host with `ram` bytes of it. systemd reports
+    memory properties in bytes: those of the unit file's "50%" (`RamShare.bytes_of`), or of
+    the *Scale value slicectl sent over D-Bus (`RamShare.bytes_over_dbus`), which may differ
+    by a page; either means the share is in force. `ram` 0: unknown, nothing matches."""
+
+    share: RamShare
+    ram: int
+
+    @property
+    def accepted(self) -> frozenset[int]:
+        """The byte values systemd may report for it on this host."""
+        if self.ram <= 0:
+            return frozenset()
+        return frozenset({self.share.bytes_of(self.ram), self.share.bytes_over_dbus(self.ram)})
+
 
 # A per-device list, sorted by path: ((path, value), ...); a value may be infinity.
 DeviceValues = tuple[tuple[str, Size], ...]
-PlanValue = frozenset[int] | Size | str | DeviceValues  # Size = int | Infinity
-LiveValue = frozenset[int] | int | str | tuple[tuple[str, int], ...] | None
-PAGE: Final = 4096
+PlanValue = frozenset[int] | Size | RamShare | str | DeviceValues  # Size = int | Infinity
+LiveValue = frozenset[int] | int | str | tuple[tuple[str, int], ...] | RamShareLive | None
 DEFAULT_WEIGHT: Final = 100
 DEFAULT_PERIOD_US: Final = 100_000
-UINT32_MAX: Final = 2**32 - 1
 WEIGHT_IDLE: Final = 0  # CPUWeight=idle on D-Bus (systemd 252+)
 
 
@@ -78,6 +98,18 @@ class Kind:
         """The live value that means `value` is in force."""
         assert isinstance(value, int)
         return value
+
+    def live_on(self, value: PlanValue, ram: int) -> LiveValue:
+        """`live` on a host with `ram` bytes of memory (only a share of RAM depends on it)."""
+        return self.live(value)
+
+    def same(self, live: LiveValue, want: LiveValue) -> bool:
+        """Whether what systemd reports (`live`) means the value slicectl wants is in force."""
+        return live == want
+
+    def wire_name(self, name: str, live: LiveValue) -> tuple[str, str]:
+        """The D-Bus property and signature that carry `live` (most kinds: their own)."""
+        return name, self.signature
 
     def to_wire(self, live: LiveValue) -> Any:
         """The live value as dbus-fast sends it (`t`: UINT64_MAX for unset)."""
@@ -195,19 +227,30 @@ class Limit(Kind):
 class Bytes(Limit):
     """A memory size. A *limit* (MemoryMax, MemoryHigh, MemorySwapMax, MemoryZSwapMax) is
     unset when it is infinity (UINT64_MAX on D-Bus, None here); a *protection* (MemoryLow,
-    MemoryMin) is unset at 0 and infinity is UINT64_MAX."""
+    MemoryMin) is unset at 0 and infinity is UINT64_MAX.
 
-    def __init__(self, *, protection: bool = False, unset_text: str = "(unset)") -> None:
+    A share of RAM ("50%") is written as it is in unit files, where systemd resolves it
+    against the host's memory, and sent over D-Bus as the property's *Scale twin (`u`,
+    UINT32_MAX = 100 %: MemoryMaxScale, …), as `systemctl set-property MemoryMax=50%` does;
+    systemd reports the bytes it made of it (RamShareLive)."""
+
+    def __init__(self, *, protection: bool = False, unset_text: str = "(unset)",
+                 scale_since: int = 0) -> None:
         self.protection = protection
         self.unset = 0 if protection else None
         self.unset_text = unset_text
+        # The first systemd whose D-Bus API takes the *Scale twin (0: none, no share of RAM).
+        self.scale_since = scale_since
 
     def file(self, value: PlanValue) -> str:
-        assert isinstance(value, int) or value is INFINITY
-        return format_size(value)
+        assert isinstance(value, int | RamShare) or value is INFINITY
+        return format_memory(value)
+
+    def json(self, value: PlanValue) -> Any:
+        return str(value) if isinstance(value, RamShare) else super().json(value)
 
     def from_json(self, data: Any) -> PlanValue:
-        return parse_size(data)
+        return parse_memory_size(data)
 
     def live(self, value: PlanValue) -> LiveValue:
         if value is INFINITY:
@@ -215,7 +258,25 @@ class Bytes(Limit):
         assert isinstance(value, int)
         return value
 
+    def live_on(self, value: PlanValue, ram: int) -> LiveValue:
+        if isinstance(value, RamShare):
+            return RamShareLive(value, ram)
+        return self.live(value)
+
+    def same(self, live: LiveValue, want: LiveValue) -> bool:
+        if isinstance(want, RamShareLive):
+            return isinstance(live, int) and live in want.accepted
+        return live == want
+
+    def wire_name(self, name: str, live: LiveValue) -> tuple[str, str]:
+        # systemd refuses a Scale that comes to 0 bytes: 0% is sent as 0 bytes.
+        if isinstance(live, RamShareLive) and live.share.permyriad > 0:
+            return f"{name}Scale", "u"
+        return name, self.signature
+
     def to_wire(self, live: LiveValue) -> Any:
+        if isinstance(live, RamShareLive):
+            return live.share.scale() if live.share.permyriad > 0 else 0
         if self.protection and live is None:
             return 0  # systemd's "no protection"
         return super().to_wire(live)
@@ -228,6 +289,10 @@ class Bytes(Limit):
     def show(self, live: LiveValue) -> str:
         if live is None:
             return self.unset_text
+        if isinstance(live, RamShareLive):
+            if live.ram <= 0:
+                return f"{live.share} of RAM"
+            return f"{live.share} of RAM ({live.share.bytes_of(live.ram)})"
         if self.protection and live == 0:
             return "(unset)"
         return str(live)
@@ -454,11 +519,24 @@ class CgroupExpectation:
 
 def page_bytes(live: LiveValue) -> str:
     """A memory file's text for a live size: "max" for unset/infinity, else the bytes rounded
-    down to whole pages (the kernel stores memory limits in pages)."""
+    down to whole pages (the kernel stores memory limits in pages); a share of RAM: the bytes
+    systemd makes of the unit file's percent."""
     if live is None:
         return "max"
+    if isinstance(live, RamShareLive):
+        return str(live.share.bytes_of(live.ram))
     assert isinstance(live, int)
     return "max" if live >= UINT64_MAX else str(live // PAGE * PAGE)
+
+
+def memory_file(file: str, live: LiveValue) -> CgroupExpectation:
+    """What a memory.{min,low,high,max,swap.max,zswap.max} file must say for `live`: a share
+    of RAM may read as either of the byte values systemd makes of it (RamShareLive)."""
+    if isinstance(live, RamShareLive):
+        accepted = {str(b) for b in live.accepted}
+        return CgroupExpectation(file, page_bytes(live),
+                                 lambda content, _expected: content in accepted)
+    return CgroupExpectation(file, page_bytes(live))
 
 
 def count_text(live: LiveValue) -> str:

@@ -32,7 +32,16 @@ from slicectl.core.properties import Numa
 from slicectl.core.protection import node_overcommit, overcommit
 from slicectl.core.shares import Bound
 from slicectl.core.topology import Topology
-from slicectl.core.values import INFINITY, Size, format_duration_us, format_size
+from slicectl.core.values import (
+    INFINITY,
+    MemorySize,
+    RamShare,
+    format_duration_us,
+    format_memory,
+    format_size,
+    resolved,
+    size_le,
+)
 
 # The studies the rules come from, cited so a reader can find them (docs/background.md).
 SOURCE_NUMA = ('Red Hat reference architecture, "Resource Management using Control Groups '
@@ -149,13 +158,25 @@ def _finding(rule: str, file: str, line: int, message: str, fix: str = "") -> Fi
     return Finding(file, line, rule, r.level, message, fix or r.fix, r.source)
 
 
-def _size(value: Size) -> str:
-    return format_size(value)
+def _size(value: MemorySize) -> str:
+    return format_memory(value)
 
 
-def _limited(value: Size | None) -> TypeGuard[int]:
-    """A size that is set and not infinity."""
+def _limited(value: MemorySize | None) -> TypeGuard[int | RamShare]:
+    """A size (or share of RAM) that is set and not infinity."""
     return value is not None and value is not INFINITY
+
+
+def _at_least(a: MemorySize, b: MemorySize, ram: int) -> bool | None:
+    """a >= b, with shares of RAM resolved on a host of `ram` bytes; None when that cannot be
+    told (a share against a size, the RAM unknown)."""
+    if isinstance(a, RamShare) and isinstance(b, RamShare):
+        return a.permyriad >= b.permyriad
+    if (isinstance(a, RamShare) or isinstance(b, RamShare)) and ram <= 0:
+        return None
+    x, y = resolved(a, ram), resolved(b, ram)
+    assert x is not None and y is not None
+    return size_le(y, x)
 
 
 # --- rules on the configuration (pure) ----------------------------------------------------
@@ -194,7 +215,7 @@ def _cpu_rules(c: Config, t: Tenant, layout: Layout | None) -> Iterator[Finding]
                        "accurate over windows of about 30ms or more")
 
 
-def _memory_rules(c: Config, t: Tenant) -> Iterator[Finding]:
+def _memory_rules(c: Config, t: Tenant, ram: int) -> Iterator[Finding]:
     if _limited(t.memory_max) and not t.memory_low and not t.memory_min:
         assert t.memory_max is not None
         yield _finding("memory-not-reserved", c.path, t.line_of("memory_max"),
@@ -203,7 +224,7 @@ def _memory_rules(c: Config, t: Tenant) -> Iterator[Finding]:
                        "can be taken by others under pressure")
     if _limited(t.memory_max) and t.memory_high is not None:
         yield from _high_above_max(c, t.name, "tenant", t.memory_high, t.memory_max,
-                                   t.line_of("memory_high"))
+                                   t.line_of("memory_high"), ram)
     if _limited(t.memory_max) and (t.memory_swap_max is None or t.memory_swap_max != 0):
         assert t.memory_max is not None
         swap = ("unset (unlimited)" if t.memory_swap_max is None
@@ -216,20 +237,21 @@ def _memory_rules(c: Config, t: Tenant) -> Iterator[Finding]:
 
 
 def _high_above_max(
-    c: Config, name: str, what: str, high: Size, max_: int, line: int
+    c: Config, name: str, what: str, high: MemorySize, max_: int | RamShare, line: int,
+    ram: int
 ) -> Iterator[Finding]:
-    if high is INFINITY or high >= max_:
+    if _at_least(high, max_, ram):
         yield _finding("high-above-max", c.path, line,
                        f"{what} {name} has memory_high {_size(high)} >= memory_max "
                        f"{_size(max_)}: memory_high never takes effect, the tenant hits the "
                        "hard limit (OOM) without being throttled first")
 
 
-def _confine_rules(c: Config) -> Iterator[Finding]:
+def _confine_rules(c: Config, ram: int) -> Iterator[Finding]:
     for conf in c.confine:
         if _limited(conf.memory_max) and conf.memory_high is not None:
             yield from _high_above_max(c, conf.unit, "unit", conf.memory_high, conf.memory_max,
-                                       conf.lines.get("memory_high", conf.line))
+                                       conf.lines.get("memory_high", conf.line), ram)
         if conf.cpus is not None and conf.cpu_quota is not None:
             if conf.cpu_quota > 100 * len(conf.cpus):
                 yield _finding("quota-exceeds-cpus", c.path,
@@ -277,6 +299,11 @@ def overcommit_rule(c: Config, topo: Topology, layout: Layout | None = None
                        on_nodes.message(), on_nodes.fix)
 
 
+def _of_ram(written: MemorySize, limit: int) -> str:
+    """" (48G on this host)" after a share of RAM; nothing after a size."""
+    return f" ({format_size(limit)} on this host)" if isinstance(written, RamShare) else ""
+
+
 def _nodes_text(nodes: tuple[int, ...]) -> str:
     return f"node {nodes[0]}" if len(nodes) == 1 else f"nodes {', '.join(map(str, nodes))}"
 
@@ -291,14 +318,15 @@ def _limit_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Finding]:
     node_memory = {n.id: n.memory_bytes for n in topo.nodes}
     for t in c.tenants:
         key = "memory_max" if _limited(t.memory_max) else "memory_high"
-        limit = t.resources.get(key)
-        if not _limited(limit):
+        written = t.resources.get(key)
+        limit = resolved(written, ram)  # a share of RAM as systemd resolves it on this host
+        if not isinstance(limit, int) or not _limited(written):
             continue
         p = layout.of(t.name)
         line = t.line_of(key)
         if limit > ram:
             yield _finding("limit-exceeds-memory", c.path, line,
-                           f"tenant {t.name} has {key} {_size(limit)} but the host has "
+                           f"tenant {t.name} has {key} {_size(written)} but the host has "
                            f"{_size(ram)} of RAM: the limit is never reached, the tenant is "
                            "pushed into swap (or the kernel OOM-kills on the host) first")
             continue
@@ -307,7 +335,8 @@ def _limit_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Finding]:
                        dict.fromkeys(topo.node(m).id for m in p.memory_nodes))
             if limit > here:
                 yield _finding("limit-exceeds-memory", c.path, line,
-                               f"tenant {t.name} has {key} {_size(limit)} but its memory is "
+                               f"tenant {t.name} has {key} {_size(written)}"
+                               f"{_of_ram(written, limit)} but its memory is "
                                f"bound to {_nodes_text(p.memory_nodes)} ({_size(here)}): past "
                                f"{_size(here)} it swaps or the kernel OOM-kills it on "
                                f"{'that node' if len(p.memory_nodes) == 1 else 'those nodes'}, "
@@ -316,7 +345,8 @@ def _limit_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Finding]:
         local = sum(node_memory.get(n, 0) for n in p.cpu_nodes)
         if p.cpu_nodes and 0 < local < limit:
             yield _finding("limit-exceeds-memory", c.path, line,
-                           f"tenant {t.name} has {key} {_size(limit)} but its CPUs' "
+                           f"tenant {t.name} has {key} {_size(written)}"
+                           f"{_of_ram(written, limit)} but its CPUs' "
                            f"{_nodes_text(p.cpu_nodes)} "
                            f"{'holds' if len(p.cpu_nodes) == 1 else 'hold'} {_size(local)}: "
                            "beyond that its "
@@ -389,11 +419,12 @@ def lint(config: Config, topology: Topology | None,
     """Every finding for `config`; rules that need a topology are skipped without one;
     `competition`: what competes for CPU on the host (default: the standard units)."""
     layout = place(config, topology) if topology is not None else None
+    ram = topology.total_memory if topology is not None else 0
     findings: list[Finding] = []
     for t in config.tenants:
         findings += _cpu_rules(config, t, layout)
-        findings += _memory_rules(config, t)
-    findings += _confine_rules(config)
+        findings += _memory_rules(config, t, ram)
+    findings += _confine_rules(config, ram)
     findings += _housekeeping_rules(config)
     if topology is not None and layout is not None:
         findings += overcommit_rule(config, topology, layout)

@@ -20,7 +20,7 @@ from slicectl.core.properties import (
 )
 
 __all__ = ["CgroupExpectation", "LiveValue", "cgroup_expectations", "desired", "file_key",
-           "format_live", "is_control_file", "later_dropins", "override_source",
+           "format_live", "is_control_file", "later_dropins", "matches", "override_source",
            "settings_in", "unset"]
 
 
@@ -34,10 +34,12 @@ def file_key(prop: str) -> str:
     return PROP_BY_DBUS[prop].name
 
 
-def desired(u: UnitPlan, owned: bool | None = None) -> dict[str, LiveValue]:
+def desired(u: UnitPlan, owned: bool | None = None, memory: int = 0) -> dict[str, LiveValue]:
     """The live properties `u` must have, by D-Bus name. For units slicectl owns (its slices)
     every settable property is managed: one not in the plan must be unset. For units slicectl
-    only drops into (system.slice, cron.service) only the properties it sets are managed."""
+    only drops into (system.slice, cron.service) only the properties it sets are managed.
+    `memory`: the host's RAM in bytes (Plan.memory), which a share of RAM is resolved
+    against."""
     if owned is None:
         owned = u.kind is FileKind.UNIT
     want: dict[str, LiveValue] = {}
@@ -45,8 +47,14 @@ def desired(u: UnitPlan, owned: bool | None = None) -> dict[str, LiveValue]:
         want = {p.dbus: p.kind.unset for p in PROPERTIES}
     for key, value in u.properties.items():
         prop = PROP_BY_NAME[key]
-        want[prop.dbus] = prop.kind.live(value)
+        want[prop.dbus] = prop.kind.live_on(value, memory)
     return want
+
+
+def matches(prop: str, live: LiveValue, want: LiveValue) -> bool:
+    """Whether the value systemd reports for a property (by D-Bus name) means the wanted one
+    is in force (a share of RAM: systemd reports bytes)."""
+    return PROP_BY_DBUS[prop].kind.same(live, want)
 
 
 def format_live(prop: str, value: LiveValue) -> str:

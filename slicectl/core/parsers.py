@@ -19,10 +19,12 @@ from slicectl.core.values import (
     MAX_PERIOD_US,
     MIN_PERIOD_US,
     UINT64_MAX,
+    MemorySize,
     Size,
+    ValueHint,
     format_duration_us,
     parse_duration_us,
-    parse_size,
+    parse_memory_size,
     quote,
 )
 
@@ -205,11 +207,12 @@ def parse_description(value: Any) -> str:
     return text
 
 
-def size_parser(minimum: int) -> Callable[[Any], Size]:
-    """A parser for a size (K/M/G/T/P, base 1024, or infinity) of at least `minimum` bytes."""
+def memory_parser(minimum: int) -> Callable[[Any], MemorySize]:
+    """A parser for a memory property: a size (K/M/G/T/P, base 1024) of at least `minimum`
+    bytes, a share of the host's RAM ("50%", as systemd takes it there), or infinity."""
 
-    def parse(value: Any) -> Size:
-        return parse_size(value, minimum)
+    def parse(value: Any) -> MemorySize:
+        return parse_memory_size(value, minimum)
 
     return parse
 
@@ -239,6 +242,11 @@ def parse_tasks_max(value: Any) -> Size:
     """TasksMax=: a number of tasks (1 or more) or infinity."""
     if isinstance(value, str) and value.strip().lower() == "infinity":
         return INFINITY
+    if isinstance(value, str) and value.strip().endswith("%"):
+        # systemd takes TasksMax=N% of the kernel's task limit (pid_max, threads-max, the
+        # root cgroup's pids.max), which differs from host to host.
+        raise ValueHint(f"{quote(value)}: slicectl takes a number of tasks here, not a share "
+                        "of the kernel's task limit", "write the number, e.g. 4096")
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"expected a number of tasks or infinity, got {quote(value)}")
     if not 1 <= value < UINT64_MAX:
@@ -286,6 +294,10 @@ def parse_rate(value: Any) -> Size:
         rate = value
     else:
         m = _RATE_RE.fullmatch(value) if isinstance(value, str) else None
+        if m is None and isinstance(value, str) and value.strip().endswith("%"):
+            raise ValueHint(f"{quote(value)} is not a rate: systemd takes no percent for IO "
+                            "limits", "write bytes (or operations) per second, e.g. 50M "
+                            "(K, M, G, T: base 1000)")
         if m is None:
             raise ValueError(f"{quote(value)} is not a rate (a number with K, M, G or T, base "
                              "1000, or infinity)")
@@ -325,6 +337,8 @@ def parse_devices(values: Callable[[Any], Size]) -> Callable[[Any], tuple[tuple[
         for path, v in value.items():
             try:
                 out.append((check_device_path(path), values(v)))
+            except ValueHint as e:
+                raise ValueHint(f"{quote(path)}: {e}", e.hint) from None
             except ValueError as e:
                 raise ValueError(f"{quote(path)}: {e}") from None
         return tuple(sorted(out))

@@ -28,6 +28,7 @@ from slicectl.core.frozen import frozen
 from slicectl.core.packing import Ask, place_asks
 from slicectl.core.properties import Numa
 from slicectl.core.topology import Topology
+from slicectl.core.values import resolved
 
 
 @frozen
@@ -155,11 +156,13 @@ def _count(t: Tenant) -> int:
     return t.cpus if isinstance(t.cpus, int) else 0
 
 
-def _protection(t: Tenant) -> int:
-    """Protected bytes a tenant puts on its node(s). `infinity` counts as nothing here: it
-    cannot fit beside anything, and build_plan's global check (slicectl.core.protection), which
-    counts it as all of the host's RAM, refuses it beside any other protection."""
-    return sum(v for v in (t.memory_low, t.memory_min) if isinstance(v, int))
+def _protection(t: Tenant, ram: int) -> int:
+    """Protected bytes a tenant puts on its node(s), a share of RAM resolved against the
+    host's `ram` as systemd does. `infinity` counts as nothing here: it cannot fit beside
+    anything, and build_plan's global check (slicectl.core.protection), which counts it as all
+    of the host's RAM, refuses it beside any other protection."""
+    return sum(v for v in (resolved(t.memory_low, ram), resolved(t.memory_min, ram))
+               if isinstance(v, int))
 
 
 # --- explicit lists -------------------------------------------------------------------------------
@@ -189,7 +192,7 @@ def _claim_explicit(claims: Claims, config: Config) -> dict[str, frozenset[int]]
             claims.claim(t.name, t.cpus)
             nodes = _nodes_of(claims, t.cpus)
             for n in nodes:
-                claims.protected[n] += _protection(t) // max(1, len(nodes))
+                claims.protected[n] += _protection(t, topo.total_memory) // max(1, len(nodes))
         placed[t.name] = t.cpus
     return placed
 
@@ -228,7 +231,7 @@ def _place_counted(claims: Claims, config: Config, counted: Sequence[Tenant],
             placed[t.name] = seed
         else:
             asks.append(Ask(t, config.path, _count(t), tuple(_cpu_nodes_for(claims.topo, t)),
-                            seed, _protection(t)))
+                            seed, _protection(t, claims.topo.total_memory)))
     placed.update({name: frozenset(cpus) for name, cpus in place_asks(claims, asks).items()})
     return placed
 

@@ -28,7 +28,7 @@ from slicectl.core.properties import (
 from slicectl.core.protection import FIX, SOURCE, node_overcommit, overcommit, protects
 from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.core.topology import Topology
-from slicectl.core.values import size_sum
+from slicectl.core.values import RamShare, format_memory, format_size, memory_sum
 
 if TYPE_CHECKING:
     from slicectl.core.balance import ElasticRange
@@ -132,6 +132,9 @@ class Plan:
     shares: CpuShares | None = None
     # What the balancer may make of each elastic tenant (docs/balance.md)
     elastic: tuple[ElasticRange, ...] = ()
+    # The host's RAM in bytes (the topology's MemTotal; 0: unknown): what systemd resolves a
+    # share of RAM ("MemoryMax=50%") against, so the live diff knows the bytes it will report.
+    memory: int = 0
 
     def unit(self, name: str) -> UnitPlan:
         for u in self.units:
@@ -152,6 +155,7 @@ class Plan:
             "source": self.source,
             "profile": self.profile,
             "topology": self.topology,
+            "memory_bytes": self.memory,
             "housekeeping_cpus": format_cpulist(lay.housekeeping),
             "shared_pool": format_cpulist(lay.shared_pool),
             "placement_notes": list(lay.notes),
@@ -208,7 +212,8 @@ class Plan:
                 t["elastic"]["cpus_max"], parse_cpulist(t["elastic"]["reach"]))
                 for t in d["tenants"] if "elastic" in t)
         return cls(source=d["source"], profile=d["profile"], topology=d["topology"],
-                   layout=layout, units=units, shares=shares, elastic=elastic)
+                   layout=layout, units=units, shares=shares, elastic=elastic,
+                   memory=d.get("memory_bytes", 0))
 
 
 def _elastic_json(r: ElasticRange) -> dict[str, Any]:
@@ -305,6 +310,15 @@ def check_protection(config: Config, topo: Topology, layout: Layout) -> None:
     """Refuse protection beyond RAM minus housekeeping, or beyond the memory of the nodes a
     tenant's memory is bound to: it protects nobody (lint's protection-overcommit reports
     the same)."""
+    for t in config.tenants:
+        for key, value, limit in t.protection_above_limit(topo.total_memory):
+            if isinstance(value, RamShare) != isinstance(limit, RamShare):  # else: validate's
+                raise PlacementError(
+                    f"{config.path}:{t.line_of(key)}: tenants.{t.name}.{key}: {key} "
+                    f"{format_memory(value)} is above memory_max {format_memory(limit)} on "
+                    f"this host ({format_size(topo.total_memory)} of RAM): the tenant can never "
+                    "use what it protects beyond the limit",
+                    "lower memory_low/memory_min to at most memory_max, or raise memory_max")
     found = overcommit(config, topo)
     if found is not None:
         raise PlacementError(found.located(config.path), f"{FIX} (source: {SOURCE})")
@@ -324,7 +338,7 @@ def _parent(config: Config, topo: Topology, layout: Layout) -> UnitPlan:
     # parent carries the sum of its children's protection (cgroup-v2.rst, "memory.low"); a
     # child's infinity makes the parent's infinity.
     for key in ("memory_min", "memory_low"):
-        total = size_sum(t.resources.get(key) for t in config.tenants)
+        total = memory_sum((t.resources.get(key) for t in config.tenants), topo.total_memory)
         prop = BY_KEY[key].prop
         if total and prop is not None:
             props[prop.name] = total
@@ -396,4 +410,5 @@ def build_plan(
 
         predicted = predict_shares(config, layout, topo, competition)
     return Plan(source=config.path, profile=config.profile, topology=topo.source,
-                layout=layout, units=tuple(units), shares=predicted, elastic=elastic)
+                layout=layout, units=tuple(units), shares=predicted, elastic=elastic,
+                memory=topo.total_memory)

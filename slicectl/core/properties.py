@@ -31,6 +31,7 @@ from slicectl.core.parsers import (
     TENANT_NAME_RE,
     Numa,
     check_unit_name,
+    memory_parser,
     parse_balance_time,
     parse_bool,
     parse_choice,
@@ -49,9 +50,8 @@ from slicectl.core.parsers import (
     parse_tasks_max,
     parse_unit_list,
     parse_weight,
-    size_parser,
 )
-from slicectl.core.values import UINT64_MAX, parse_percent
+from slicectl.core.values import UINT64_MAX, RamShare, parse_percent
 
 __all__ = ["BALANCE_KEYS", "BALANCE_SETTINGS", "BY_KEY", "CONFINE_SETTINGS", "CONFINE_TYPES",
            "EDITABLE_KEYS", "MAX_UNIT_FILE_NAME", "PROFILE_KEYS", "PROPERTIES", "PROP_BY_DBUS",
@@ -174,10 +174,23 @@ def _idle_needs_252(value: Any) -> int:
     return 252 if value == kinds.WEIGHT_IDLE else 0
 
 
-def _memory(name: str, file: str, since: int, *, protection: bool = False,
+def _memory(name: str, file: str, since: int, *, scale_since: int, protection: bool = False,
             unset_text: str = "(unset)") -> Prop:
-    return Prop(name, name, kinds.Bytes(protection=protection, unset_text=unset_text), since,
-                _file(file, kinds.page_bytes))
+    """A memory property. It takes a share of RAM ("50%") where systemd does: in unit files
+    with the property itself (a spelling may need a later release: RamShare.needs), over
+    D-Bus as its *Scale twin from `scale_since` (MemoryLow/High/MaxScale came with percents
+    in 231, MemoryMinScale with MemoryMin in 240; MemorySwapMaxScale is in systemd's sources
+    before 240 and MemoryZSwapMaxScale beside MemoryZSwapMax)."""
+    def needs(value: Any) -> int:
+        return max(value.needs(), scale_since) if isinstance(value, RamShare) else 0
+
+    def check(live: LiveValue, _want: Mapping[str, LiveValue], _devices: DeviceNumber
+              ) -> list[CgroupExpectation]:
+        return [kinds.memory_file(file, live)]
+
+    return Prop(name, name, kinds.Bytes(protection=protection, unset_text=unset_text,
+                                        scale_since=scale_since), since, check,
+                since_value=needs)
 
 
 def _io_limit(name: str, key: str, unit: str) -> Prop:
@@ -265,26 +278,29 @@ SETTINGS: tuple[Setting, ...] = (
             # Its cgroup file is CPUQuota's cpu.max, checked there with this period.
             Prop("CPUQuotaPeriodSec", "CPUQuotaPeriodUSec", kinds.Duration(), 242),
             "period for cpu_quota, e.g. 100ms (keep >= 30ms, Togashi et al.)", "unset (100ms)"),
-    Setting("memory_min", size_parser(0), _memory("MemoryMin", "memory.min", 240,
-                                                 protection=True),
-            "hard protection: never reclaimed", editable=True, hint="e.g. 0"),
-    Setting("memory_low", size_parser(0), _memory("MemoryLow", "memory.low", 231,
-                                                 protection=True),
+    Setting("memory_min", memory_parser(0), _memory("MemoryMin", "memory.min", 240,
+                                                   scale_since=240, protection=True),
+            "hard protection: never reclaimed", editable=True, hint="e.g. 0 or 10%"),
+    Setting("memory_low", memory_parser(0), _memory("MemoryLow", "memory.low", 231,
+                                                   scale_since=231, protection=True),
             "best-effort protection under pressure (a reservation, LinkedIn, 2016)", editable=True,
-            hint="e.g. 16G"),
-    Setting("memory_high", size_parser(1), _memory("MemoryHigh", "memory.high", 231),
+            hint="e.g. 16G or 25%"),
+    Setting("memory_high", memory_parser(1), _memory("MemoryHigh", "memory.high", 231,
+                                                    scale_since=231),
             "throttling threshold (reclaim starts here)", scopes=_TPC, editable=True,
-            hint="e.g. 22G", confine_doc="throttling threshold"),
-    Setting("memory_max", size_parser(1), _memory("MemoryMax", "memory.max", 231,
-                                                 unset_text="infinity"),
-            "hard limit: K/M/G/T (base 1024) or infinity", scopes=_TPC, editable=True,
-            hint="e.g. 24G or infinity", confine_doc="hard limit"),
-    Setting("memory_swap_max", size_parser(0), _memory("MemorySwapMax", "memory.swap.max",
-                                                      232),
+            hint="e.g. 22G or 45%", confine_doc="throttling threshold"),
+    Setting("memory_max", memory_parser(1), _memory("MemoryMax", "memory.max", 231,
+                                                   scale_since=231, unset_text="infinity"),
+            "hard limit: K/M/G/T (base 1024), a share of the host's RAM (50%, 12.5%), or "
+            "infinity", scopes=_TPC, editable=True, hint="e.g. 24G, 50% or infinity",
+            confine_doc="hard limit"),
+    Setting("memory_swap_max", memory_parser(0), _memory("MemorySwapMax", "memory.swap.max",
+                                                        232, scale_since=240),
             "swap limit; 0 keeps the tenant out of swap", scopes=_TPC,
             confine_doc="swap limit"),
-    Setting("memory_zswap_max", size_parser(0), _memory("MemoryZSwapMax", "memory.zswap.max",
-                                                       253),
+    Setting("memory_zswap_max", memory_parser(0), _memory("MemoryZSwapMax",
+                                                         "memory.zswap.max", 253,
+                                                         scale_since=253),
             "limit of compressed swap in RAM (zswap); 0 keeps the tenant out of it",
             scopes=_TPC),
     Setting("memory_zswap_writeback", parse_bool,
@@ -404,9 +420,11 @@ def balance_reference_table() -> str:
 def dbus_reference_table() -> str:
     """docs/dbus.md's table of the properties slicectl sets (tests/test_readme.py compares)."""
     lines = ["| unit-file property | D-Bus property | signature | value kind | since systemd "
-             "| needs Linux |", "|---|---|---|---|---|---|"]
+             "| needs Linux | a share of RAM (50%) over D-Bus |", "|---|---|---|---|---|---|---|"]
     for p in PROPERTIES:
         kernel = "{}.{}".format(*p.kernel) if p.kernel else "—"
+        since = getattr(p.kind, "scale_since", 0)
+        share = f"`{p.dbus}Scale` `u` ({since})" if since else "—"
         lines.append(f"| `{p.name}` | `{p.dbus}` | `{p.signature}` | "
-                     f"{type(p.kind).__name__} | {p.since} | {kernel} |")
+                     f"{type(p.kind).__name__} | {p.since} | {kernel} | {share} |")
     return "\n".join(lines)

@@ -18,7 +18,7 @@ from slicectl.core.frozen import frozen
 from slicectl.core.placement import Layout
 from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Tenant
 from slicectl.core.topology import Topology
-from slicectl.core.values import INFINITY, format_size, size_bytes
+from slicectl.core.values import INFINITY, RamShare, format_size, resolved, size_bytes
 
 FIX = "lower memory_low/memory_min so all protections fit in RAM minus housekeeping"
 SOURCE = "systemd.resource-control(5)"
@@ -47,10 +47,11 @@ class Overcommit:
                 f"{self.tenant.name})")
 
 
-def housekeeping_memory(config: Config) -> int:
-    """Memory kept for the host: memory_max of the confined housekeeping units."""
-    return sum(c.memory_max for c in config.confine
-               if c.unit in HOUSEKEEPING_UNITS and isinstance(c.memory_max, int))
+def housekeeping_memory(config: Config, ram: int) -> int:
+    """Memory kept for the host: memory_max of the confined housekeeping units (a share of
+    RAM resolved against the host's `ram`)."""
+    limits = (resolved(c.memory_max, ram) for c in config.confine if c.unit in HOUSEKEEPING_UNITS)
+    return sum(v for v in limits if isinstance(v, int))
 
 
 def protection(t: Tenant, ram: int) -> int:
@@ -63,7 +64,7 @@ def overcommit(config: Config, topo: Topology) -> Overcommit | None:
     ram = topo.total_memory
     if ram <= 0:  # RAM unknown: nothing to compare with
         return None
-    budget = ram - housekeeping_memory(config)
+    budget = ram - housekeeping_memory(config, ram)
     total = 0
     for t in config.tenants:
         total += protection(t, ram)
@@ -75,8 +76,9 @@ def overcommit(config: Config, topo: Topology) -> Overcommit | None:
 
 
 def protects(t: Tenant) -> bool:
-    """Whether a tenant asks for any protection (infinity included)."""
-    return any(v is INFINITY or (v or 0) > 0 for v in (t.memory_low, t.memory_min))
+    """Whether a tenant asks for any protection (infinity and shares of RAM included)."""
+    return any(v is INFINITY or (v.permyriad if isinstance(v, RamShare) else v or 0) > 0
+               for v in (t.memory_low, t.memory_min))
 
 
 # Subsets of the bound nodes checked exhaustively up to this many nodes; beyond it, each
@@ -146,10 +148,13 @@ def node_overcommit(config: Config, topo: Topology, layout: Layout) -> NodeOverc
     """The first set of nodes whose bound tenants protect more than the nodes hold, if any.
     `infinity` counts as nothing here: `overcommit` counts it as all of the host's RAM."""
     memory = _node_memory(topo)
+    ram = topo.total_memory
     bound: list[tuple[Tenant, frozenset[int], int]] = []
     for t in config.tenants:
         mems = layout.of(t.name).memory_nodes
-        amount = sum(v for v in (t.memory_low, t.memory_min) if isinstance(v, int))
+        # A share of RAM is of the host's RAM (systemd's physical_memory), not of the nodes.
+        amount = sum(v for v in (resolved(t.memory_low, ram), resolved(t.memory_min, ram))
+                     if isinstance(v, int))
         if mems and amount > 0:
             bound.append((t, frozenset(mems), amount))
     if not bound:

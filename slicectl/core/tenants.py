@@ -14,7 +14,7 @@ from typing import Any
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.frozen import frozen
 from slicectl.core.properties import BALANCE_KEYS, BY_KEY, Numa, Role
-from slicectl.core.values import Size
+from slicectl.core.values import INFINITY, MemorySize, RamShare, resolved, size_le
 
 HOUSEKEEPING_UNITS = ("system.slice", "user.slice", "init.scope")
 # `--profile default` and `schedule: {default: ...}` mean the base configuration, unless a
@@ -43,24 +43,51 @@ class _Resources:
         return self.resources.get("cpu_quota_period")
 
     @property
-    def memory_max(self) -> Size | None:
+    def memory_max(self) -> MemorySize | None:
         return self.resources.get("memory_max")
 
     @property
-    def memory_high(self) -> Size | None:
+    def memory_high(self) -> MemorySize | None:
         return self.resources.get("memory_high")
 
     @property
-    def memory_low(self) -> Size | None:
+    def memory_low(self) -> MemorySize | None:
         return self.resources.get("memory_low")
 
     @property
-    def memory_min(self) -> Size | None:
+    def memory_min(self) -> MemorySize | None:
         return self.resources.get("memory_min")
 
     @property
-    def memory_swap_max(self) -> Size | None:
+    def memory_swap_max(self) -> MemorySize | None:
         return self.resources.get("memory_swap_max")
+
+    def protection_above_limit(self, ram: int) -> list[tuple[str, MemorySize, MemorySize]]:
+        """(key, value, memory_max) of memory_low/memory_min above memory_max: the kernel caps
+        protection at the usage memory_max allows, so the part above it protects nothing.
+        Shares of RAM are compared with sizes on a host of `ram` bytes (0: unknown, only
+        like with like)."""
+        limit = self.memory_max
+        if limit is None or limit is INFINITY:
+            return []
+        found: list[tuple[str, MemorySize, MemorySize]] = []
+        for key in ("memory_low", "memory_min"):
+            value = self.resources.get(key)
+            if value is None:
+                continue
+            if isinstance(value, RamShare) and isinstance(limit, RamShare):
+                above = value.permyriad > limit.permyriad
+            elif isinstance(value, RamShare) or isinstance(limit, RamShare):
+                if ram <= 0:
+                    continue
+                have, cap = resolved(value, ram), resolved(limit, ram)
+                assert cap is not None and have is not None
+                above = not size_le(have, cap)
+            else:
+                above = not size_le(value, limit)
+            if above:
+                found.append((key, value, limit))
+        return found
 
 
 @frozen

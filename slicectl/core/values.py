@@ -16,6 +16,8 @@ import reprlib
 from collections.abc import Iterable
 from typing import Final, Literal
 
+from slicectl.core.frozen import frozen
+
 
 class Infinity(enum.Enum):
     """The one value of "no limit" (systemd: `infinity`; D-Bus: UINT64_MAX)."""
@@ -49,6 +51,88 @@ _FACTORS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 102
             "E": 1024**6}
 
 
+PAGE: Final = 4096  # the kernel's and systemd's unit of memory limits (x86-64, arm64 4K)
+UINT32_MAX: Final = 2**32 - 1
+
+
+@frozen
+class RamShare:
+    """A share of the host's physical memory, as systemd reads "50%" in a memory property
+    (systemd.resource-control(5)): kept in permyriad (1/10,000) with the spelling it was
+    written in ("50%", "505‰", "5050‱"), so a unit file says what tenants.yaml says and
+    systemd on the target resolves it against the RAM it finds there."""
+
+    permyriad: int
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def bytes_of(self, ram: int) -> int:
+        """What systemd makes of it on a host with `ram` bytes: physical_memory_scale() of
+        systemd's util.c rounds the RAM down to whole pages, scales the page count and
+        rounds down again (`ram` is MemTotal: sysconf(_SC_PHYS_PAGES))."""
+        return _scale_pages(ram, self.permyriad, 10_000)
+
+    def scale(self) -> int:
+        """The `u` sent as Memory*Scale over D-Bus, UINT32_MAX = 100 %
+        (UINT32_SCALE_FROM_PERMYRIAD of systemd's percent-util.h: rounded to nearest)."""
+        return (self.permyriad * UINT32_MAX + 5000) // 10_000
+
+    def bytes_over_dbus(self, ram: int) -> int:
+        """What systemd makes of `scale()` (bus_cgroup_set_memory_scale: the same rounding,
+        scaled from UINT32_MAX): may differ from `bytes_of` by a page."""
+        return _scale_pages(ram, self.scale(), UINT32_MAX)
+
+    def needs(self) -> int:
+        """The first systemd release that parses this spelling in a memory property: ‰ from
+        240 (NEWS), two decimals and ‱ from 248 (systemd PRs #18444 and #18659, which moved
+        percent parsing to permyriad); whole percents with the property itself."""
+        if self.text.endswith("‰"):
+            return 240
+        if self.text.endswith("‱") or "." in self.text:
+            return 248
+        return 0
+
+
+def _scale_pages(ram: int, v: int, of: int) -> int:
+    if v == of:
+        return ram // PAGE * PAGE
+    return ram // PAGE * v // of * PAGE
+
+
+MemorySize = Size | RamShare  # what a memory key holds: bytes, infinity or a share of RAM
+
+# systemd's parse_permyriad(): "N%" with up to two decimals, "N‰" with one, "N‱" whole; at
+# most 100 % (measured with `systemd-analyze verify` on systemd 252: "50 %" and "50.255%" are
+# refused).
+_SHARE_RE = re.compile(r"\s*(\d{1,10})(?:\.(\d+))?(%|‰|‱)\s*")
+_SHARE_DECIMALS = {"%": 2, "‰": 1, "‱": 0}
+_SHARE_FACTOR = {"%": 100, "‰": 10, "‱": 1}
+
+
+def parse_ram_share(value: str) -> RamShare | None:
+    """"50%", "12.5%", "505‰", "5050‱" as a RamShare; None if `value` is not written as a
+    share at all; ValueHint for a share systemd refuses (above 100 %, too many decimals)."""
+    m = _SHARE_RE.fullmatch(value)
+    if m is None:
+        return None
+    whole, part, unit = m[1], m[2] or "", m[3]
+    if len(part) > _SHARE_DECIMALS[unit]:
+        allowed = {"%": "two decimals (50.25%)", "‰": "one decimal (502.5‰)",
+                   "‱": "no decimals (5025‱)"}[unit]
+        raise ValueHint(f"{quote(value)} is not a share of RAM systemd takes: {unit} takes "
+                        f"{allowed}", "round it, e.g. 50.25%")
+    factor = _SHARE_FACTOR[unit]
+    permyriad = int(whole) * factor + (int(part.ljust(_SHARE_DECIMALS[unit], "0"))
+                                       if part else 0)
+    if permyriad > 10_000:
+        raise ValueHint(f"{quote(value)} is more than all of the host's RAM",
+                        "a share of RAM is 0% to 100% of the host's physical memory")
+    text = f"{int(whole)}{'.' + part if part else ''}{unit}"
+    return RamShare(permyriad, text)
+
+
 class ValueHint(ValueError):
     """A value refused with a hint of what to write instead (config shows the hint)."""
 
@@ -74,10 +158,9 @@ def _not_a_size(value: str) -> ValueError:
     if text.lower() == "max":
         return ValueHint(f"{message} (max is the cgroup file's word for no limit)",
                          "write infinity")
-    if text.endswith("%"):
-        return ValueHint(f"{message}: slicectl takes memory sizes in bytes, not a share of "
-                         "RAM", "write the size, e.g. 48G for half of a 96G host "
-                         "(`slicectl topology` shows each node's memory)")
+    if text.endswith(("%", "‰", "‱")):
+        return ValueHint(f"{message}: a share of RAM is not taken here",
+                         "write the size, e.g. 48G (`slicectl topology` shows the memory)")
     loose = _LOOSE_SIZE_RE.match(value)
     if loose:
         number, unit, b = loose[1], loose[2].upper(), loose[3]
@@ -124,6 +207,23 @@ def parse_size(value: object, minimum: int = 0) -> Size:
     return _check_size(int(size), value, minimum)
 
 
+def parse_memory_size(value: object, minimum: int = 0) -> MemorySize:
+    """A memory property's value: a size (parse_size) or, as systemd takes it there, a share
+    of the host's RAM ("50%", "12.5%", "505‰", "5050‱"); a share that resolves to less than
+    `minimum` bytes (0% of a limit) is refused as systemd refuses it."""
+    if isinstance(value, str) and value.strip().endswith(("%", "‰", "‱")):
+        share = parse_ram_share(value)
+        if share is None:
+            raise ValueHint(f"{quote(value)} is not a size or a share of RAM",
+                            "write a share as systemd does, 50%, 12.5%, 505‰ or 5050‱ (no "
+                            "space, no suffix), or a size such as 48G")
+        if share.permyriad == 0 and minimum > 0:
+            raise ValueError(f"{quote(value)} is out of range: systemd takes more than 0% "
+                             "here (write infinity for no limit)")
+        return share
+    return parse_size(value, minimum)
+
+
 def format_size(size: Size) -> str:
     """Bytes -> the shortest exact systemd size: 25769803776 -> "24G", INFINITY -> "infinity"."""
     if size is INFINITY:
@@ -161,6 +261,18 @@ def size_sum(sizes: Iterable[Size | None]) -> Size:
     return total
 
 
+def memory_sum(values: Iterable[MemorySize | None], ram: int) -> MemorySize:
+    """The sum of memory values (None: unset): a share of RAM when all are shares (systemd
+    resolves it on the host), else bytes with shares resolved against `ram`; infinity if any
+    is infinity."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, RamShare) for v in present):
+        permyriad = min(sum(v.permyriad for v in present if isinstance(v, RamShare)), 10_000)
+        whole, part = divmod(permyriad, 100)
+        return RamShare(permyriad, f"{whole}.{part:02d}".rstrip("0").rstrip(".") + "%")
+    return size_sum(resolved(v, ram) for v in present)
+
+
 def size_le(a: Size, b: Size) -> bool:
     """a <= b, with infinity above every number."""
     if b is INFINITY:
@@ -168,9 +280,23 @@ def size_le(a: Size, b: Size) -> bool:
     return a is not INFINITY and a <= b
 
 
-def size_bytes(size: Size, infinity: int) -> int:
-    """A size as bytes, with `infinity` standing for infinity (e.g. the host's RAM)."""
+def size_bytes(size: MemorySize, infinity: int) -> int:
+    """A size as bytes, with `infinity` standing for infinity and a share of RAM resolved
+    against it (the host's RAM), as systemd resolves it."""
+    if isinstance(size, RamShare):
+        return size.bytes_of(infinity)
     return infinity if size is INFINITY else size
+
+
+def resolved(size: MemorySize | None, ram: int) -> Size | None:
+    """A memory value with a share of RAM resolved against `ram` bytes (as systemd does);
+    sizes, infinity and None as they are."""
+    return size.bytes_of(ram) if isinstance(size, RamShare) else size
+
+
+def format_memory(value: MemorySize) -> str:
+    """A memory value as written in a unit file: 24G, infinity or 50%."""
+    return str(value) if isinstance(value, RamShare) else format_size(value)
 
 
 def parse_percent(value: object) -> int:

@@ -93,15 +93,23 @@ def settable() -> str:
 
 
 def encode(name: str, value: LiveValue) -> Variant:
-    """Encode a settable property's live value as the Variant systemd expects."""
+    """Encode a settable property's live value as the Variant systemd expects (for the D-Bus
+    property `wire_name` names: a share of RAM travels as the property's *Scale twin)."""
     prop = PROP_BY_DBUS.get(name)
     if prop is None:
         raise SystemdError(f"slicectl cannot set property {name!r}", f"settable: {settable()}",
                            prop=name)
     try:
-        return Variant(prop.signature, prop.kind.to_wire(value))
+        return Variant(prop.kind.wire_name(name, value)[1], prop.kind.to_wire(value))
     except ValueError as e:
         raise SystemdError(f"invalid value {value!r} for {name}", str(e), prop=name) from None
+
+
+def wire_name(name: str, value: LiveValue) -> str:
+    """The D-Bus property that carries a settable property's value: MemoryMax=50% is set as
+    MemoryMaxScale (systemctl set-property does the same)."""
+    prop = PROP_BY_DBUS.get(name)
+    return name if prop is None else prop.kind.wire_name(name, value)[0]
 
 
 def decode(name: str, raw: Any) -> Any:
@@ -394,7 +402,7 @@ class Systemd:
             prop = PROP_BY_DBUS.get(name)
             if prop is not None and prop.kind.appends:
                 body.append([name, Variant(prop.signature, [])])
-            body.append([name, encode(name, value)])
+            body.append([wire_name(name, value), encode(name, value)])
         names = ", ".join(props)
         await self._call("SetUnitProperties", "sba(sv)", [unit, runtime, body],
                          action=f"setting {names} on {unit}", unit=unit, prop=names)
