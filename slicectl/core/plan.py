@@ -264,6 +264,30 @@ class ScheduleCommand:
 
 
 SCHEDULE_SERVICE = "slicectl-profile@.service"
+# The schedule's service runs `apply` as root (systemd takes SetUnitProperties from root
+# without polkit), but needs only: the system bus (AF_UNIX), to write the unit directory (its
+# lock is a flock on the directory itself), systemd's runtime control drop-ins (apply puts
+# /run/systemd/system.control/UNIT.d back as it found it after its runtime calls) and, in
+# generator mode, /etc/slicectl. Everything else is read-only or gone, and no capability is
+# kept: root writes its own files without CAP_DAC_OVERRIDE. tests/test_units.py bounds
+# `systemd-analyze security` exposure.
+SCHEDULE_SANDBOX: tuple[tuple[str, str], ...] = (
+    ("UMask", "0022"),  # unit files are world-readable, as systemd's own
+    ("ProtectSystem", "strict"),
+    ("ReadWritePaths", "/etc/systemd/system -/etc/slicectl -/run/systemd/system.control"),
+    ("ProtectHome", "read-only"),  # a tenants file may live under /home
+    ("PrivateTmp", "yes"), ("PrivateDevices", "yes"), ("PrivateNetwork", "yes"),
+    ("PrivateIPC", "yes"),
+    ("ProtectKernelTunables", "yes"), ("ProtectKernelModules", "yes"),
+    ("ProtectKernelLogs", "yes"), ("ProtectControlGroups", "yes"), ("ProtectClock", "yes"),
+    ("ProtectHostname", "yes"), ("NoNewPrivileges", "yes"), ("CapabilityBoundingSet", ""),
+    ("AmbientCapabilities", ""), ("RestrictAddressFamilies", "AF_UNIX"),
+    ("IPAddressDeny", "any"), ("RestrictNamespaces", "yes"), ("RestrictRealtime", "yes"),
+    ("RestrictSUIDSGID", "yes"), ("LockPersonality", "yes"), ("MemoryDenyWriteExecute", "yes"),
+    ("SystemCallArchitectures", "native"), ("SystemCallFilter", "@system-service"),
+    ("SystemCallFilter", "~@privileged @resources"), ("SystemCallErrorNumber", "EPERM"),
+    ("DevicePolicy", "closed"), ("KeyringMode", "private"),
+)
 
 
 def _exec_word(text: str) -> str:
@@ -288,7 +312,8 @@ def schedule_units(config: Config, command: ScheduleCommand) -> list[UnitPlan]:
         unit=SCHEDULE_SERVICE, path=SCHEDULE_SERVICE, kind=FileKind.SCHEDULE,
         section=Section.SERVICE, sections=(
             ("Unit", (("Description", "slicectl: switch to profile %i on its schedule"),)),
-            ("Service", (("Type", "oneshot"), ("ExecStart", exec_start)))))
+            ("Service", (("Type", "oneshot"), ("ExecStart", exec_start),
+                         *SCHEDULE_SANDBOX))))
     units = [service]
     for name, calendars in config.schedule.items():
         unit = f"slicectl-profile@{name}.timer"
