@@ -12,6 +12,7 @@ tested in their own modules (test_unitdir, test_live_values, test_systemd, test_
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -529,3 +530,49 @@ async def test_plan_shows_a_share_of_ram_that_differs_live(options: ApplyOptions
     assert [c.describe() for c in diff.props] == [
         f"tenants-db1.slice: MemoryMax {(2 << 30) + 8192} -> 50% of RAM ({2 << 30})"
         "  [slicectl's file is not loaded yet (daemon-reload pending)]"]
+
+
+@pytest.fixture
+def read_only_units(options: ApplyOptions) -> Iterator[Path]:
+    """The unit directory on a tmpfs of its own, mounted read-only after the first apply
+    (what a read-only /etc does: EROFS, which chmod cannot make for root)."""
+    import subprocess
+
+    folder = options.unit_dir
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mounting a tmpfs needs root (tests/run runs as root)")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+async def test_apply_to_a_read_only_unit_directory_fails_clearly_and_changes_nothing(
+        options: ApplyOptions, fake_systemd: FakeSystemd, read_only_units: Path,
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+    import json
+    import subprocess
+
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    subprocess.run(["mount", "-o", "remount,ro", str(read_only_units)], check=True)
+    files = snapshot(read_only_units)
+    live = {name: dict(unit.settings) for name, unit in fake_systemd.units.items()}
+    calls = len(fake_systemd.calls)
+    (tmp_path / "tenants.yaml").write_text(YAML.replace("cpu_weight: 300", "cpu_weight: 400"))
+    topo = tmp_path / "topology.json"
+    topo.write_text(json.dumps(make_topology().to_json()))
+    code = await asyncio.to_thread(main, [
+        "apply", str(tmp_path / "tenants.yaml"), "--yes", "--unit-dir", str(options.unit_dir),
+        "--cgroup-root", str(options.cgroup_root), "--bus", str(options.bus_address),
+        "--topology", str(topo), "--control-dir", str(options.control_dir)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert f"error: apply failed: cannot write {read_only_units}/tenants-db1.slice.d/" in err
+    assert ": Read-only file system; nothing was changed" in err, err
+    assert f"hint: check that {read_only_units} is writable" in err
+    assert "internal error" not in err and "Traceback" not in err
+    assert snapshot(read_only_units) == files
+    assert {name: dict(unit.settings) for name, unit in fake_systemd.units.items()} == live
+    assert "SetUnitProperties" not in [m for m, _ in fake_systemd.calls[calls:]]
