@@ -569,7 +569,7 @@ async def test_apply_to_a_read_only_unit_directory_fails_clearly_and_changes_not
         "--topology", str(topo), "--control-dir", str(options.control_dir)])
     err = capsys.readouterr().err
     assert code == 1
-    assert f"error: apply failed: cannot write {read_only_units}/tenants-db1.slice.d/" in err
+    assert f"error: apply failed: cannot write {read_only_units}/" in err
     assert ": Read-only file system; nothing was changed" in err, err
     assert f"hint: check that {read_only_units} is writable" in err
     assert "internal error" not in err and "Traceback" not in err

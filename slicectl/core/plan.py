@@ -4,6 +4,10 @@
 their unit-file names (`AllowedCPUs`, `CPUQuota`, `MemoryMax`, …) with typed plan values
 (slicectl.core.kinds.PlanValue); the settings table says how each is written, sent and checked.
 Plans round-trip through JSON (docs/plan-json.md).
+
+Why this module runs past 400 lines: it is the plan and every unit it implies (tenant slices,
+housekeeping drop-ins, the schedule's timers and their sandboxed service), kept together so a
+unit's properties are decided in one place.
 """
 
 from __future__ import annotations
