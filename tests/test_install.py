@@ -316,3 +316,16 @@ def test_a_missing_root_or_a_damaged_manifest_is_reported(
     err = capsys.readouterr().err
     assert f"error: {manifest}: not a slicectl install manifest" in err
     assert manifest.exists()
+
+
+def test_uninstall_leaves_generator_mode_alone(root: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`generator enable` linked the generator of the virtual environment: uninstall neither
+    removes that link nor pretends generator mode is off."""
+    assert install(root) == 0
+    link = root / "etc/systemd/system-generators/slicectl-generator"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(Path(slicectl_here()).with_name("slicectl-generator"))
+    assert main(["uninstall", "--root", str(root)]) == 0
+    assert link.is_symlink()
+    assert "note: generator mode stays on" in capsys.readouterr().err

@@ -141,7 +141,8 @@ def entries(prefix: str, executable: tuple[str, ...]) -> list[Entry]:
     if len(executable) == 1:  # a console script: link it, and the generator beside it
         for name in ("slicectl", "slicectl-generator"):
             target = os.path.join(os.path.dirname(executable[0]), name)
-            placed.append(Entry(f"{prefix}/bin/{name}", link=target, optional=True))
+            if target != f"{prefix}/bin/{name}":  # it is on PATH there already
+                placed.append(Entry(f"{prefix}/bin/{name}", link=target, optional=True))
     return placed
 
 
@@ -216,9 +217,10 @@ def cmd_install(args: Namespace) -> int:
     _reload(root, steps, args.dry_run)
     if not args.dry_run:
         unchanged = sum(s.action == "unchanged" for s in steps)
+        where = f" --prefix {prefix}" + (f" --root {root}" if args.root else "")
         print(f"Installed under {prefix} for {' '.join(executable)}"
               + (f" ({unchanged} file(s) already up to date)" if unchanged else "")
-              + f"; uninstall with: slicectl uninstall --prefix {prefix}")
+              + f"; uninstall with: slicectl uninstall{where}")
         print("Next: systemd-sysusers, then systemctl enable --now "
               "slicectl-exporter.service and/or slicectl-record.service")
     return EXIT_OK
@@ -232,4 +234,7 @@ def cmd_uninstall(args: Namespace) -> int:
     steps = uninstall(root, f"{prefix}/{MANIFEST}", dry_run=args.dry_run)
     _print(steps, args.dry_run)
     _reload(root, steps, args.dry_run)
+    if (root / "etc/systemd/system-generators/slicectl-generator").is_symlink():
+        _say("note: generator mode stays on (its link points into the virtual environment); "
+             "slicectl generator disable turns it off")
     return EXIT_OK
