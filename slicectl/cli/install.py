@@ -198,6 +198,7 @@ def _print(steps: list[Step], dry_run: bool) -> None:
     for step in steps:
         if step.action != "unchanged":
             print(step.line(dry_run))
+    sys.stdout.flush()  # before the notes on stderr
     kept = [s for s in steps if s.action == "keep"]
     if kept:
         _say(f"warning: {len(kept)} file(s) changed since slicectl installed them were "
