@@ -222,8 +222,9 @@ def cmd_install(args: Namespace) -> int:
         print(f"Installed under {prefix} for {' '.join(executable)}"
               + (f" ({unchanged} file(s) already up to date)" if unchanged else "")
               + f"; uninstall with: slicectl uninstall{where}")
-        print("Next: systemd-sysusers, then systemctl enable --now "
-              "slicectl-exporter.service and/or slicectl-record.service")
+        units = [s.path.rsplit("/", 1)[1] for s in steps if "/lib/systemd/system/" in s.path]
+        print("Next: systemd-sysusers, then systemctl enable --now the units you want: "
+              + ", ".join(units))
     return EXIT_OK
 
 
