@@ -329,3 +329,18 @@ def test_uninstall_leaves_generator_mode_alone(root: Path,
     assert main(["uninstall", "--root", str(root)]) == 0
     assert link.is_symlink()
     assert "note: generator mode stays on" in capsys.readouterr().err
+
+
+def test_uninstall_that_cannot_remove_a_file_says_so(root: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert install(root) == 0
+
+    def refused(self: Path, missing_ok: bool = False) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "unlink", refused)
+    assert main(["uninstall", "--root", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "error: uninstall stopped: " in err and "Permission denied" in err
+    assert "hint: run as root, then run uninstall again" in err
+    assert (root / PREFIX / "lib/slicectl/install-manifest.json").exists()

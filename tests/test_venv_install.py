@@ -33,7 +33,7 @@ def test_venv_under_opt_then_slicectl_install(tmp_path: Path) -> None:
     source.mkdir()
     for name in SOURCES:
         copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy
-        copy(ROOT / name, source / name)  # type: ignore[operator]
+        copy(ROOT / name, source / name)
     host = tmp_path / "host"
     venv = host / "opt/slicectl"
     run(os.path.realpath(sys.executable), "-m", "venv", venv)

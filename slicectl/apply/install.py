@@ -278,6 +278,17 @@ def uninstall(root: Path, manifest: str, *, dry_run: bool = False) -> list[Step]
     if old is None:
         raise InstallError(f"nothing to uninstall: no install manifest at {shown(manifest_real)}",
                            "give the --prefix and --root that install was given")
+    try:
+        return _uninstall(root, old, manifest, dry_run)
+    except OSError as e:
+        raise InstallError(f"uninstall stopped: {shown(e.filename or '')}: {e.strerror}; "
+                           "what it removed before is gone, the manifest still lists it all",
+                           "run as root, then run uninstall again" if e.errno in (1, 13, 30)
+                           else "fix the cause, then run uninstall again") from e
+
+
+def _uninstall(root: Path, old: Manifest, manifest: str, dry_run: bool) -> list[Step]:
+    manifest_real = _on_host(root, manifest)
     steps = []
     for path, recorded in sorted(old.files.items()):
         real = _on_host(root, path)
