@@ -56,7 +56,13 @@ def test_quick_start_has_the_two_commands() -> None:
     blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
     assert len(blocks) == 2
     assert "pip install" in blocks[0] and "slicectl generate" in blocks[0]
+    assert "[test]" not in blocks[0]  # trying it installs the package alone; tests/run the rest
     assert blocks[1].strip() == "tests/run"
+
+
+def test_the_readme_opens_with_trying_it_then_installing_it() -> None:
+    headings = re.findall(r"^## (.+)$", README, re.M)
+    assert headings[:2] == ["Quick start", "Install on a host"]
 
 
 def test_balance_reference_is_the_settings_table() -> None:

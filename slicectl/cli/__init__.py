@@ -18,6 +18,7 @@ from slicectl.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from slicectl.cli.completion import cmd_completion
 from slicectl.cli.exporter import cmd_exporter
 from slicectl.cli.generator import cmd_generator
+from slicectl.cli.install import cmd_install, cmd_uninstall
 from slicectl.cli.parser import build_parser, parser_for
 from slicectl.cli.pipeline import (
     cmd_apply,
@@ -43,7 +44,8 @@ COMMANDS: dict[str, Callable[[Namespace], int]] = {
     "generate": cmd_generate, "apply": cmd_apply, "status": cmd_status, "top": cmd_top,
     "lint": cmd_lint, "record": cmd_record, "recommend": cmd_recommend, "tui": cmd_tui,
     "completion": cmd_completion, "write": cmd_write, "exporter": cmd_exporter,
-    "generator": cmd_generator, "balance": cmd_balance,
+    "generator": cmd_generator, "balance": cmd_balance, "install": cmd_install,
+    "uninstall": cmd_uninstall,
 }
 
 

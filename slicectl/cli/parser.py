@@ -374,6 +374,29 @@ def generator(p: Parser) -> None:
                    help=argparse.SUPPRESS)
 
 
+def _install_place(p: Parser) -> None:
+    p.add_argument("--prefix", metavar="DIR", default=None,
+                   help="install under DIR: units in DIR/lib/systemd/system, man pages in "
+                        "DIR/share/man, completions in DIR/share, command links in DIR/bin "
+                        "(default: /usr/local)")
+    p.add_argument("--root", metavar="DIR", default=None,
+                   help="the root of the system to install into: an image being built, a "
+                        "folder in tests (default: /; systemd is reloaded only then)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="list what would be written, linked, kept and removed; change nothing")
+
+
+def install(p: Parser) -> None:
+    _install_place(p)
+    p.add_argument("--slicectl", metavar="PATH", default=None,
+                   help="the slicectl the installed units run, by its absolute path on the "
+                        "target (default: this slicectl, the console script now running)")
+
+
+def uninstall(p: Parser) -> None:
+    _install_place(p)
+
+
 # verb → (its line in `slicectl --help`, the function adding its arguments), in help order.
 VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
     "topology": ("show the host's NUMA topology (or export it as JSON)", topology),
@@ -397,6 +420,10 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
     "completion": ("print a shell completion script (bash, zsh, fish)", completion),
     "generator": ("place tenants at every boot and daemon-reload (enable), or not (disable)",
                   generator),
+    "install": ("put units, completions and man pages where systemd and the shells look",
+                install),
+    "uninstall": ("remove exactly what install placed (files changed since are kept)",
+                  uninstall),
 }
 
 
@@ -455,6 +482,17 @@ DOCS: dict[str, tuple[str, str]] = {
     "generator": ("enable: let systemd's generator place the tenants at every boot and "
                   "daemon-reload; disable: put back the files-mode units. Needs root.",
                   "slicectl generator enable tenants.yaml"),
+    "install": ("Place slicectl's units (ExecStart= running this slicectl), shell completion "
+                "for bash, zsh and fish, the man pages and links to the commands under "
+                "/usr/local, where systemd, the shells and man look; record each file with its "
+                "SHA-256 so that uninstall removes exactly those. Never overwrites a file "
+                "slicectl did not place; keeps one changed since it placed it. Reloads systemd "
+                "when a unit changed and --root is not given.",
+                "sudo /opt/slicectl/bin/slicectl install"),
+    "uninstall": ("Remove what slicectl install placed, as its manifest lists it: a file "
+                  "changed since is kept and named, folders only once empty, nothing else "
+                  "touched.",
+                  "sudo slicectl uninstall --dry-run"),
 }
 
 

@@ -94,9 +94,15 @@ def schedule_command(args: Namespace) -> ScheduleCommand:
     target = getattr(args, "target_slicectl", None)
     if target:
         return ScheduleCommand((target,), tenants)
+    return ScheduleCommand(this_slicectl(), tenants)
+
+
+def this_slicectl() -> tuple[str, ...]:
+    """The command line that runs this slicectl: the console script by its absolute path when
+    that is what runs, else this interpreter with -m slicectl."""
+    import os
+
     script = sys.argv[0]
     if os.path.basename(script) == "slicectl" and os.path.isfile(script):
-        executable: tuple[str, ...] = (os.path.abspath(script),)
-    else:
-        executable = (sys.executable, "-m", "slicectl")
-    return ScheduleCommand(executable, tenants)
+        return (os.path.abspath(script),)
+    return (sys.executable, "-m", "slicectl")

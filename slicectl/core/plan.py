@@ -294,7 +294,7 @@ SCHEDULE_SANDBOX: tuple[tuple[str, str], ...] = (
 )
 
 
-def _exec_word(text: str) -> str:
+def exec_word(text: str) -> str:
     """One word of an ExecStart= line: `%` doubled (systemd specifiers), quoted when it holds
     white space or quotes (systemd.service(5), "Command lines")."""
     text = text.replace("%", "%%")
@@ -309,8 +309,8 @@ def schedule_units(config: Config, command: ScheduleCommand) -> list[UnitPlan]:
     timers catch up at boot (Persistent=), only the profile whose schedule elapsed last
     applies, whatever order they run in."""
     timers = [f"slicectl-profile@{name}.timer" for name in config.schedule]
-    exec_start = " ".join([*map(_exec_word, command.executable), "apply",
-                           _exec_word(command.tenants), "--profile", "%i", "--if-in-force",
+    exec_start = " ".join([*map(exec_word, command.executable), "apply",
+                           exec_word(command.tenants), "--profile", "%i", "--if-in-force",
                            "--yes"])
     service = UnitPlan(
         unit=SCHEDULE_SERVICE, path=SCHEDULE_SERVICE, kind=FileKind.SCHEDULE,

@@ -397,16 +397,27 @@ TOP_KEYS = ("version", "slice", "housekeeping", "confine", "tenants", "profiles"
 HOUSEKEEPING_KEYS = ("cpus",)
 
 
+def reference_rows(settings: tuple[Setting, ...]
+                   ) -> list[tuple[str, str, str | None, int | None, str]]:
+    """(key, default, systemd property, since systemd, meaning) of each setting: the rows of the
+    README's reference tables and of the slicectl-tenants(5) man page."""
+    rows: list[tuple[str, str, str | None, int | None, str]] = []
+    for s in settings:
+        prop = s.prop.name if s.prop is not None else (
+            "Slice" if s.role is Role.MEMBERS else "Description" if s.role is Role.TEXT
+            else None)
+        rows.append((s.key, s.default_doc, prop, s.prop.since if s.prop is not None else None,
+                     s.doc))
+    return rows
+
+
 def reference_table(settings: tuple[Setting, ...]) -> str:
     """The README's reference table for `settings` (tests/test_readme.py compares them)."""
     lines = ["| key | default | systemd property | since systemd | meaning |",
              "|---|---|---|---|---|"]
-    for s in settings:
-        prop = f"`{s.prop.name}`" if s.prop is not None else (
-            "`Slice`" if s.role is Role.MEMBERS else "`Description`" if s.role is Role.TEXT
-            else "—")
-        since = str(s.prop.since) if s.prop is not None else "—"
-        lines.append(f"| `{s.key}` | {s.default_doc} | {prop} | {since} | {s.doc} |")
+    for key, default, prop, since, doc in reference_rows(settings):
+        lines.append(f"| `{key}` | {default} | {f'`{prop}`' if prop else '—'} | "
+                     f"{since or '—'} | {doc} |")
     return "\n".join(lines)
 
 

@@ -1,0 +1,317 @@
+"""Placing slicectl's own files on a host (`slicectl install`) and taking them away again
+(`slicectl uninstall`), with a manifest of what was placed.
+
+The front end decides what goes where (units, completion scripts, man pages, command links);
+this module places it under a root (`/`, or an image being built) and keeps the rules:
+
+- a path slicectl did not place (no manifest entry) is never overwritten: install refuses
+  before writing anything and names every such path;
+- a file slicectl placed and someone changed since (its SHA-256, or a link's target, differs
+  from the manifest's) is kept and reported, by install and by uninstall alike;
+- every file is written atomically (temp + rename); on an error midway everything this run
+  changed is put back;
+- the manifest records each file's SHA-256 (a link's target) and the folders install made, so
+  uninstall removes exactly those, and a folder only once it is empty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slicectl.core.errors import SlicectlError, shown
+from slicectl.core.frozen import frozen
+from slicectl.host.atomic import write_atomically
+
+FORMAT = "slicectl-install/1"
+
+
+class InstallError(SlicectlError):
+    """Install or uninstall refused, or failed and put everything back."""
+
+
+@frozen
+class Entry:
+    """One thing install places: a file's bytes, or a symbolic link's target. `path` is
+    absolute on the target host; `optional` entries (command links) are skipped, with a
+    note, where something slicectl did not place is in the way."""
+
+    path: str
+    data: bytes | None = None
+    link: str | None = None
+    optional: bool = False
+
+
+@frozen
+class Step:
+    """What install or uninstall did (or, dry, would do) at one path, and why."""
+
+    action: str  # write, replace, link, unchanged, keep, skip, remove, gone, rmdir
+    path: str
+    detail: str = ""
+
+    def line(self, dry_run: bool) -> str:
+        verbs = {"write": "would write", "replace": "would replace", "link": "would link",
+                 "remove": "would remove", "rmdir": "would remove folder"} if dry_run else {
+            "write": "wrote", "replace": "replaced", "link": "linked", "remove": "removed",
+            "rmdir": "removed folder"}
+        verb = verbs.get(self.action, self.action)
+        return f"{verb} {self.path}" + (f" {self.detail}" if self.detail else "")
+
+
+@dataclass
+class Manifest:
+    """What an install placed: path → {"sha256": hex} or {"link": target}; folders it made."""
+
+    files: dict[str, dict[str, str]] = field(default_factory=dict)
+    dirs: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: Path) -> Manifest | None:
+        """The manifest at `path`, None when there is none; a damaged one is an error."""
+        try:
+            raw = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            raise InstallError(f"{shown(path)}: cannot read the install manifest: {e}",
+                               "restore it from a backup, or remove it and the files it "
+                               "listed by hand") from e
+        if not (isinstance(raw, dict) and raw.get("format") == FORMAT
+                and isinstance(raw.get("files"), dict) and isinstance(raw.get("dirs"), list)
+                and all(isinstance(v, dict) and set(v) <= {"sha256", "link"} and len(v) == 1
+                        for v in raw["files"].values())):
+            raise InstallError(f"{shown(path)}: not a slicectl install manifest "
+                               f"(format {FORMAT})",
+                               "restore it from a backup, or remove it and the files it "
+                               "listed by hand")
+        return cls(files=dict(raw["files"]), dirs=[str(d) for d in raw["dirs"]])
+
+    def text(self) -> str:
+        return json.dumps({"format": FORMAT, "files": dict(sorted(self.files.items())),
+                           "dirs": sorted(self.dirs)}, indent=2) + "\n"
+
+
+def _on_host(root: Path, path: str) -> Path:
+    return root / path.lstrip("/")
+
+
+def _state(real: Path) -> dict[str, str] | None:
+    """What is at `real` now, in the manifest's terms; {"other": kind} for anything else."""
+    if real.is_symlink():
+        return {"link": os.readlink(real)}
+    if real.is_file():
+        return {"sha256": hashlib.sha256(real.read_bytes()).hexdigest()}
+    if real.exists():
+        return {"other": "a folder" if real.is_dir() else "not a regular file"}
+    return None
+
+
+def _wanted(entry: Entry) -> dict[str, str]:
+    if entry.link is not None:
+        return {"link": entry.link}
+    return {"sha256": hashlib.sha256(entry.data or b"").hexdigest()}
+
+
+def _plan(root: Path, entries: Iterable[Entry], old: Manifest
+          ) -> tuple[list[tuple[Step, Entry | None]], list[str]]:
+    """The steps of an install, each with the entry it writes, and the paths in the way."""
+    steps: list[tuple[Step, Entry | None]] = []
+    foreign: list[str] = []
+    wanted_paths = set()
+    for entry in entries:
+        wanted_paths.add(entry.path)
+        now = _state(_on_host(root, entry.path))
+        recorded = old.files.get(entry.path)
+        if now is None:
+            steps.append((Step("link" if entry.link else "write", entry.path,
+                               f"-> {entry.link}" if entry.link else ""), entry))
+        elif recorded is None:
+            if entry.optional:
+                steps.append((Step("skip", entry.path, "(not slicectl's: left alone)"), None))
+            else:
+                foreign.append(entry.path)
+        elif now != recorded:
+            steps.append((Step("keep", entry.path, "(changed since slicectl installed it: "
+                               "not replaced)"), None))
+        elif now == _wanted(entry):
+            steps.append((Step("unchanged", entry.path), entry))
+        else:
+            steps.append((Step("link" if entry.link else "replace", entry.path,
+                               f"-> {entry.link}" if entry.link else ""), entry))
+    for path, recorded in sorted(old.files.items()):
+        if path in wanted_paths:
+            continue
+        now = _state(_on_host(root, path))
+        if now is None:
+            continue
+        steps.append((Step("remove", path, "(no longer installed)") if now == recorded else
+                      Step("keep", path, "(no longer installed, but changed since slicectl "
+                           "installed it: not removed)"), None))
+    return steps, foreign
+
+
+class _Undo:
+    """What this run changed, put back in reverse on failure."""
+
+    def __init__(self) -> None:
+        self.steps: list[Callable[[], None]] = []
+
+    def saved(self, real: Path) -> None:
+        if real.is_symlink():
+            target = os.readlink(real)
+            self.steps.append(lambda: _link(real, target))
+        elif real.exists():
+            data, mode = real.read_bytes(), real.stat().st_mode & 0o7777
+            self.steps.append(lambda: write_atomically(real, data, mode))
+        else:
+            self.steps.append(lambda: _absent(real))
+
+    def run(self) -> list[str]:
+        failed = []
+        for step in reversed(self.steps):
+            try:
+                step()
+            except OSError as e:
+                failed.append(str(e))
+        return failed
+
+
+def _absent(real: Path) -> None:
+    """`real` removed, if it is there at all (its folder may be a file: nothing to do)."""
+    try:
+        real.unlink()
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+
+
+def _link(real: Path, target: str) -> None:
+    """Point the symbolic link `real` at `target` atomically (a new link renamed over)."""
+    tmp = real.with_name(f".{real.name}.{os.getpid()}.slicectl-tmp")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target)
+    try:
+        os.replace(tmp, real)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _make_dirs(root: Path, path: str, made: list[str], undo: _Undo) -> None:
+    """The folders above `path` that are missing, made and recorded (target paths)."""
+    missing = []
+    parent = Path(path).parent
+    while not _on_host(root, str(parent)).exists():
+        missing.append(parent)
+        parent = parent.parent
+    for folder in reversed(missing):
+        real = _on_host(root, str(folder))
+        real.mkdir(mode=0o755)
+        made.append(str(folder))
+        undo.steps.append(real.rmdir)
+
+
+def install(root: Path, entries: list[Entry], manifest: str, *, dry_run: bool = False
+            ) -> list[Step]:
+    """Place `entries` under `root` and record them in the manifest at target path
+    `manifest`; see the module for the rules. Returns the steps, in order."""
+    manifest_real = _on_host(root, manifest)
+    old = Manifest.load(manifest_real) or Manifest()
+    steps, foreign = _plan(root, entries, old)
+    if foreign:
+        raise InstallError(
+            "not installed: slicectl did not place " + ", ".join(map(shown, foreign)) +
+            " and never overwrites such a file",
+            "move it away (it may be an earlier copy made by hand), or install into "
+            "another --prefix")
+    if dry_run:
+        return [step for step, _ in steps]
+    new = Manifest(dirs=[d for d in old.dirs if _on_host(root, d).is_dir()])
+    undo = _Undo()
+    try:
+        for step, entry in steps:
+            real = _on_host(root, step.path)
+            if step.action in ("keep", "skip"):
+                if step.path in old.files:
+                    new.files[step.path] = old.files[step.path]
+                continue
+            if step.action == "remove":
+                undo.saved(real)
+                real.unlink()
+                continue
+            assert entry is not None
+            new.files[entry.path] = _wanted(entry)
+            if step.action == "unchanged":
+                continue
+            _make_dirs(root, entry.path, new.dirs, undo)
+            undo.saved(real)
+            if entry.link is not None:
+                _link(real, entry.link)
+            else:
+                write_atomically(real, entry.data or b"", 0o644)
+        _make_dirs(root, manifest, new.dirs, undo)
+        undo.saved(manifest_real)
+        write_atomically(manifest_real, new.text(), 0o644)
+    except OSError as e:
+        failed = undo.run()
+        why = f"{shown(e.filename or '')}: {e.strerror}" if e.filename else str(e)
+        if failed:
+            raise InstallError(f"install failed ({why}); could not put back: "
+                               + "; ".join(failed), "check the files named above by hand"
+                               ) from e
+        raise InstallError(f"install failed: {why}; nothing was changed",
+                           "run as root, or give --root DIR / --prefix DIR to install "
+                           "somewhere you may write" if e.errno in (1, 13, 30) else "") from e
+    return [step for step, _ in steps]
+
+
+def uninstall(root: Path, manifest: str, *, dry_run: bool = False) -> list[Step]:
+    """Remove what the install recorded in the manifest at target path `manifest`: files
+    still as placed, then the folders it made once empty, then the manifest. A file changed
+    since is kept (a "keep" step); nothing else is touched."""
+    manifest_real = _on_host(root, manifest)
+    old = Manifest.load(manifest_real)
+    if old is None:
+        raise InstallError(f"nothing to uninstall: no install manifest at {shown(manifest_real)}",
+                           "give the --prefix and --root that install was given")
+    try:
+        return _uninstall(root, old, manifest, dry_run)
+    except OSError as e:
+        raise InstallError(f"uninstall stopped: {shown(e.filename or '')}: {e.strerror}; "
+                           "what it removed before is gone, the manifest still lists it all",
+                           "run as root, then run uninstall again" if e.errno in (1, 13, 30)
+                           else "fix the cause, then run uninstall again") from e
+
+
+def _uninstall(root: Path, old: Manifest, manifest: str, dry_run: bool) -> list[Step]:
+    manifest_real = _on_host(root, manifest)
+    steps = []
+    for path, recorded in sorted(old.files.items()):
+        real = _on_host(root, path)
+        now = _state(real)
+        if now is None:
+            steps.append(Step("gone", path, "(already removed)"))
+        elif now != recorded:
+            steps.append(Step("keep", path, "(changed since slicectl installed it: not "
+                              "removed)"))
+        else:
+            steps.append(Step("remove", path))
+            if not dry_run:
+                real.unlink()
+    steps.append(Step("remove", manifest))
+    if not dry_run:
+        manifest_real.unlink()
+    gone = {step.path for step in steps if step.action in ("remove", "gone")}
+    for folder in sorted(old.dirs, key=lambda d: d.count("/"), reverse=True):
+        real = _on_host(root, folder)
+        left = {str(Path(folder, name)) for name in os.listdir(real)} if real.is_dir() else None
+        if left is not None and (not left or dry_run and left <= gone):
+            steps.append(Step("rmdir", folder))
+            gone.add(folder)
+            if not dry_run:
+                real.rmdir()
+    return steps

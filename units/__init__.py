@@ -1,0 +1,1 @@
+"""systemd units shipped with slicectl (package data; `slicectl install` places them)."""
