@@ -1,23 +1,29 @@
-"""apply under faults on the real guest: SIGKILL at random moments, a full file system, and
-systemd re-executing itself mid-apply. Each run ends converged: the next apply succeeds, `plan
---exit-code` finds nothing to change, no temporary file is left and no foreign file changed.
+"""apply under faults on the real guest: SIGKILL at random moments, power cuts, a full file
+system, and systemd re-executing itself mid-apply. Each run ends converged: the next apply
+succeeds, `plan --exit-code` finds nothing to change, no temporary file is left and no foreign
+file changed.
 
-The kill campaign runs SLICECTL_KILLS kills (default 3, CI's tier); the long tier sets it
-higher (`SLICECTL_TESTBED_ENV=SLICECTL_KILLS=25 tests/testbed/e2e tests/e2e/test_faults.py`).
+The kill campaign runs SLICECTL_KILLS kills (default 3, CI's tier), the power-cut campaign
+SLICECTL_POWER_CUTS cuts (default 2, each a reboot of the guest); the long tier sets them
+higher (`SLICECTL_TESTBED_ENV="SLICECTL_KILLS=25 SLICECTL_POWER_CUTS=10" tests/testbed/e2e
+tests/e2e/test_faults.py`).
 The counts of the last run are written to the results share (faults.json) for the testbed
 README.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,8 +138,11 @@ def test_a_full_file_system_fails_clearly_and_changes_nothing(
     record("enospc", {"faults": 1, "converged": 1, "files_lost": 0})
 
 
-def test_daemon_reexec_during_apply_ends_in_success_or_exact_rollback(
-        slicectl: Run, configs: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize("fault", ["daemon-reexec", "restart dbus"])
+def test_a_restart_during_apply_ends_in_success_or_exact_rollback(
+        slicectl: Run, configs: tuple[Path, Path], fault: str) -> None:
+    """systemd re-executing itself, or the bus daemon restarting (`systemctl restart dbus`),
+    at a random moment of an apply."""
     a, b = configs
     converged(slicectl, a)
     rng = random.Random(11)
@@ -143,7 +152,7 @@ def test_daemon_reexec_during_apply_ends_in_success_or_exact_rollback(
         proc = subprocess.Popen(["slicectl", "apply", str(target), "--yes"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(rng.uniform(0.2, 2.0))
-        guest.systemctl("daemon-reexec")
+        guest.systemctl(*fault.split())
         out, err = proc.communicate(timeout=guest.HANG)
         assert "Traceback" not in err
         if proc.returncode == 0:
@@ -156,8 +165,8 @@ def test_daemon_reexec_during_apply_ends_in_success_or_exact_rollback(
             assert _live(("db1", "db2", "db3")) == live, out + err
             outcomes.append("rolled back" if "rolled back" in err else "refused")
         converged(slicectl, target)
-    record("daemon-reexec", {"faults": len(outcomes), "converged": len(outcomes),
-                             "files_lost": 0})
+    record(fault, {"faults": len(outcomes), "converged": len(outcomes), "files_lost": 0,
+                   **Counter(outcomes)})
 
 
 def test_two_applies_and_a_generate_started_together_are_serialized(
@@ -178,6 +187,85 @@ def test_two_applies_and_a_generate_started_together_are_serialized(
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert temporary_files() == []
     record("concurrent writers", {"runs": 3, "converged": 3, "files_lost": 0})
+
+
+MANIFEST = ".slicectl-manifest.json"
+
+
+def owned() -> dict[str, str | None]:
+    """slicectl's files in /etc/systemd/system (those its manifest names, and the manifest)."""
+    manifest_path = ETC / MANIFEST
+    manifest = json.loads(manifest_path.read_text())
+    paths = {*manifest["files"], *manifest.get("pending", {})}
+    return {rel: (ETC / rel).read_text() if (ETC / rel).exists() else None
+            for rel in sorted(paths)} | {manifest_path.name: manifest_path.read_text()}
+
+
+def test_power_cuts_during_apply_leave_each_file_old_or_new_and_converge(
+        slicectl: Run, configs: tuple[Path, Path]) -> None:
+    """The guest reset without a sync (sysrq b) at a random moment of an apply, then booted
+    again: each of slicectl's files is in its old or its new version (never empty or torn),
+    the manifest names every file there as slicectl's, systemd booted with the placement the
+    files say (no two tenants on one CPU), and the next apply converges."""
+    a, b = configs
+    cuts = int(os.environ.get("SLICECTL_POWER_CUTS", "2"))
+    resumed = guest.resumed()
+    state: dict[str, Any]
+    if resumed is None:
+        converged(slicectl, a)
+        version_a = owned()
+        start = time.monotonic()
+        converged(slicectl, b)
+        span = time.monotonic() - start
+        version_b = owned()
+        converged(slicectl, a)
+        assert owned() == version_a  # applying A again writes the same files
+        state = {"cut": 0, "span": span, "versions": [version_a, version_b],
+                 "foreign": FOREIGN.read_text(), "mixed": 0}
+    else:
+        _, state = resumed
+        cut = state["cut"]
+        old, new = ({rel: text for rel, text in state["versions"][i].items() if rel != MANIFEST}
+                    for i in (cut % 2, (cut + 1) % 2))
+        now = owned()
+        manifest = json.loads(now.pop(MANIFEST) or "")  # whole: never empty or torn
+        for rel in sorted(set(old) | set(new)):
+            current = now.get(rel)
+            assert current in (old.get(rel), new.get(rel)), f"cut {cut}: {rel} is torn: {current!r}"
+        assert set(now) <= set(old) | set(new)
+        # The manifest agrees with the files: each one there is one it names as slicectl's
+        # (its digest, or the one a write in progress was giving it).
+        for rel, text in now.items():
+            if text is not None:
+                digest = hashlib.sha256(text.encode()).hexdigest()
+                assert digest in (manifest["files"].get(rel), manifest.get("pending", {})
+                                  .get(rel)), f"cut {cut}: the manifest does not name {rel}"
+        # systemd booted with what the files say, and no CPU is two tenants'.
+        placed = {t: guest.parse_cpulist(guest.cgroup_file(f"tenants-{t}.slice", "cpuset.cpus"))
+                  for t in ("db1", "db2", "db3")
+                  if guest.unit_property(f"tenants-{t}.slice", "ActiveState") == "active"}
+        for t, cpus in placed.items():
+            conf = now.get(f"tenants-{t}.slice.d/50-slicectl.conf") or ""
+            allowed = next((line.split("=", 1)[1] for line in conf.splitlines()
+                            if line.startswith("AllowedCPUs=")), "")
+            assert cpus == guest.parse_cpulist(allowed), f"cut {cut}: {t}: {cpus} vs {allowed}"
+        every = [c for cpus in placed.values() for c in cpus]
+        assert len(every) == len(set(every)), f"cut {cut}: tenants share CPUs: {placed}"
+        if now not in (old, new):
+            state["mixed"] += 1  # some files old, some new: converged by the next apply
+        target = (b, a)[cut % 2]
+        converged(slicectl, target)
+        assert FOREIGN.read_text() == state["foreign"]
+        state["cut"] = cut = cut + 1
+    if state["cut"] < cuts:
+        target = (b, a)[state["cut"] % 2]
+        subprocess.Popen(["slicectl", "apply", str(target), "--yes"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        rng = random.Random(int(os.environ.get("SLICECTL_FAULT_SEED", "7")) + state["cut"])
+        time.sleep(rng.uniform(0, state["span"]))
+        guest.reboot("power cut", state, how="power-cut")
+    record("power cut", {"cuts": cuts, "converged": cuts, "files_lost": 0,
+                         "some files old, some new": state["mixed"]})
 
 
 def _live(tenants: tuple[str, ...]) -> dict[str, str]:
