@@ -41,9 +41,9 @@ HARDENED = {"ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes"
 # polkit): root with that one capability, no user of its own.
 DEPARTS = {"slicectl-balance.service": {"DynamicUser": None,
                                         "CapabilityBoundingSet": "CAP_SYS_ADMIN"}}
-# What each unit may write besides its own state or runtime directory: the balancer, where
-# systemd records a runtime property (it removes the record again).
-WRITABLE = {"slicectl-balance.service": "/run/systemd/system.control"}
+# Runtime directories besides the unit's own: the balancer's second is where systemd records
+# a runtime property (it removes the record again), kept at stop (Preserve).
+RUNTIME = {"slicectl-balance.service": "slicectl systemd/system.control"}
 
 
 def tool(name: str) -> str:
@@ -62,10 +62,12 @@ def test_unit_sets_the_sandboxing_directives(unit: Path) -> None:
     service = parse_unit(unit.read_text())["Service"]
     assert {k: service.get(k) for k in HARDENED} == HARDENED | DEPARTS.get(unit.name, {})
     assert service["RestrictAddressFamilies"] and service["SystemCallFilter"]
-    # Writable: nothing, or its own state or runtime directory, and what WRITABLE says.
-    assert service.get("ReadWritePaths") == WRITABLE.get(unit.name)
+    # Writable: nothing, or its own state or runtime directories (RUNTIME).
+    assert service.get("ReadWritePaths") is None
     assert service.get("StateDirectory", "slicectl") == "slicectl"
-    assert service.get("RuntimeDirectory", "slicectl") == "slicectl"
+    assert service.get("RuntimeDirectory", "slicectl") == RUNTIME.get(unit.name, "slicectl")
+    if unit.name in RUNTIME:
+        assert service["RuntimeDirectoryPreserve"] == "yes"
 
 
 @pytest.mark.parametrize("unit", UNITS, ids=lambda u: u.name)
