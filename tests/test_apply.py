@@ -528,7 +528,7 @@ async def test_plan_shows_a_share_of_ram_that_differs_live(options: ApplyOptions
     unit.settings["MemoryMax"] = (2 << 30) + 4096 * 2  # two pages off: not what 50% makes
     diff = await compute_diff(config(SHARES), make_topology(), options)  # type: ignore[arg-type]
     assert [c.describe() for c in diff.props] == [
-        f"tenants-db1.slice: MemoryMax {(2 << 30) + 8192} -> 50% of RAM ({2 << 30})"
+        "tenants-db1.slice: MemoryMax 2097160K -> 50% of RAM (2G)"  # 2G + 8K: exact
         "  [slicectl's file is not loaded yet (daemon-reload pending)]"]
 
 

@@ -11,6 +11,7 @@ from slicectl.core.live_values import (
     desired,
     file_key,
     format_live,
+    human_live,
     later_dropins,
     override_source,
     unset,
@@ -135,3 +136,15 @@ def test_new_controls_and_their_files() -> None:
         "/dev/vda 5000000 B/s, /dev/vdb infinity B/s")
     assert format_live("CPUWeight", 0) == "idle"
     assert format_live("ManagedOOMMemoryPressureLimit", 2576980377) == "60%"
+
+
+@pytest.mark.parametrize(("prop", "value", "shown"), [
+    ("MemoryMax", 25088 << 20, "24.5G"),  # not 26306674688, nor 25088M
+    ("MemoryMax", (1 << 30) + 1, "1073741825"),  # exact when one decimal would round
+    ("MemoryMax", None, "infinity"),
+    ("MemoryLow", 0, "(unset)"),
+    ("CPUWeight", 200, "200"),
+])
+def test_human_live(prop: str, value: LiveValue, shown: str) -> None:
+    """plan's change lines show sizes as people read them; --json keeps format_live's."""
+    assert human_live(prop, value) == shown

@@ -139,10 +139,12 @@ def test_status_table(tree: MovingTree) -> None:
     text = out.getvalue()
     line = next(x for x in text.splitlines() if "tenants-db1.slice" in x)
     assert re.search(r"1\.\d\d / 4", line)  # cores used / allowed CPUs
-    assert "3.00" in line and "65.0M / 900.0M / 1.0G" in line
+    assert "3.00" in line and "65M / 900M / 1G" in line  # sizes as 24.5G, not 25088M
     assert "oom_kill +1" in line and "20.0%" in line
     assert "io r/w" in text
-    assert re.search(r"\d\.\dM/0 ", line)  # ~4 MiB/s read, nothing written
+    assert re.search(r"\d(\.\d)?M/s 0B/s ", line)  # ~4 MiB/s read, nothing written
+    system = next(x for x in text.splitlines() if "system.slice" in x)
+    assert " / none / none" in system  # no memory.high, no memory.max: said, not "max"
 
 
 def test_top_prints_one_table_per_interval(tree: MovingTree) -> None:

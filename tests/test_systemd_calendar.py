@@ -72,3 +72,29 @@ def test_now_defaults_to_the_clock() -> None:
     got = systemd_calendar.in_force({"p": ("minutely",)})
     assert got.profile == "p" and got.since is not None and before - 61 <= got.since <= \
         time.time()
+
+
+def test_the_schedule_table_shows_local_time_and_utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """plan's JSON keeps UTC; the table for people says the host's time and names its zone."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from slicectl.views.tables import schedule_table
+
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        table = schedule_table({
+            "timers": [{"profile": "night", "timer": "slicectl-profile@night.timer",
+                        "calendars": ["Mon..Fri 22:00"], "next_elapse": "2026-11-23T21:00:00Z"}],
+            "in_force": {"profile": "night", "since": "2026-11-20T21:00:00Z"}})
+        out = io.StringIO()
+        Console(file=out, width=200, color_system=None).print(table)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    text = out.getvalue()
+    assert "since Fri 2026-11-20 22:00:00 CET (21:00 UTC)" in text
+    assert "Mon 2026-11-23 22:00:00 CET (21:00 UTC)" in text

@@ -53,7 +53,7 @@ async def test_overview_lists_slices_and_updates(tree: MovingTree) -> None:
         await wait_for(pilot, lambda: app.samples >= seen + 2)
         db1 = next(r for r in table_rows(app) if r[0] == "tenants-db1.slice")
         assert db1[1].endswith("/ 4") and db1[1] != "- / 4"  # cores / allowed CPUs
-        assert "900.0M / 950.0M / 1.0G" in db1
+        assert "900M / 950M / 1G" in db1
         # sparklines against the limits: db1 holds 900M of its 1G memory.max, system.slice a
         # constant 64M of the host's 4G (no limit)
         mem = HEADERS.index("mem history")
@@ -202,7 +202,7 @@ async def test_a_slice_unfolds_to_its_services() -> None:
         names = tree_names(app)
         assert names[names.index("▾ system.slice") + 1] == "    cron.service"
         cron = next(r for r in table_rows(app) if r[0] == "cron.service")
-        assert "64.0M / 2.0G↑ / 512.0M" in cron  # memory.high comes from system.slice
+        assert "64M / 2G↑ / 512M" in cron  # memory.high comes from system.slice
 
 
 @pytest.mark.long
@@ -340,8 +340,8 @@ async def test_overview_shows_locality_and_colours_remote_memory(tmp_path: Path,
         assert "NUMA    local 25% on node(s) 1  outside 75%  (bound)" in limits
         node0 = next(line for line in limits if line.startswith("node 0 "))
         node1 = next(line for line in limits if line.startswith("node 1 "))
-        assert node0.count("█") == 18 and node0.endswith("192.0M  outside")
-        assert node1.count("█") == 6 and node1.endswith("64.0M  local")
+        assert node0.count("█") == 18 and node0.endswith("192M  outside")
+        assert node1.count("█") == 6 and node1.endswith("64M  local")
 
 
 async def test_one_node_host_has_no_locality_column(tmp_path: Path) -> None:

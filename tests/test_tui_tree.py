@@ -79,9 +79,9 @@ def test_effective_limits_name_the_parent_that_caps() -> None:
     assert (db1.memory_max.value, db1.memory_max.source) == (24 * G, None)
     by_unit = {m.unit: m for m in ms}
     cells = limit_cells(by_unit["user-1000.slice"], user)
-    assert cells == ("64.0M / max / 2.0G↑", "-")
+    assert cells == ("64M / none / 2G↑", "-")
     assert limit_cells(by_unit["tenants-db1.slice"], db1) is None  # the shared cells hold
-    assert limits_from(user) == ["memory.max 2.0G↑ set by /user.slice"]
+    assert limits_from(user) == ["memory.max 2G↑ set by /user.slice"]
 
 
 def test_a_quota_inherited_from_two_levels_up() -> None:

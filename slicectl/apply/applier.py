@@ -27,7 +27,7 @@ from slicectl.apply.transaction import Transaction
 from slicectl.core import defaults
 from slicectl.core.errors import ApplyError, SlicectlError
 from slicectl.core.frozen import frozen
-from slicectl.core.live_values import LiveValue, format_live
+from slicectl.core.live_values import LiveValue, human_live
 from slicectl.core.plan import Plan, ScheduleCommand
 from slicectl.core.versions import check_version, parse_version
 from slicectl.host.balance_state import reset_state, state_or_none
@@ -212,8 +212,8 @@ async def _verify(tx: Transaction, plan: Plan, states: dict[str, UnitState],
         checked.update(again.problems)
         for c in again.differ:
             checked.setdefault(c.unit, []).append(
-                f"{c.unit}: systemd reports {c.prop}={format_live(c.prop, c.live)}, "
-                f"expected {format_live(c.prop, c.want)}")
+                f"{c.unit}: systemd reports {c.prop}={human_live(c.prop, c.live)}, "
+                f"expected {human_live(c.prop, c.want)}")
     report.verified = sorted(checked)
     problems = [p for unit in sorted(checked) for p in checked[unit]]
     if problems:

@@ -21,7 +21,7 @@ from slicectl.core.live_values import (
     cgroup_expectations,
     desired,
     file_key,
-    format_live,
+    human_live,
     later_dropins,
     matches,
     override_source,
@@ -50,8 +50,8 @@ class PropChange:
 
     def describe(self) -> str:
         src = f"  [{self.source}]" if self.source else ""
-        return (f"{self.unit}: {self.prop} {format_live(self.prop, self.live)} -> "
-                f"{format_live(self.prop, self.want)}{src}")
+        return (f"{self.unit}: {self.prop} {human_live(self.prop, self.live)} -> "
+                f"{human_live(self.prop, self.want)}{src}")
 
 
 @dataclass
@@ -100,8 +100,8 @@ def balanced_line(c: PropChange) -> str:
     """A balanced tenant for humans: its size now and its declared size."""
     live, want = c.live, c.want
     assert isinstance(live, frozenset) and isinstance(want, frozenset)
-    return (f"{c.unit}: balanced to {len(live)} CPUs ({format_live(c.prop, live)}) by "
-            f"slicectl balance; declared {len(want)} ({format_live(c.prop, want)})")
+    return (f"{c.unit}: balanced to {len(live)} CPUs ({human_live(c.prop, live)}) by "
+            f"slicectl balance; declared {len(want)} ({human_live(c.prop, want)})")
 
 
 def split_balanced(plan: Plan, changes: list[PropChange], state: BalanceState | None

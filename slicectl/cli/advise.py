@@ -119,18 +119,18 @@ def _write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
 
 def _print_recommendations(recs: Sequence[Recommendation]) -> None:
     from slicectl.core.recommend import format_duration, round_up
-    from slicectl.core.values import format_size
+    from slicectl.core.values import exact_size
 
     for r in recs:
         print(f"{r.unit}: {r.samples} sample(s) over {format_duration(r.last - r.first)}")
         if r.footprint is not None:
             assert r.memory_low is not None and r.memory_high is not None
             assert r.memory_max is not None
-            print(f"  footprint    {format_size(round_up(r.footprint)):>8}  "
+            print(f"  footprint    {exact_size(round_up(r.footprint)):>8}  "
                   f"{r.reasons['footprint']}")
             for key, value in (("memory_low", r.memory_low), ("memory_high", r.memory_high),
                                ("memory_max", r.memory_max)):
-                print(f"  {key:<12} {format_size(value):>8}  {r.reasons[key]}")
+                print(f"  {key:<12} {exact_size(value):>8}  {r.reasons[key]}")
         for w in r.warnings:
             print(f"  warning: {w}")
     if not recs:

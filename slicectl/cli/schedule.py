@@ -53,12 +53,12 @@ def _base_name(config: Config) -> str | None:
 
 
 def _schedule_name(now: InForce) -> str:
-    from time import gmtime, strftime
+    from slicectl.core.values import human_time
 
     name = now.profile or "the base file"
     if now.since is None:
         return f"{name} (no schedule has elapsed)"
-    return f"{name} (since {strftime('%Y-%m-%d %H:%M:%S UTC', gmtime(now.since))})"
+    return f"{name} (since {human_time(now.since)})"
 
 
 def schedule_json(config: Config) -> dict[str, object]:

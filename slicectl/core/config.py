@@ -42,7 +42,7 @@ from slicectl.core.tenants import (
     Confinement,
     Tenant,
 )
-from slicectl.core.values import format_duration_us, format_memory, quote
+from slicectl.core.values import format_duration_us, human_memory, quote
 
 __all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_yaml",
            "parse_config"]
@@ -344,8 +344,8 @@ def _protection_above_limit(t: Tenant) -> Iterator[tuple[str, str]]:
     """(key, message) for memory_low/memory_min above memory_max where that shows without
     the host's RAM (both sizes, or both shares of RAM; plan compares the rest)."""
     for key, value, limit in t.protection_above_limit(0):
-        yield key, (f"{key} {format_memory(value)} is above memory_max {format_memory(limit)}: "
-                    f"the tenant can never use what it protects beyond {format_memory(limit)}")
+        yield key, (f"{key} {human_memory(value)} is above memory_max {human_memory(limit)}: "
+                    f"the tenant can never use what it protects beyond {human_memory(limit)}")
 
 
 def _check_memory(c: _Collector, tenants: list[Tenant],

@@ -35,6 +35,7 @@ from slicectl.core.values import (
     UINT64_MAX,
     RamShare,
     Size,
+    exact_size,
     format_duration_us,
     format_memory,
     parse_memory_size,
@@ -124,8 +125,12 @@ class Kind:
         return None if raw == UINT64_MAX else int(raw)
 
     def show(self, live: LiveValue) -> str:
-        """A live value for people, in unit-file spelling."""
+        """A live value in unit-file spelling (plan --json's "live" and "desired")."""
         return "(unset)" if live is None else str(live)
+
+    def human(self, live: LiveValue) -> str:
+        """A live value for people (plan's change lines): as `show` but for sizes."""
+        return self.show(live)
 
 
 class CpuSet(Kind):
@@ -296,6 +301,14 @@ class Bytes(Limit):
         if self.protection and live == 0:
             return "(unset)"
         return str(live)
+
+    def human(self, live: LiveValue) -> str:
+        if isinstance(live, RamShareLive) and live.ram > 0:
+            return f"{live.share} of RAM ({exact_size(live.share.bytes_of(live.ram))})"
+        shown = self.show(live)
+        if not isinstance(live, int) or not shown.isdigit() or live >= UINT64_MAX:
+            return shown
+        return exact_size(live)
 
 
 class Bool(Kind):

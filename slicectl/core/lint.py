@@ -36,9 +36,9 @@ from slicectl.core.values import (
     INFINITY,
     MemorySize,
     RamShare,
+    exact_size,
     format_duration_us,
-    format_memory,
-    format_size,
+    human_memory,
     resolved,
     size_le,
 )
@@ -159,7 +159,7 @@ def _finding(rule: str, file: str, line: int, message: str, fix: str = "") -> Fi
 
 
 def _size(value: MemorySize) -> str:
-    return format_memory(value)
+    return human_memory(value)
 
 
 def _limited(value: MemorySize | None) -> TypeGuard[int | RamShare]:
@@ -301,7 +301,7 @@ def overcommit_rule(c: Config, topo: Topology, layout: Layout | None = None
 
 def _of_ram(written: MemorySize, limit: int) -> str:
     """" (48G on this host)" after a share of RAM; nothing after a size."""
-    return f" ({format_size(limit)} on this host)" if isinstance(written, RamShare) else ""
+    return f" ({exact_size(limit)} on this host)" if isinstance(written, RamShare) else ""
 
 
 def _nodes_text(nodes: tuple[int, ...]) -> str:

@@ -20,8 +20,8 @@ from slicectl.core.properties import (
 )
 
 __all__ = ["CgroupExpectation", "LiveValue", "cgroup_expectations", "desired", "file_key",
-           "format_live", "is_control_file", "later_dropins", "matches", "override_source",
-           "settings_in", "unset"]
+           "format_live", "human_live", "is_control_file", "later_dropins", "matches",
+           "override_source", "settings_in", "unset"]
 
 
 def unset(prop: str) -> LiveValue:
@@ -58,8 +58,13 @@ def matches(prop: str, live: LiveValue, want: LiveValue) -> bool:
 
 
 def format_live(prop: str, value: LiveValue) -> str:
-    """A live value (by D-Bus name) for humans, in unit-file spelling."""
+    """A live value (by D-Bus name) in unit-file spelling (plan --json)."""
     return PROP_BY_DBUS[prop].kind.show(value)
+
+
+def human_live(prop: str, value: LiveValue) -> str:
+    """A live value (by D-Bus name) for people: sizes as 24.5G (exact when that rounds)."""
+    return PROP_BY_DBUS[prop].kind.human(value)
 
 
 def cgroup_expectations(want: Mapping[str, LiveValue],

@@ -18,7 +18,7 @@ from slicectl.core.frozen import frozen
 from slicectl.core.placement import Layout
 from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Tenant
 from slicectl.core.topology import Topology
-from slicectl.core.values import INFINITY, RamShare, format_size, resolved, size_bytes
+from slicectl.core.values import INFINITY, RamShare, exact_size, resolved, size_bytes
 
 FIX = "lower memory_low/memory_min so all protections fit in RAM minus housekeeping"
 SOURCE = "systemd.resource-control(5)"
@@ -40,9 +40,9 @@ class Overcommit:
                 f"{self.message()}")
 
     def message(self) -> str:
-        return (f"memory_low + memory_min of all tenants is {format_size(self.everyone)} but "
-                f"RAM minus housekeeping is {format_size(max(self.budget, 0))} "
-                f"({format_size(self.ram)} - {format_size(self.ram - self.budget)}); "
+        return (f"memory_low + memory_min of all tenants is {exact_size(self.everyone)} but "
+                f"RAM minus housekeeping is {exact_size(max(self.budget, 0))} "
+                f"({exact_size(self.ram)} - {exact_size(self.ram - self.budget)}); "
                 "protection beyond RAM protects nobody (the total passes it at tenant "
                 f"{self.tenant.name})")
 
@@ -106,13 +106,13 @@ class NodeOvercommit:
         where = (f"node {self.nodes[0]}, which has" if len(self.nodes) == 1 else
                  f"nodes {', '.join(map(str, self.nodes))}, which have")
         if len(self.tenants) == 1:
-            who = f"tenant {self.tenant.name} protects {format_size(self.protected)} " \
+            who = f"tenant {self.tenant.name} protects {exact_size(self.protected)} " \
                   "(memory_low + memory_min) but its memory is bound to"
         else:
             names = ", ".join(t.name for t in self.tenants)
-            who = f"tenants {names} protect {format_size(self.protected)} " \
+            who = f"tenants {names} protect {exact_size(self.protected)} " \
                   "(memory_low + memory_min) with their memory bound to"
-        return (f"{who} {where} {format_size(self.memory)}: protection beyond the memory "
+        return (f"{who} {where} {exact_size(self.memory)}: protection beyond the memory "
                 "it can be given protects nobody")
 
     @property

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from slicectl.core import defaults
 from slicectl.core.errors import SlicectlError
 from slicectl.core.frozen import frozen
-from slicectl.core.values import format_size
+from slicectl.core.values import exact_size, format_size
 
 if TYPE_CHECKING:
     from slicectl.core.config import Config
@@ -151,7 +151,7 @@ def recommend_one(
     hold = format_duration(hold_s)
     reasons = {
         "footprint": f"highest anon + active_file held for {hold} after the first "
-                     f"{format_duration(startup_s)} (peak {format_size(round_up(peak or 0))} "
+                     f"{format_duration(startup_s)} (peak {exact_size(round_up(peak or 0))} "
                      "ignored as an anomaly)" if peak and peak > footprint else
                      f"highest anon + active_file held for {hold} after the first "
                      f"{format_duration(startup_s)}",
@@ -159,7 +159,7 @@ def recommend_one(
                       "reservation (001)",
         "memory_high": "halfway into the headroom: reclaim and throttling start before the "
                        "hard limit (systemd.resource-control(5))",
-        "memory_max": f"footprint + {format_size(headroom)} headroom for page cache beyond "
+        "memory_max": f"footprint + {exact_size(headroom)} headroom for page cache beyond "
                       "active_file (001)",
     }
     return Recommendation(unit, len(ordered), first, last, stable_s, peak, footprint, low, high,

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from slicectl.core.errors import Problem, SlicectlError
 from slicectl.core.frozen import frozen
 from slicectl.core.tenants import Config
+from slicectl.core.values import human_time
 
 # Overlaps are looked for among the next elapses of each schedule: a year of daily events.
 OVERLAP_ITERATIONS = 400
@@ -160,7 +161,7 @@ def schedule_problems(config: Config) -> list[Problem]:
                     problems.append(Problem(
                         config.path, line, f"schedule.{profile}",
                         f"{expression!r} and the schedule of {other!r} both elapse at "
-                        f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(t))}",
+                        f"{human_time(t)}",
                         "two profiles cannot switch in at the same moment: move one"))
                     break
     return problems

@@ -16,7 +16,7 @@ from pathlib import Path
 from slicectl.core import defaults
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.metrics import MIN_RATE_WINDOW, PressureMetrics, SliceMetrics
-from slicectl.views.monitor import size_text
+from slicectl.core.values import human_size
 
 HISTORY = 120  # samples kept per slice: two minutes at the default interval
 SPARK = "▁▂▃▄▅▆▇█"
@@ -142,7 +142,7 @@ def node_bars(m: SliceMetrics, width: int = 24) -> list[str]:
         if m.mems is not None and n.node not in m.mems and n.total:
             marks.append("outside")
         lines.append(f"node {n.node:<2} {'█' * filled}{'░' * (width - filled)} "
-                     f"{size_text(n.total):>7}  {' '.join(marks)}".rstrip())
+                     f"{human_size(n.total):>7}  {' '.join(marks)}".rstrip())
     return lines
 
 

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from slicectl.core.metrics import SliceMetrics
+from slicectl.core.values import human_size
 from slicectl.tui.model import SortKey, name_order, order_by
-from slicectl.views.monitor import size_text
+from slicectl.views.monitor import NO_LIMIT_CELL
 
 EXPANDED, COLLAPSED, LEAF = "▾ ", "▸ ", "  "
 INDENT = "  "
@@ -191,9 +192,9 @@ def with_children(metrics: Sequence[SliceMetrics]) -> set[str]:
 
 def _limit_text(limit: Limit, size: bool) -> str:
     if limit.value is None:
-        text = "max" if size else "-"
+        text = NO_LIMIT_CELL if size else "-"
     else:
-        text = size_text(int(limit.value)) if size else f"{limit.value:.2f}"
+        text = human_size(int(limit.value)) if size else f"{limit.value:.2f}"
     return text + (INHERITED if limit.source is not None else "")
 
 
@@ -204,7 +205,7 @@ def limit_cells(m: SliceMetrics, eff: Effective) -> tuple[str, str] | None:
             and eff.quota_cores.source is None:
         return None
     mem = "-" if m.memory_current is None else (
-        f"{size_text(m.memory_current)} / {_limit_text(eff.memory_high, True)} / "
+        f"{human_size(m.memory_current)} / {_limit_text(eff.memory_high, True)} / "
         f"{_limit_text(eff.memory_max, True)}")
     return mem, _limit_text(eff.quota_cores, False)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.metrics import NumaMetrics, PressureMetrics, SliceMetrics, Trouble
+from slicectl.core.values import human_limit, human_rate, human_size
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -29,7 +30,7 @@ COLUMNS = (
 # was read (more than one memory node).
 NUMA_COLUMN = "numa local"
 # status and top end with it when any slice read or wrote during the interval (io.stat).
-IO_COLUMN = "io r/w"  # bytes per second
+IO_COLUMN = "io r/w"  # bytes read, written per second
 
 # Row styles by trouble, most serious first; the TUI maps the same flags to its classes.
 TROUBLE_STYLE = {
@@ -126,16 +127,8 @@ def status_json(metrics: Sequence[SliceMetrics], interval: float | None) -> dict
     return {"version": JSON_VERSION, "interval_s": _r(interval, 3), "slices": slices}
 
 
-def size_text(n: int | None) -> str:
-    """Bytes for people: 1536 -> "1.5K", None (no limit) -> "max"."""
-    if n is None:
-        return "max"
-    value = float(n)
-    for unit in ("", "K", "M", "G", "T"):
-        if value < 1024 or unit == "T":
-            return f"{value:.0f}{unit}" if unit == "" else f"{value:.1f}{unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
+# How a table cell says "no limit" (memory.high or memory.max "max"), in status, top, the TUI.
+NO_LIMIT_CELL = "none"
 
 
 def _psi_cell(p: PressureMetrics | None) -> str:
@@ -166,8 +159,8 @@ def row(m: SliceMetrics) -> list[str]:
     if m.memory_current is None:
         mem = "-"
     else:
-        mem = (f"{size_text(m.memory_current)} / {size_text(m.memory_high)} / "
-               f"{size_text(m.memory_max)}")
+        mem = (f"{human_size(m.memory_current)} / {human_limit(m.memory_high, NO_LIMIT_CELL)}"
+               f" / {human_limit(m.memory_max, NO_LIMIT_CELL)}")
     return [
         m.unit,
         f"{cores} / {m.allowed_cpus}",
@@ -195,10 +188,10 @@ def numa_cell(m: SliceMetrics) -> str:
 
 
 def io_cell(m: SliceMetrics) -> str:
-    """Bytes read and written per second: "1.5M/0" ("-" = unknown)."""
+    """Bytes read and written per second: "1.5M/s 0B/s" ("-" = unknown)."""
     if m.io_read_bps is None or m.io_write_bps is None:
         return "-"
-    return f"{size_text(round(m.io_read_bps))}/{size_text(round(m.io_write_bps))}"
+    return f"{human_rate(m.io_read_bps)} {human_rate(m.io_write_bps)}"
 
 
 def row_style(m: SliceMetrics) -> str:

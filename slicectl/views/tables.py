@@ -22,6 +22,7 @@ from slicectl.core.cpulist import format_cpulist
 from slicectl.core.placement import Layout, TenantPlacement
 from slicectl.core.plan import Plan
 from slicectl.core.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
+from slicectl.core.values import human_size, human_time
 
 if TYPE_CHECKING:
     from slicectl.core.numa_map import LiveMap
@@ -31,18 +32,6 @@ PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_c
            "bright_magenta", "bright_green", "bright_yellow", "bright_blue", "red")
 HOUSEKEEPING_STYLE = "bold white on grey23"
 FREE_STYLE = "dim"
-
-
-def human_size(n: int) -> str:
-    """Bytes the way `ls -h` shows them: 6777044 KiB -> "6.5G", 96 GiB -> "96G"."""
-    value = float(n)
-    for unit in ("B", "K", "M", "G", "T", "P"):
-        if value < 1024 or unit == "P":
-            break
-        value /= 1024
-    if value < 10 and round(value, 1) != round(value):
-        return f"{value:.1f}{unit}"
-    return f"{value:.0f}{unit}"
 
 
 def _mem(n: int) -> str:
@@ -313,7 +302,8 @@ def schedule_table(schedule: dict[str, Any]) -> Table:
     """The schedule's timers with their next elapse, and the profile in force now."""
     now = schedule["in_force"]
     name = now["profile"] or "default (the base file)"
-    since = f" since {now['since']}" if now["since"] else " (no schedule has elapsed yet)"
+    since = (f" since {_local(now['since'])}" if now["since"]
+             else " (no schedule has elapsed yet)")
     t = _table(f"Schedule (in force now: {name}{since})")
     t.add_column("profile")
     t.add_column("timer")
@@ -321,5 +311,12 @@ def schedule_table(schedule: dict[str, Any]) -> Table:
     t.add_column("next elapse")
     for timer in schedule["timers"]:
         t.add_row(timer["profile"], timer["timer"], "; ".join(timer["calendars"]),
-                  timer["next_elapse"] or "never")
+                  _local(timer["next_elapse"]) if timer["next_elapse"] else "never")
     return t
+
+
+def _local(stamp: str) -> str:
+    """An ISO 8601 time of the plan's JSON (UTC) in local time, for people."""
+    from datetime import datetime
+
+    return human_time(datetime.fromisoformat(stamp).timestamp())

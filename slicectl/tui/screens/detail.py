@@ -9,11 +9,12 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.metrics import PressureMetrics, SliceMetrics
+from slicectl.core.values import human_limit, human_size
 from slicectl.tui.messages import EditRequested, ProcessesRead
 from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, node_bars, read_processes
 from slicectl.tui.screens.base import DataScreen
 from slicectl.tui.tree import effective_limits, limits_from
-from slicectl.views.monitor import COLUMNS, row, row_style, size_text
+from slicectl.views.monitor import COLUMNS, row, row_style
 from slicectl.views.tables import guaranteed_text
 
 SPARK_WIDTH = 40
@@ -37,12 +38,12 @@ def limits_text(m: SliceMetrics) -> str:
     return "\n".join((
         f"CPU     {cells['cpu cores/allowed']} cores  CPUs {cpus}  weight {weight}  "
         f"quota {cells['quota']}  throttled {cells['throttled']}",
-        f"memory  {size_text(m.memory_current)}  anon {size_text(m.anon)}  "
-        f"file {size_text(m.file)}  swap {size_text(m.swap_current)}  "
+        f"memory  {human_size(m.memory_current)}  anon {human_size(m.anon)}  "
+        f"file {human_size(m.file)}  swap {human_size(m.swap_current)}  "
         f"nodes {format_cpulist(m.mems) if m.mems else 'all'}",
-        f"limits  min {size_text(m.memory_min or 0)}  low {size_text(m.memory_low or 0)}  "
-        f"high {size_text(m.memory_high)}  max {size_text(m.memory_max)}  "
-        f"swap max {size_text(m.swap_max)}",
+        f"limits  min {human_size(m.memory_min or 0)}  low {human_size(m.memory_low or 0)}  "
+        f"high {human_limit(m.memory_high)}  max {human_limit(m.memory_max)}  "
+        f"swap {human_limit(m.swap_max)}",
         f"PSI some/full  cpu {_psi(m.cpu_pressure)}  memory {_psi(m.memory_pressure)}  "
         f"io {_psi(m.io_pressure)}",
         f"events  {cells['events']}  tasks {cells['tasks']}",
@@ -104,8 +105,7 @@ class DetailScreen(DataScreen):
             f"cpu cores  {h.spark('cpu', SPARK_WIDTH, cpu_top)} {(m.cpu_cores or 0.0):.2f}"
             f" of {cpu_top:g}",
             f"memory     {h.spark('memory', SPARK_WIDTH, mem_top)} "
-            f"{size_text(m.memory_current) if m.memory_current is not None else '-'}"
-            f" of {size_text(int(mem_top)) if mem_top else '?'}",
+            f"{human_size(m.memory_current)} of {human_size(int(mem_top)) if mem_top else '?'}",
             f"psi cpu    {h.spark('psi_cpu', SPARK_WIDTH, PSI_SCALE)} {_psi(m.cpu_pressure)}",
             f"psi memory {h.spark('psi_memory', SPARK_WIDTH, PSI_SCALE)} "
             f"{_psi(m.memory_pressure)}",
