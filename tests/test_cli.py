@@ -518,13 +518,19 @@ def test_generate_does_not_import_rich(tmp_path: Path) -> None:
     assert "rich" not in loaded
 
 
-def test_a_piped_plan_keeps_its_tables_whole(capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Piped at COLUMNS=80, a table wider than that is drawn at its full width, not shrunk:
-    every CPU list and slice name whole (no "…"), one line per tenant, no trailing spaces."""
+@pytest.mark.parametrize("columns", [None, "80", "60"])
+def test_a_piped_plan_keeps_its_cpu_lists_whole(columns: str | None,
+                                                capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped, nothing is cut with "…" and no line ends in spaces. Without COLUMNS a table
+    takes the width it needs (a tenant per line, for grep); with COLUMNS every line fits it,
+    a tenant's row becoming a block of lines, its CPU list wrapped after a comma if at all."""
     from slicectl.core.cpulist import format_cpulist
 
-    monkeypatch.setenv("COLUMNS", "80")
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
     code, out, _ = run(capsys, "plan", "examples/oracle-4node.yaml", "--topology",
@@ -533,13 +539,21 @@ def test_a_piped_plan_keeps_its_tables_whole(capsys: pytest.CaptureFixture[str],
     lines = out.splitlines()
     assert "…" not in out and "\x1b[" not in out
     assert [line for line in lines if line != line.rstrip()] == []
-    assert max(map(len, lines)) > 80
-    for n in range(4):
-        row = next(line for line in lines if line.startswith(f"│ db{n + 1} "))
-        assert f"tenants-db{n + 1}.slice" in row
-        assert f" {format_cpulist(frozenset(range(n, 32, 4)))} " in row
+    if columns is None:
+        assert max(map(len, lines)) > 80
+        for n in range(4):
+            row = next(line for line in lines if line.startswith(f"│ db{n + 1} "))
+            assert f"tenants-db{n + 1}.slice" in row
+            assert f" {format_cpulist(frozenset(range(n, 32, 4)))} " in row
+    else:
+        assert max(map(len, lines)) <= int(columns)
+        # the cells of the tenants' column, joined: each CPU list whole, in order
+        text = "".join(line.split("│")[2].strip() for line in lines
+                       if line.count("│") == 3 and "node" not in line.split("│")[1])
+        for n in range(4):
+            assert f"CPUs {format_cpulist(frozenset(range(n, 32, 4)))} (8) on node {n}" in text
     legend = next(line for line in lines if line.startswith("legend:"))
-    assert legend.endswith("shared/free")
+    assert legend == "legend: A=db1 B=db2 C=db3 D=db4 #=housekeeping .=shared/free"
 
 
 def test_a_piped_table_narrower_than_the_page_is_as_rich_draws_it(

@@ -142,7 +142,7 @@ def test_status_table(tree: MovingTree) -> None:
     assert "3.00" in line and "65M / 900M / 1G" in line  # sizes as 24.5G, not 25088M
     assert "oom_kill +1" in line and "20.0%" in line
     assert "io r/w" in text
-    assert re.search(r"\d(\.\d)?M/s 0B/s ", line)  # ~4 MiB/s read, nothing written
+    assert re.search(r"\d(\.\d)?M/s 0/s ", line)  # ~4 MiB/s read, nothing written
     system = next(x for x in text.splitlines() if "system.slice" in x)
     assert " / none / none" in system  # no memory.high, no memory.max: said, not "max"
 

@@ -195,7 +195,8 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
     from slicectl.views import tables
 
     schedule = [tables.schedule_table(schedule_json(config))] if config.schedule else []
-    tables.show(tables.plan_table(plan), *schedule, tables.plan_files_table(plan),
+    tables.show(tables.plan_table(plan, tables.output_width()), *schedule,
+                tables.plan_files_table(plan),
                 tables.numa_map(topo, plan.layout))
     for note in plan.layout.notes:
         print(f"note: {note}")

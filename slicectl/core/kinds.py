@@ -38,6 +38,7 @@ from slicectl.core.values import (
     exact_size,
     format_duration_us,
     format_memory,
+    human_memory,
     parse_memory_size,
 )
 
@@ -84,6 +85,11 @@ class Kind:
     def lines(self, value: PlanValue) -> list[str]:
         """The values of the property's lines in a unit file (most kinds: one)."""
         return [self.file(value)]
+
+    def human_lines(self, value: PlanValue) -> list[str]:
+        """`lines` for people (plan's tables): the same but for sizes, 24.5G for 25088M
+        (both are what systemd takes)."""
+        return self.lines(value)
 
     def json(self, value: PlanValue) -> Any:
         """The value in plan JSON (docs/plan-json.md)."""
@@ -253,6 +259,10 @@ class Bytes(Limit):
 
     def json(self, value: PlanValue) -> Any:
         return str(value) if isinstance(value, RamShare) else super().json(value)
+
+    def human_lines(self, value: PlanValue) -> list[str]:
+        assert isinstance(value, int | RamShare) or value is INFINITY
+        return [human_memory(value)]
 
     def from_json(self, data: Any) -> PlanValue:
         return parse_memory_size(data)

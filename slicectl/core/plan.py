@@ -91,10 +91,12 @@ class UnitPlan:
     # SCHEDULE files: their sections and (key, value) lines, written as they are
     sections: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
-    def formatted(self) -> list[tuple[str, str]]:
-        """(key, value) pairs in file order, values formatted for a unit file."""
+    def formatted(self, human: bool = False) -> list[tuple[str, str]]:
+        """(key, value) pairs in file order, values formatted for a unit file (`human`: as
+        people read them, sizes as 24.5G, still what systemd takes)."""
         return [(p.name, line) for p in PROPERTIES if p.name in self.properties
-                for line in p.kind.lines(self.properties[p.name])]
+                for line in (p.kind.human_lines if human else p.kind.lines)(
+                    self.properties[p.name])]
 
     def to_json(self) -> dict[str, Any]:
         return {

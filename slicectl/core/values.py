@@ -251,6 +251,8 @@ def human_size(size: Size | None, unset: str = "-", *, exact: bool = False) -> s
         return unset
     if size is INFINITY:
         return NO_LIMIT
+    if size == 0:
+        return "0"
     value = float(size)
     for unit in ("B", "K", "M", "G", "T", "P"):
         if value < 1024 or unit == "P":
