@@ -24,6 +24,13 @@ DOCS = Path(__file__).parent.parent / "docs" / "status-json.md"
 DB1 = "tenants.slice/tenants-db1.slice"
 
 
+@pytest.fixture(autouse=True)
+def no_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped without COLUMNS, status and top show every column (xdist's workers inherit a
+    COLUMNS; the tests that narrow the table set their own)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> MovingTree:
     t = MovingTree(tmp_path / "cg", cpus="0-7")
@@ -142,7 +149,7 @@ def test_status_table(tree: MovingTree) -> None:
     assert "3.00" in line and "65M / 900M / 1G" in line  # sizes as 24.5G, not 25088M
     assert "oom_kill +1" in line and "20.0%" in line
     assert "io r/w" in text
-    assert re.search(r"\d(\.\d)?M/s 0/s ", line)  # ~4 MiB/s read, nothing written
+    assert re.search(r"\d(\.\d)?M/s 0/s$", line)  # ~4 MiB/s read, nothing written
     system = next(x for x in text.splitlines() if "system.slice" in x)
     assert " / none / none" in system  # no memory.high, no memory.max: said, not "max"
 
@@ -233,3 +240,26 @@ def test_status_and_top_take_sysfs_for_the_node_map(
     assert main(["status", "--cgroup-root", str(tree.root), "--sysfs", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "hint: " in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("columns", ["80", "100", "160"])
+def test_status_piped_at_columns_keeps_a_line_per_slice(
+        tree: MovingTree, columns: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At COLUMNS, status leaves out the least wanted columns (named below the table) rather
+    than wrap a row; the slice, its CPU, memory and CPU pressure stay."""
+    monkeypatch.setenv("COLUMNS", columns)
+    out = io.StringIO()
+    assert run_status(tree.root, False, 0.05, out, sleep=advancing(tree)) == 0
+    lines = out.getvalue().splitlines()
+    assert max(map(len, lines)) <= int(columns)
+    assert [line for line in lines if line != line.rstrip()] == []
+    rows = [line for line in lines if line.split()[:1] and line.split()[0].endswith(".slice")]
+    assert sorted(r.split()[0] for r in rows) == ["system.slice", "tenants-db1.slice",
+                                                  "tenants.slice"]
+    db1 = next(r for r in rows if r.startswith("tenants-db1.slice"))
+    assert "65M / 900M / 1G" in db1 and "20.0%" in db1  # memory, psi cpu
+    left_out = [line for line in lines if line.startswith("left out for width:")]
+    if columns == "160":
+        assert not left_out and "oom_kill +1" in db1
+    else:
+        assert left_out and "events" in left_out[0] and "oom_kill" not in db1

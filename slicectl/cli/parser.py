@@ -466,7 +466,9 @@ DOCS: dict[str, tuple[str, str]] = {
     "status": ("Each slice's CPU, memory, pressure and limits from two samples of the cgroup "
                "tree, printed once.",
                "slicectl status --json"),
-    "top": ("Each slice's load, limits, pressure and throttling, refreshed until stopped.",
+    "top": ("Each slice's load, limits, pressure and throttling, refreshed until q or "
+            "Ctrl-C; within the terminal's width (columns that do not fit are left out, the "
+            "least wanted first, and named below the table).",
             "slicectl top --interval 2"),
     "exporter": ("Serve every slice's counters and limits to Prometheus on /metrics, or write "
                  "them for node_exporter's textfile collector.",

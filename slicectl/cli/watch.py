@@ -16,9 +16,8 @@ if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Callable
     from pathlib import Path
-    from typing import TextIO
+    from typing import Any, TextIO
 
-    from rich.console import Console
     from rich.live import Live
 
     from slicectl.core.metrics import MetricsMemo, NodeCpus
@@ -63,35 +62,80 @@ def run_status(
         json.dump(status_json(metrics, dt), out, indent=2, allow_nan=False)
         out.write("\n")
         return EXIT_OK
-    from rich.console import Console
+    from slicectl.views.tables import output_width, show
 
-    console = Console(file=out, width=None if out.isatty() else 200)
     by_unit = sorted(metrics, key=lambda m: (m.unit, m.cgroup))
-    console.print(render_table(by_unit, title=f"{cgroup_root} over {dt:.2f}s"))
+    show(render_table(by_unit, title=f"{cgroup_root} over {dt:.2f}s", width=output_width(out)),
+         out=out)
     return EXIT_OK
 
 
 def _top_loop(sampler: Sampler, memo: MetricsMemo, cgroup_root: Path, interval: float,
-              iterations: int | None, console: Console, live: Live | None,
-              sleep: Callable[[float], None]) -> None:
+              iterations: int | None, out: TextIO, live: Live | None,
+              pause: Callable[[float], bool]) -> None:
     from slicectl.views.monitor import render_table
+    from slicectl.views.tables import output_width, show
 
     prev = sampler.sample()
     done = 0
+    hint = "  (q: quit)" if live is not None else ""
     while iterations is None or done < iterations:
-        sleep(interval)
+        if pause(interval):
+            return
         cur = sampler.sample()
         metrics = memo.compute(prev, cur)
         prev = cur
         done += 1
         metrics.sort(key=lambda m: (-(m.cpu_cores or 0.0), m.unit))
-        title = f"{time.strftime('%H:%M:%S')}  {cgroup_root}  every {interval:g}s"
-        table = render_table(metrics, title=title)
+        title = f"{time.strftime('%H:%M:%S')}  {cgroup_root}  every {interval:g}s{hint}"
         if live is not None:
-            live.update(table, refresh=True)
+            # The terminal's width now (a resize takes effect at once), not COLUMNS: an
+            # exported COLUMNS is often stale in a terminal (rich would prefer it).
+            import os
+
+            live.console.width = os.get_terminal_size(out.fileno()).columns
+            live.update(render_table(metrics, title=title, width=live.console.width),
+                        refresh=True)
         else:
-            console.print(table)
-            console.file.flush()
+            show(render_table(metrics, title=title, width=output_width(out)), out=out)
+
+
+class _Keys:
+    """The keys typed while `top` runs: the terminal in cbreak mode (keys arrive at once and
+    are not echoed; Ctrl-C still interrupts), restored on exit."""
+
+    QUIT = frozenset("qQ")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.saved: list[Any] = []
+
+    def __enter__(self) -> _Keys:
+        import termios
+        import tty
+
+        self.saved = termios.tcgetattr(self.fd)
+        tty.setcbreak(self.fd)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import termios
+
+        termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
+
+    def wait(self, seconds: float) -> bool:
+        """Wait `seconds` (other keys are ignored); True as soon as q is typed."""
+        import os
+        import select
+
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                typed = os.read(self.fd, 64).decode(errors="replace")
+                if not typed or self.QUIT & set(typed):  # q, or end of input
+                    return True
+        return False
 
 
 def run_top(
@@ -103,30 +147,35 @@ def run_top(
     sleep: Callable[[float], None] = time.sleep,
     node_cpus: NodeCpus | None = None,
 ) -> int:
-    """`slicectl top`: a table per interval, busiest slices first; Ctrl-C ends it."""
+    """`slicectl top`: a table per interval, busiest slices first, as wide as the terminal
+    (columns left out by priority); q or Ctrl-C ends it."""
     out = out or sys.stdout
+    from contextlib import ExitStack
+
     from rich.console import Console
     from rich.live import Live
 
     from slicectl.core.metrics import MetricsMemo
     from slicectl.host.sampler import Sampler
 
-    live_terminal = out.isatty()
-    console = Console(file=out, width=None if live_terminal else 200)
-    with Sampler(cgroup_root) as sampler:
+    def pause(seconds: float) -> bool:
+        sleep(seconds)
+        return False
+
+    with Sampler(cgroup_root) as sampler, ExitStack() as stack:
         _warn_too_deep(sampler)
         live = None
         try:
-            if live_terminal:
-                live = Live(console=console, auto_refresh=False, transient=False)
+            if out.isatty():
+                if sys.stdin.isatty():
+                    pause = stack.enter_context(_Keys(sys.stdin.fileno())).wait
+                live = Live(console=Console(file=out), auto_refresh=False, transient=False)
+                stack.callback(live.stop)
                 live.start()
             _top_loop(sampler, MetricsMemo(node_cpus), cgroup_root, interval, iterations,
-                      console, live, sleep)
+                      out, live, pause)
         except KeyboardInterrupt:
             pass
-        finally:
-            if live is not None:
-                live.stop()
     return EXIT_OK
 
 

@@ -204,12 +204,22 @@ def row_style(m: SliceMetrics) -> str:
 
 _LEFT = {"slice", "mem current/high/max", "events"}
 _NUMA_AFTER = COLUMNS.index("mem current/high/max") + 1
+# Which columns a narrow table keeps, most wanted first (systemd-cgtop's habit: the name, CPU,
+# then what says a slice is in trouble); the ones at the end are left out first.
+PRIORITY = ("slice", "cpu cores/allowed", "psi cpu", "mem current/high/max", "psi mem",
+            "psi io", "throttled", "quota", NUMA_COLUMN, IO_COLUMN, "tasks", "events")
+MIN_SLICE_WIDTH = 12  # a slice name is shortened ("…") before it gets narrower than this
 
 
-def render_table(metrics: Sequence[SliceMetrics], title: str | None = None) -> Table:
+def render_table(metrics: Sequence[SliceMetrics], title: str | None = None,
+                 width: int | None = None) -> Table:
     """A rich Table of the metrics, in the given order; with NUMA_COLUMN when any slice has
-    NUMA figures, IO_COLUMN when any read or wrote."""
+    NUMA figures, IO_COLUMN when any read or wrote. Within `width` (None: as wide as it
+    needs), each row on one line: the columns least wanted (PRIORITY) are left out, named in
+    the caption, and a header wraps at its spaces when its cells are narrower."""
+    from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     numa = any(m.numa is not None for m in metrics)
     io = any(m.io_read_bps or m.io_write_bps for m in metrics)
@@ -218,17 +228,27 @@ def render_table(metrics: Sequence[SliceMetrics], title: str | None = None) -> T
         columns.insert(_NUMA_AFTER, NUMA_COLUMN)
     if io:
         columns.append(IO_COLUMN)
-    table = Table(title=title, title_justify="left")
-    for name in columns:
-        table.add_column(name, justify="left" if name in _LEFT else "right",
-                         no_wrap=name == "slice")
+    rows = []
     for m in metrics:
         cells = row(m)
         if numa:
             cells.insert(_NUMA_AFTER, numa_cell(m))
         if io:
             cells.append(io_cell(m))
-        table.add_row(*cells, style=row_style(m))
+        rows.append(dict(zip(columns, cells, strict=True)))
+    widths = {name: max([len(w) for w in name.split()] + [len(r[name]) for r in rows])
+              for name in columns}
+    shown = _fit(columns, widths, width)
+    left_out = [name for name in columns if name not in shown]
+    caption = f"left out for width: {', '.join(left_out)}" if left_out else None
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for name in shown:
+        table.add_column(name, justify="left" if name in _LEFT else "right", width=widths[name])
+    for r, m in zip(rows, metrics, strict=True):
+        # Cells never wrap: only a slice name narrowed to fit is shortened ("…").
+        table.add_row(*(Text(r[name], no_wrap=True, overflow="ellipsis") for name in shown),
+                      style=row_style(m))
     return table
 
 
@@ -239,3 +259,27 @@ def balance_labels(state: BalanceState | None, parent: str = "tenants") -> dict[
         return {}
     return {f"{parent}-{name}.slice": f"[{len(t.cpus)}/{len(t.declared)} cpus]"
             for name, t in state.tenants.items()}
+
+
+def _fit(columns: list[str], widths: dict[str, int], width: int | None) -> list[str]:
+    """The columns that fit `width` (in their order), leaving out the least wanted first;
+    the slice column is narrowed (to MIN_SLICE_WIDTH at least) before anything but the
+    four first of PRIORITY is left out."""
+    if width is None:
+        return columns
+    shown = list(columns)
+
+    def needed() -> int:  # SIMPLE_HEAD, no edge padding: one cell of padding each side
+        return sum(widths[n] for n in shown) + 3 * (len(shown) - 1)
+
+    for name in reversed(PRIORITY[1:]):  # the slice column always stays
+        if needed() <= width or name not in shown:
+            continue
+        if PRIORITY.index(name) < 4 and widths["slice"] > MIN_SLICE_WIDTH:
+            widths["slice"] = max(MIN_SLICE_WIDTH, widths["slice"] - (needed() - width))
+            if needed() <= width:
+                break
+        shown.remove(name)
+    if needed() > width:
+        widths["slice"] = max(MIN_SLICE_WIDTH, widths["slice"] - (needed() - width))
+    return shown
