@@ -24,8 +24,10 @@ SLICES = ("tenants-db1.slice", "tenants-web.slice", "tenants.slice", "system.sli
 
 
 def top_command(root: Path) -> str:
-    return shlex.join([sys.executable, "-m", "slicectl", "top", "--cgroup-root", str(root),
-                       "--interval", "0.2"])
+    # as tui_command: top sizes itself to the terminal (a runner's COLUMNS removed, although
+    # top on a terminal goes by the terminal's size anyway)
+    return shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", sys.executable, "-m", "slicectl",
+                       "top", "--cgroup-root", str(root), "--interval", "0.2"])
 
 
 def table_lines(screen: str) -> list[str]:

@@ -32,7 +32,7 @@ from slicectl.core.yamledit import edit_tenant
 from slicectl.host.sysfs import read_topology
 from slicectl.tui import run_tui
 from slicectl.tui.app import SlicectlApp, TuiSettings
-from slicectl.tui.components.slice_table import HEADERS, SliceTable
+from slicectl.tui.components.slice_table import SliceTable
 from slicectl.tui.model import (
     SortKey,
 )
@@ -56,7 +56,7 @@ async def test_overview_lists_slices_and_updates(tree: MovingTree) -> None:
         assert "900M / 950M / 1G" in db1
         # sparklines against the limits: db1 holds 900M of its 1G memory.max, system.slice a
         # constant 64M of the host's 4G (no limit)
-        mem = HEADERS.index("mem history")
+        mem = app.screen.query_one(SliceTable).headers.index("mem history")
         system = next(r for r in table_rows(app) if r[0] == "system.slice")
         assert db1[mem].strip()[-1] == "▇" and set(system[mem].strip()) == {"▁"}
         # trouble colours: db1 is at 95 % of memory.high, system.slice is fine
@@ -89,7 +89,8 @@ async def test_an_elastic_tenant_shows_its_size_now_and_declared(tree: MovingTre
 
 async def test_rows_changed_off_screen_and_lines_scrolled_sideways(tmp_path: Path) -> None:
     """A line is drawn when first painted: a row that changed while off screen shows its
-    current cells once scrolled to; scrolled sideways, a line is the unscrolled one shifted."""
+    current cells once scrolled to. Sideways (right/left), the slice column stays and the
+    others move a group at a time; only whole columns are drawn."""
     tree = MovingTree(tmp_path / "cgroup")
     tree.add("tenants.slice")
     for i in range(40):
@@ -112,12 +113,25 @@ async def test_rows_changed_off_screen_and_lines_scrolled_sideways(tmp_path: Pat
         await pilot.press("home")
         width = table.size.width
         before = [table.render_line(y).text for y in range(6)]
-        table.scroll_to(x=7, animate=False)
-        await pilot.pause()
+        await pilot.press("right")
         after = [table.render_line(y).text for y in range(6)]
-        assert all(len(line) == width for line in before + after)
-        assert [line[7:] for line in before] == [line[:-7] for line in after]
-        assert before[0].startswith("slice") and "cpu cores/allowed" in after[0]
+        await pilot.press("right")
+        third = [table.render_line(y).text for y in range(6)]
+        await pilot.press("left", "left")
+        assert [table.render_line(y).text for y in range(6)] == before
+    assert all(len(line) == width for line in before + after + third)
+    fixed = table.fixed_width
+    assert [line[:fixed] for line in after] == [line[:fixed] for line in before]  # slices
+    assert before[0].split() == ["slice", "cpu", "cores/allowed", "quota", "throttled",
+                                 "mem", "current/high/max"]  # at 80 columns
+    assert after[0].split()[:5] == ["slice", "mem", "current/high/max", "psi", "cpu"]
+    assert third[0].split()[:4] == ["slice", "psi", "cpu", "psi"]
+    # the memory group moved left by the CPU group's width, cells whole
+    shift = before[0].index("mem current") - after[0].index("mem current")
+    assert shift == table.group_offsets()[1] > 0
+    for old, new in zip(before[1:], after[1:], strict=True):
+        memory = old[fixed + shift:].rstrip()  # the memory column, the last one shown
+        assert new[fixed:].startswith(memory) and memory
 
 
 async def test_polls_never_overlap(tree: MovingTree) -> None:
@@ -293,6 +307,47 @@ async def test_snapshot(name: str, keys: tuple[str, ...], svg_snapshot: Any) -> 
     async with running(snapshot_settings()) as (app, pilot):
         await pilot.press(*keys)
         assert svg_snapshot == await settled_screenshot(app, pilot, READY.get(name, "Quit"))
+
+
+def screen_text(svg: str) -> list[str]:
+    """The text lines of a Textual SVG screenshot, as a terminal shows them."""
+    import html
+    import re
+
+    lines: dict[str, list[tuple[float, str]]] = {}
+    for m in re.finditer(r'<text class="[^"]*" x="([\d.]+)" y="[\d.]+" textLength="[\d.]+" '
+                         r'clip-path="url\(#[\w-]+-line-(\d+)\)">([^<]*)</text>', svg):
+        lines.setdefault(m[2], []).append((float(m[1]), html.unescape(m[3])))
+    out = []
+    for key in sorted(lines, key=int):
+        text = ""
+        for x, part in sorted(lines[key]):
+            text = text.ljust(round(x / 12.2)) + part
+        out.append(text.replace("\xa0", " ").rstrip())
+    return out
+
+
+WIDTHS = {80: ("cpu cores/allowed", "mem current/high/max"),
+          100: ("mem current/high/max", "psi cpu", "psi mem", "psi io"),
+          160: ("psi io", "cpu history", "mem history", "events", "tasks")}
+
+
+@pytest.mark.parametrize("colour", [True, False], ids=["colour", "no-colour"])
+@pytest.mark.parametrize("width", WIDTHS)
+async def test_snapshot_widths(width: int, colour: bool, svg_snapshot: Any,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The overview at 80, 100 and 160 columns, in colour and with NO_COLOR: whole columns
+    only (pressure from 100 on, everything at 160), and the footer's keys up to Help and
+    Quit at every width."""
+    if not colour:
+        monkeypatch.setenv("NO_COLOR", "1")
+    async with running(snapshot_settings(), size=(width, 24)) as (app, pilot):
+        svg = await settled_screenshot(app, pilot)
+    assert svg_snapshot == svg
+    lines = screen_text(svg)
+    header = next(line for line in lines if line.startswith("slice "))
+    assert all(name in header for name in WIDTHS[width])
+    assert "? Help" in lines[-1] and "q Quit" in lines[-1]
 
 
 def test_entry_point_reports_a_missing_cgroup_root_without_traceback(tmp_path: Path) -> None:

@@ -28,7 +28,10 @@ def tui_command(root: Path) -> str:
         base = [sys.executable, "-m", "slicectl", "tui"]
     else:
         base = [sys.executable, "-m", "slicectl.tui"]
-    return shlex.join([*base, "--cgroup-root", str(root), "--interval", "0.2"])
+    # Without the COLUMNS and LINES a test runner may export: the program sizes itself to
+    # the terminal (Textual, like rich, would take them over the terminal's size).
+    return shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", *base, "--cgroup-root", str(root),
+                       "--interval", "0.2"])
 
 
 def tmux(*args: str) -> str:
@@ -72,20 +75,37 @@ def moving(tmp_path: Path) -> Iterator[MovingTree]:
 
 def db1_memory(screen: str) -> float:
     line = next(line for line in screen.splitlines() if "tenants-db1.slice" in line)
-    m = re.search(r"(\d+\.\d)M /", line)
+    m = re.search(r"(\d+(?:\.\d)?)M /", line)
     assert m, line
     return float(m.group(1))
 
 
-def test_tui_in_tmux_shows_moving_slices_and_quits(moving: MovingTree) -> None:
+# What each width shows of the overview's header (whole columns only) before any scrolling.
+HEADER = {80: ("cpu cores/allowed", "mem current/high/max"),
+          100: ("mem current/high/max", "psi cpu", "psi mem", "psi io"),
+          160: ("psi io", "cpu history", "mem history", "events", "tasks")}
+
+
+@pytest.mark.parametrize("width", HEADER)
+def test_tui_in_tmux_shows_moving_slices_and_quits(moving: MovingTree, width: int) -> None:
     session = f"slicectl-tui-{uuid.uuid4().hex[:8]}"
     command = f"{tui_command(moving.root)}; echo TUI-EXIT-$?; sleep 60"
-    tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", command)
+    tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", "30", command)
     try:
         screen = wait_screen(session, lambda s: "tenants-db1.slice" in s
                              and "tenants-web.slice" in s and "system.slice" in s)
         first = db1_memory(screen)
-        wait_screen(session, lambda s: db1_memory(s) > first + 2)  # it keeps changing
+        screen = wait_screen(session, lambda s: db1_memory(s) > first + 2)  # it keeps changing
+        header = next(line for line in screen.splitlines() if line.startswith("slice "))
+        assert all(name in header for name in HEADER[width]), screen
+        footer = screen.rstrip().splitlines()[-1]
+        assert "? Help" in footer and "q Quit" in footer, screen
+        if width == 80:  # a group to the right: memory stays whole, pressure comes in
+            tmux("send-keys", "-t", session, "Right")
+            screen = wait_screen(session, lambda s: "psi cpu" in s)
+            header = next(line for line in screen.splitlines() if line.startswith("slice "))
+            assert header.split()[:3] == ["slice", "mem", "current/high/max"], screen
+            db1_memory(screen)  # the memory cell is whole
         tmux("send-keys", "-t", session, "q")
         wait_screen(session, lambda s: "TUI-EXIT-0" in s, timeout=10)
     finally:

@@ -90,10 +90,11 @@ class SlicectlApp(App[int]):
     TITLE = "slicectl"
     ENABLE_COMMAND_PALETTE = False  # its ctrl+p entry would crowd the footer at 80 columns
     BINDINGS = [
-        Binding("q", "quit", "Quit"),
+        # Help before Quit, and +/- only in the help: at 80 columns the footer keeps both.
         Binding("question_mark", "help", "Help"),
-        Binding("plus", "slower", "Slower"),
-        Binding("minus", "faster", "Faster"),
+        Binding("q", "quit", "Quit"),
+        Binding("plus", "slower", "Slower", show=False),
+        Binding("minus", "faster", "Faster", show=False),
     ]
 
     def __init__(self, settings: TuiSettings, sampler: Sampler) -> None:

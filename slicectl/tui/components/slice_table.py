@@ -1,5 +1,9 @@
 """The overview table: one line per row, a fixed header, a row cursor (Textual's Line API).
 
+Sideways, the first column (the slice) stays and the others scroll by groups of columns
+(left and right move to the previous or next group); only whole columns are drawn, so a
+value is never shown cut at either edge.
+
 Why not Textual's DataTable: it renders every visible cell through rich (a Text, a Padding and
 a line split per cell) whenever a row changes, and each `update_cell` costs a layout pass; with
 100 slices that all change every second that was most of the TUI's CPU (BENCHMARKS.md,
@@ -10,6 +14,7 @@ single segment, cropped to the horizontal scroll.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from itertools import groupby
@@ -101,10 +106,16 @@ class SliceTable(ScrollView, can_focus=True):
             self.key = key
 
     def __init__(self, headers: Sequence[str], right: frozenset[str] = frozenset(),
-                 *, id: str | None = None) -> None:
+                 groups: Sequence[str] = (), *, id: str | None = None) -> None:
+        """`groups`: the first column of each group that scrolls sideways together (by
+        default each column but the first is a group)."""
         super().__init__(id=id)
         self.headers = tuple(headers)
         self.right = tuple(h in right for h in self.headers)
+        self.group_columns = [self.headers.index(g) for g in groups] or list(
+            range(1, len(self.headers)))
+        self._starts: list[int] = []  # each column's first cell in a line
+        self._ends: list[int] = []  # each column's last cell + 1
         self.widths = [cell_len(h) for h in self.headers]
         self.rows: list[Row] = []
         self.cursor = 0
@@ -174,6 +185,41 @@ class SliceTable(ScrollView, can_focus=True):
     def _layout(self) -> None:
         self._header = self._line(self.headers)
         self._lines = [None] * len(self.rows)
+        self._starts, at = [], 0
+        for w in self.widths:
+            self._starts.append(at)
+            at += w + GAP
+        self._ends = [start + w for start, w in zip(self._starts, self.widths, strict=True)]
+
+    @property
+    def fixed_width(self) -> int:
+        """The cells of the column that stays when the others scroll (and its gap)."""
+        return self._starts[1] if len(self._starts) > 1 else len(self._header.text)
+
+    def shown_columns(self) -> range:
+        """The columns drawn whole at the current scroll (the first one always)."""
+        if len(self._starts) < 2:
+            return range(len(self._starts))
+        lo = self.fixed_width + int(self.scroll_x)
+        hi = lo + max(self.size.width - self.fixed_width, 0)
+        return range(max(1, bisect_left(self._starts, lo)), bisect_right(self._ends, hi))
+
+    def group_offsets(self) -> list[int]:
+        """The scroll positions at which a group starts right after the first column."""
+        return [self._starts[c] - self.fixed_width for c in self.group_columns]
+
+    def action_scroll_right(self) -> None:
+        """Scroll to the next group of columns."""
+        x = int(self.scroll_x)
+        nxt = [o for o in self.group_offsets() if o > x]
+        if nxt and self.shown_columns().stop < len(self.headers):
+            self.scroll_to(x=nxt[0], animate=False)
+
+    def action_scroll_left(self) -> None:
+        """Scroll to the previous group of columns."""
+        x = int(self.scroll_x)
+        prev = [o for o in self.group_offsets() if o < x]
+        self.scroll_to(x=prev[-1] if prev else 0, animate=False)
 
     def _line(self, cells: Sequence[str]) -> Line:
         gap = " " * GAP
@@ -238,10 +284,17 @@ class SliceTable(ScrollView, can_focus=True):
             style = self._style(self.rows[index].style, index == self.cursor and self.has_focus)
             line = self._line_at(index)
         text, narrow = line
-        if narrow:  # a character per cell: cropped and padded as a string, one segment
-            text = text[x:x + width]
+        fixed = self.fixed_width
+        shown = self.shown_columns()
+        # The first column, then the whole columns in view from the scroll position on.
+        lo, hi = (self._starts[shown.start], self._ends[shown.stop - 1]) if shown else (0, 0)
+        pad = max(lo - fixed - x, 0)
+        if narrow:  # a character per cell: cut and padded as a string, one segment
+            text = (text[:fixed] + " " * pad + text[lo:hi])[:width]
             return Strip([Segment(text + " " * (width - len(text)), style)], width)
-        return Strip([Segment(text, style)]).crop_extend(x, x + width, style)
+        strip = Strip([Segment(text, style)])
+        return Strip.join([strip.crop_extend(0, fixed, style), Strip.blank(pad, style),
+                           strip.crop(lo, hi)]).crop_extend(0, width, style)
 
     # -- the cursor ------------------------------------------------------------------------
 
@@ -300,21 +353,31 @@ class SliceTable(ScrollView, can_focus=True):
 # -- the overview's rows -----------------------------------------------------------------------
 
 SPARK_WIDTH = 12
-# The shared render layer's columns, with history sparklines after cpu and memory (and the
-# NUMA locality after those when memory.numa_stat is read: `overview_headers`).
-CPU_AT = COLUMNS.index("cpu cores/allowed") + 1
-MEM_AT = COLUMNS.index("mem current/high/max") + 1
-HEADERS = (*COLUMNS[:CPU_AT], "cpu history", *COLUMNS[CPU_AT:MEM_AT], "mem history",
-           *COLUMNS[MEM_AT:])
+# The shared render layer's columns with history sparklines, in groups that scroll sideways
+# together (the slice column stays): CPU, memory, pressure, [NUMA locality], history, events.
+# Pressure comes before the histories so that it shows at 100 columns.
+GROUPS: tuple[tuple[str, ...], ...] = (
+    ("cpu cores/allowed", "quota", "throttled"),
+    ("mem current/high/max",),
+    ("psi cpu", "psi mem", "psi io"),
+    (NUMA_COLUMN,),
+    ("cpu history", "mem history"),
+    ("events", "tasks"),
+)
 RIGHT = frozenset({"cpu cores/allowed", "quota", "throttled", "psi cpu", "psi mem", "psi io",
                    "tasks", NUMA_COLUMN})
-_NUMA_AT = HEADERS.index("mem history") + 1
 _MEM_CELL, _QUOTA_CELL = COLUMNS.index("mem current/high/max"), COLUMNS.index("quota")
 
 
 def overview_headers(numa: bool) -> tuple[str, ...]:
-    """The overview's columns; with `numa`, the local share of memory after its history."""
-    return (*HEADERS[:_NUMA_AT], NUMA_COLUMN, *HEADERS[_NUMA_AT:]) if numa else HEADERS
+    """The overview's columns; with `numa`, the local share of memory after the pressure."""
+    return ("slice", *(name for group in GROUPS for name in group
+                       if numa or name != NUMA_COLUMN))
+
+
+def overview_groups(numa: bool) -> tuple[str, ...]:
+    """The first column of each group the overview scrolls sideways by."""
+    return tuple(group[0] for group in GROUPS if numa or group != (NUMA_COLUMN,))
 
 
 class OverviewRows:
@@ -324,6 +387,7 @@ class OverviewRows:
 
     def __init__(self, numa: bool = False) -> None:
         self.numa = numa
+        self.headers = overview_headers(numa)
         self._last: dict[str, tuple[tuple[object, ...], Row]] = {}
 
     def rows(self, lines: Sequence[TreeLine], history: History, host_memory: int,
@@ -352,9 +416,11 @@ class OverviewRows:
                 limits = limit_cells(m, line.effective)
                 if limits is not None:
                     cells[_MEM_CELL], cells[_QUOTA_CELL] = limits
-                numa = (numa_cell(m),) if self.numa else ()
-                r = Row(m.cgroup, (*cells[:CPU_AT], cpu, *cells[CPU_AT:MEM_AT], mem, *numa,
-                                   *cells[MEM_AT:]), row_style(m))
+                by_name = dict(zip(COLUMNS, cells, strict=True))
+                by_name.update({"cpu history": cpu, "mem history": mem})
+                if self.numa:
+                    by_name[NUMA_COLUMN] = numa_cell(m)
+                r = Row(m.cgroup, tuple(by_name[c] for c in self.headers), row_style(m))
             now[m.cgroup] = (token, r)
             out.append(r)
         self._last = now

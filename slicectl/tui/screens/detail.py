@@ -69,7 +69,7 @@ class DetailScreen(DataScreen):
         yield Static(id="history")
         yield Static("processes", id="procs-title")
         yield DataTable(id="procs", cursor_type="row")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#procs", DataTable)

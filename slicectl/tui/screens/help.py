@@ -13,9 +13,10 @@ HELP = """\
 
 [b]Overview[/b]
   ↑/↓        move            enter  slice detail (processes, history)
+  ←/→        scroll the other columns by group (the slice column stays)
   space      fold/unfold     x      fold all / unfold all
-  /          filter by name (keeps the parents of matches; escape clears it)
-  s          cycle sort among siblings (cpu, memory, pressure, throttled, name)
+  /          filter by name (keeps parents of matches; escape clears it)
+  s          sort siblings by cpu, memory, pressure, throttled or name
   r          reverse sort    m      NUMA map
   e          edit tenant     p      switch profile
   a parent's figures include its subtree; ↑ marks a limit set by a parent

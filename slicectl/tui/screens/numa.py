@@ -36,7 +36,7 @@ class NumaScreen(DataScreen):
         with VerticalScroll():
             yield Static(id="numa-map")
             yield Static(id="numa-note")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.show_map()

@@ -8,7 +8,13 @@ from textual.binding import Binding
 from textual.widgets import Footer, Header, Input
 
 from slicectl.tui.components.banner import ReadOnlyBanner, StatusLine
-from slicectl.tui.components.slice_table import RIGHT, OverviewRows, SliceTable, overview_headers
+from slicectl.tui.components.slice_table import (
+    RIGHT,
+    OverviewRows,
+    SliceTable,
+    overview_groups,
+    overview_headers,
+)
 from slicectl.tui.messages import EditRequested, ProfileRequested, SortChanged
 from slicectl.tui.screens.base import DataScreen
 from slicectl.tui.tree import SliceTree, unit_holders, with_children
@@ -44,10 +50,11 @@ class OverviewScreen(DataScreen):
         yield Header()
         yield ReadOnlyBanner(id="banner")
         yield StatusLine(id="status")
-        yield SliceTable(overview_headers(self.numa), RIGHT, id="slices")
+        yield SliceTable(overview_headers(self.numa), RIGHT, overview_groups(self.numa),
+                         id="slices")
         yield Input(placeholder="filter slices by name (enter: keep, escape: clear)",
                     id="filter")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
