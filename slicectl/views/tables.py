@@ -284,7 +284,8 @@ def plan_table(plan: Plan, width: int | None = None) -> Table:
     """One row per tenant: CPUs, nodes, memory binding and the properties it gets. Tenants on
     the whole shared pool say so; the pool's CPUs are listed once, below the table (on a
     large host, repeating a long cpulist per tenant made most of the time `plan` took).
-    Narrower than its columns need (`width`, e.g. 80), a tenant's row is a block of lines."""
+    Where a tenant's row would not fit `width` on one line (e.g. 80 or 100 columns), it is
+    a block of lines instead."""
     pool = plan.layout.shared_pool
     caption = f"shared pool: {format_cpulist(pool) or '-'} ({len(pool)} CPUs)"
     if plan.shares is not None:
@@ -351,10 +352,10 @@ def _plan_row(plan: Plan, p: TenantPlacement) -> _PlanRow:
 
 
 def _fits(t: Table, width: int) -> bool:
-    """Whether `t` is drawn within `width` without folding a word or a no_wrap cell (rich's
-    measure is clamped to the console's width: measured on an unlimited one)."""
+    """Whether each row of `t` fits `width` on one line (rich's measure is clamped to the
+    console's width: measured on an unlimited one)."""
     console = Console(width=_UNLIMITED, file=io.StringIO())
-    return Measurement.get(console, console.options, t).minimum <= width
+    return Measurement.get(console, console.options, t).maximum <= width
 
 
 def guaranteed_text(shares: CpuShares, tenant: str, basis: str = "") -> str:
