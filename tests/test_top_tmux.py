@@ -62,7 +62,8 @@ def test_top_fits_the_terminal_and_q_quits(moving: MovingTree, width: int) -> No
         assert sorted(row.split()[0] for row in rows) == sorted(SLICES), screen
         header = screen.splitlines()[screen.splitlines().index(next(
             line for line in screen.splitlines() if line.startswith("───"))) - 1]
-        assert "(q: quit)" in screen
+        lines = screen.splitlines()  # the title on one line (a long root shortened), then
+        assert "every 0.2s  (q: quit)" in lines[0] and lines[2].startswith("slice "), screen
         if width == 80:  # the most wanted columns, the others named
             assert "psi" in screen and "cores/allowed" in screen and "current/high/max" in screen
             assert "left out for width:" in screen and "events" in screen.split("left out")[1]

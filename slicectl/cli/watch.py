@@ -78,7 +78,6 @@ def _top_loop(sampler: Sampler, memo: MetricsMemo, cgroup_root: Path, interval: 
 
     prev = sampler.sample()
     done = 0
-    hint = "  (q: quit)" if live is not None else ""
     while iterations is None or done < iterations:
         if pause(interval):
             return
@@ -87,14 +86,19 @@ def _top_loop(sampler: Sampler, memo: MetricsMemo, cgroup_root: Path, interval: 
         prev = cur
         done += 1
         metrics.sort(key=lambda m: (-(m.cpu_cores or 0.0), m.unit))
-        title = f"{time.strftime('%H:%M:%S')}  {cgroup_root}  every {interval:g}s{hint}"
+        title = f"{time.strftime('%H:%M:%S')}  {cgroup_root}  every {interval:g}s"
         if live is not None:
             # The terminal's width now (a resize takes effect at once), not COLUMNS: an
             # exported COLUMNS is often stale in a terminal (rich would prefer it).
             import os
 
+            from rich.text import Text
+
             live.console.width = os.get_terminal_size(out.fileno()).columns
-            live.update(render_table(metrics, title=title, width=live.console.width),
+            # One line: the keys and the interval first, a long cgroup root shortened.
+            head = Text(f"{time.strftime('%H:%M:%S')}  every {interval:g}s  (q: quit)  "
+                        f"{cgroup_root}", no_wrap=True, overflow="ellipsis")
+            live.update(render_table(metrics, title=head, width=live.console.width),
                         refresh=True)
         else:
             show(render_table(metrics, title=title, width=output_width(out)), out=out)

@@ -17,6 +17,7 @@ from slicectl.core.values import human_limit, human_rate, human_size
 
 if TYPE_CHECKING:
     from rich.table import Table
+    from rich.text import Text
 
     from slicectl.core.balance_state import BalanceState
 
@@ -211,7 +212,7 @@ PRIORITY = ("slice", "cpu cores/allowed", "psi cpu", "mem current/high/max", "ps
 MIN_SLICE_WIDTH = 12  # a slice name is shortened ("…") before it gets narrower than this
 
 
-def render_table(metrics: Sequence[SliceMetrics], title: str | None = None,
+def render_table(metrics: Sequence[SliceMetrics], title: str | Text | None = None,
                  width: int | None = None) -> Table:
     """A rich Table of the metrics, in the given order; with NUMA_COLUMN when any slice has
     NUMA figures, IO_COLUMN when any read or wrote. Within `width` (None: as wide as it
