@@ -562,7 +562,7 @@ def test_a_piped_table_narrower_than_the_page_is_as_rich_draws_it(
     from rich.console import Console
 
     from slicectl.host.sysfs import load_topology_file
-    from slicectl.views import tables
+    from slicectl.views import maps, tables
 
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.delenv("FORCE_COLOR", raising=False)
@@ -574,7 +574,7 @@ def test_a_piped_table_narrower_than_the_page_is_as_rich_draws_it(
     console = Console(width=100, soft_wrap=False, force_terminal=False)
     with console.capture() as captured:
         for item in (tables.topology_summary(topo), tables.topology_table(topo),
-                     tables.numa_map(topo)):
+                     maps.numa_map(topo)):
             console.print(item)
     assert out == "".join(f"{line.rstrip()}\n" for line in captured.get().splitlines())
 

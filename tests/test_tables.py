@@ -1,5 +1,6 @@
-"""The CLI's tables (slicectl/views/tables.py) drawn without colour, as a pipe or NO_COLOR
-gets them: nothing cut, CPU lists wrapped after a comma, maps that read by their letters."""
+"""The CLI's tables and maps (slicectl/views/) drawn without colour, as a pipe or NO_COLOR
+gets them: nothing cut, CPU lists wrapped after a comma (page.py), maps that read by their
+letters (maps.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from slicectl.core.metrics import compute
 from slicectl.core.numa_map import build_live_map
 from slicectl.core.placement import Layout, TenantPlacement
 from slicectl.host.sampler import Sampler
-from slicectl.views.tables import CpuList, live_map_view, numa_map
+from slicectl.views.maps import live_map_view, numa_map
+from slicectl.views.page import CpuList
 
 
 def plain(item: RenderableType, width: int = 80) -> list[str]:

@@ -33,7 +33,7 @@ def status() -> int:
     """status's table of the static fixture tree (two samples; the title fixed, as the
     interval measured varies)."""
     from slicectl.views.monitor import render_table
-    from slicectl.views.tables import output_width, show
+    from slicectl.views.page import output_width, show
 
     with Sampler(CGROUP) as sampler:
         first, second = sampler.sample(), sampler.sample()

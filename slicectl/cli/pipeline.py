@@ -55,10 +55,9 @@ def cmd_topology(args: Namespace) -> int:
         print(json.dumps(topo.to_json(), indent=2))
         return EXIT_OK
 
-    from slicectl.views import tables
+    from slicectl.views import maps, page, tables
 
-    tables.show(tables.topology_summary(topo), tables.topology_table(topo),
-                tables.numa_map(topo))
+    page.show(tables.topology_summary(topo), tables.topology_table(topo), maps.numa_map(topo))
     return EXIT_OK
 
 
@@ -96,9 +95,9 @@ def run_live_map(args: Namespace) -> int:
 
         print(json.dumps(live_map_json(live), indent=2))
         return EXIT_OK
-    from slicectl.views import tables
+    from slicectl.views import maps, page
 
-    tables.show(tables.live_map_view(live))
+    page.show(maps.live_map_view(live))
     return EXIT_OK
 
 
@@ -192,12 +191,11 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
     from pathlib import Path
 
     from slicectl.apply.host_diff import balanced_line
-    from slicectl.views import tables
+    from slicectl.views import maps, page, tables
 
     schedule = [tables.schedule_table(schedule_json(config))] if config.schedule else []
-    tables.show(tables.plan_table(plan, tables.output_width()), *schedule,
-                tables.plan_files_table(plan),
-                tables.numa_map(topo, plan.layout))
+    page.show(tables.plan_table(plan, page.output_width()), *schedule,
+              tables.plan_files_table(plan), maps.numa_map(topo, plan.layout))
     for note in plan.layout.notes:
         print(f"note: {note}")
     if diff is not None:

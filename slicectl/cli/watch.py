@@ -62,7 +62,7 @@ def run_status(
         json.dump(status_json(metrics, dt), out, indent=2, allow_nan=False)
         out.write("\n")
         return EXIT_OK
-    from slicectl.views.tables import output_width, show
+    from slicectl.views.page import output_width, show
 
     by_unit = sorted(metrics, key=lambda m: (m.unit, m.cgroup))
     show(render_table(by_unit, title=f"{cgroup_root} over {dt:.2f}s", width=output_width(out)),
@@ -74,7 +74,7 @@ def _top_loop(sampler: Sampler, memo: MetricsMemo, cgroup_root: Path, interval: 
               iterations: int | None, out: TextIO, live: Live | None,
               pause: Callable[[float], bool]) -> None:
     from slicectl.views.monitor import render_table
-    from slicectl.views.tables import output_width, show
+    from slicectl.views.page import output_width, show
 
     prev = sampler.sample()
     done = 0

@@ -92,8 +92,7 @@ class UnitPlan:
     sections: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
     def formatted(self, human: bool = False) -> list[tuple[str, str]]:
-        """(key, value) pairs in file order, values formatted for a unit file (`human`: as
-        people read them, sizes as 24.5G, still what systemd takes)."""
+        """(key, value) pairs in file order as in a unit file (`human`: sizes as 24.5G)."""
         return [(p.name, line) for p in PROPERTIES if p.name in self.properties
                 for line in (p.kind.human_lines if human else p.kind.lines)(
                     self.properties[p.name])]

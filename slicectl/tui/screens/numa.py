@@ -89,7 +89,7 @@ class NumaScreen(DataScreen):
 
     def refresh_data(self) -> None:
         """Redraw the live side from the latest sample, when it changed."""
-        from slicectl.views.tables import live_map_view
+        from slicectl.views.maps import live_map_view
 
         app = self.tui
         topo = app.settings.topology

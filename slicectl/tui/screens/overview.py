@@ -8,13 +8,13 @@ from textual.binding import Binding
 from textual.widgets import Footer, Header, Input
 
 from slicectl.tui.components.banner import ReadOnlyBanner, StatusLine
-from slicectl.tui.components.slice_table import (
+from slicectl.tui.components.overview_rows import (
     RIGHT,
     OverviewRows,
-    SliceTable,
     overview_groups,
     overview_headers,
 )
+from slicectl.tui.components.slice_table import SliceTable
 from slicectl.tui.messages import EditRequested, ProfileRequested, SortChanged
 from slicectl.tui.screens.base import DataScreen
 from slicectl.tui.tree import SliceTree, unit_holders, with_children

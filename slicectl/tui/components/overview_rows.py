@@ -1,0 +1,86 @@
+"""The overview's rows: the shared render layer's cells of each slice, with history
+sparklines and limits inherited from a parent, in the column groups the overview scrolls by
+(SliceTable draws them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from slicectl.tui.components.slice_table import Row
+from slicectl.tui.model import History, cpu_scale, memory_scale
+from slicectl.tui.tree import TreeLine, limit_cells
+from slicectl.views.monitor import COLUMNS, NUMA_COLUMN, numa_cell, row, row_style
+
+SPARK_WIDTH = 12
+# The shared render layer's columns with history sparklines, in groups that scroll sideways
+# together (the slice column stays): CPU, memory, pressure, [NUMA locality], history, events.
+# Pressure comes before the histories so that it shows at 100 columns.
+GROUPS: tuple[tuple[str, ...], ...] = (
+    ("cpu cores/allowed", "quota", "throttled"),
+    ("mem current/high/max",),
+    ("psi cpu", "psi mem", "psi io"),
+    (NUMA_COLUMN,),
+    ("cpu history", "mem history"),
+    ("events", "tasks"),
+)
+RIGHT = frozenset({"cpu cores/allowed", "quota", "throttled", "psi cpu", "psi mem", "psi io",
+                   "tasks", NUMA_COLUMN})
+_MEM_CELL, _QUOTA_CELL = COLUMNS.index("mem current/high/max"), COLUMNS.index("quota")
+
+
+def overview_headers(numa: bool) -> tuple[str, ...]:
+    """The overview's columns; with `numa`, the local share of memory after the pressure."""
+    return ("slice", *(name for group in GROUPS for name in group
+                       if numa or name != NUMA_COLUMN))
+
+
+def overview_groups(numa: bool) -> tuple[str, ...]:
+    """The first column of each group the overview scrolls sideways by."""
+    return tuple(group[0] for group in GROUPS if numa or group != (NUMA_COLUMN,))
+
+
+class OverviewRows:
+    """The overview's row of each line of the slice tree, rebuilt only when its metrics,
+    sparklines or place in the tree changed (the metrics memo hands back the same object for
+    a slice that did not move)."""
+
+    def __init__(self, numa: bool = False) -> None:
+        self.numa = numa
+        self.headers = overview_headers(numa)
+        self._last: dict[str, tuple[tuple[object, ...], Row]] = {}
+
+    def rows(self, lines: Sequence[TreeLine], history: History, host_memory: int,
+             balance: Mapping[str, str] | None = None) -> list[Row]:
+        """One row per line, in the order given; memory without a limit is drawn against
+        `host_memory`; an elastic tenant's name is followed by its label in `balance`
+        (the CPUs it holds now and its declared ones)."""
+        balance = balance or {}
+        last, out = self._last, []
+        now: dict[str, tuple[tuple[object, ...], Row]] = {}
+        for line in lines:
+            m = line.metrics
+            h = history.of(m.cgroup)
+            cpu = h.spark("cpu", SPARK_WIDTH, cpu_scale(m))
+            mem = h.spark("memory", SPARK_WIDTH, memory_scale(m, host_memory))
+            name = line.name
+            if m.unit in balance:
+                name = f"{name} {balance[m.unit]}"
+            was = last.get(m.cgroup)
+            token = (m, cpu, mem, name, line.effective)
+            if was is not None and was[0][0] is m and was[0][1:] == token[1:]:
+                r = was[1]
+            else:
+                cells = row(m)
+                cells[0] = name
+                limits = limit_cells(m, line.effective)
+                if limits is not None:
+                    cells[_MEM_CELL], cells[_QUOTA_CELL] = limits
+                by_name = dict(zip(COLUMNS, cells, strict=True))
+                by_name.update({"cpu history": cpu, "mem history": mem})
+                if self.numa:
+                    by_name[NUMA_COLUMN] = numa_cell(m)
+                r = Row(m.cgroup, tuple(by_name[c] for c in self.headers), row_style(m))
+            now[m.cgroup] = (token, r)
+            out.append(r)
+        self._last = now
+        return out
