@@ -1,4 +1,4 @@
-"""The human output of plan, topology, the live map and status at 80, 100 and 160 columns,
+"""The human output of plan, topology, the live map, status and top at 80, 100 and 160 columns,
 piped without colour (NO_COLOR, a pipe) and with FORCE_COLOR, against golden files in
 tests/golden/widths/ (UPDATE_GOLDEN=1 rewrites them).
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,17 +33,34 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 def status() -> int:
     """status's table of the static fixture tree (two samples; the title fixed, as the
     interval measured varies)."""
+    import time
+
     from slicectl.views.monitor import render_table
     from slicectl.views.page import output_width, show
 
     with Sampler(CGROUP) as sampler:
-        first, second = sampler.sample(), sampler.sample()
+        first = sampler.sample()
+        time.sleep(0.05)  # under 30 ms there are no rates (CPU "-")
+        second = sampler.sample()
     metrics = sorted(MetricsMemo().compute(first, second), key=lambda m: m.unit)
     show(render_table(metrics, title="tests/fixtures/cgroup over 1.00s", width=output_width()))
     return 0
 
 
+def top() -> int:
+    """top -n 1 piped, on the static fixture tree (the clock in its title fixed)."""
+    import time
+    from unittest import mock
+
+    from slicectl.cli.watch import run_top
+
+    with mock.patch.object(time, "strftime", lambda _format: "12:00:00"):
+        # a real interval: under 30 ms there are no rates (CPU "-")
+        return run_top(Path("tests/fixtures/cgroup"), 0.05, 1, sys.stdout)
+
+
 VIEWS: dict[str, Callable[[], int]] = {
+    "top": top,
     "plan": lambda: main(["plan", "examples/web-batch.yaml", "--topology", XEON]),
     "topology": lambda: main(["topology", "--topology", XEON]),
     "live-map": lambda: main(["topology", "--live", "--sysfs", NEHALEM, "--cgroup-root",
