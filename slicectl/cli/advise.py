@@ -118,8 +118,8 @@ def _write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
 
 
 def _print_recommendations(recs: Sequence[Recommendation]) -> None:
+    from slicectl.core.human import exact_size
     from slicectl.core.recommend import format_duration, round_up
-    from slicectl.core.values import exact_size
 
     for r in recs:
         print(f"{r.unit}: {r.samples} sample(s) over {format_duration(r.last - r.first)}")

@@ -53,7 +53,7 @@ def _base_name(config: Config) -> str | None:
 
 
 def _schedule_name(now: InForce) -> str:
-    from slicectl.core.values import human_time
+    from slicectl.core.human import human_time
 
     name = now.profile or "the base file"
     if now.since is None:

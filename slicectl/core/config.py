@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from slicectl.core.errors import ConfigError, Problem
+from slicectl.core.human import human_memory
 from slicectl.core.properties import (
     BALANCE_KEYS,
     BY_KEY,
@@ -42,7 +43,7 @@ from slicectl.core.tenants import (
     Confinement,
     Tenant,
 )
-from slicectl.core.values import format_duration_us, human_memory, quote
+from slicectl.core.values import format_duration_us, quote
 
 __all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_yaml",
            "parse_config"]

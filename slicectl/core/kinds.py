@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from slicectl.core.cpulist import format_cpulist, from_bitmask, parse_cpulist, to_bitmask
 from slicectl.core.frozen import frozen
+from slicectl.core.human import exact_size, human_memory
 from slicectl.core.values import (
     INFINITY,
     PAGE,
@@ -35,10 +36,8 @@ from slicectl.core.values import (
     UINT64_MAX,
     RamShare,
     Size,
-    exact_size,
     format_duration_us,
     format_memory,
-    human_memory,
     parse_memory_size,
 )
 

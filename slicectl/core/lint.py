@@ -26,6 +26,7 @@ from slicectl.core.contention import (
 )
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.frozen import frozen
+from slicectl.core.human import exact_size, human_memory
 from slicectl.core.kinds import WEIGHT_IDLE
 from slicectl.core.placement import Layout, place
 from slicectl.core.properties import Numa
@@ -36,9 +37,7 @@ from slicectl.core.values import (
     INFINITY,
     MemorySize,
     RamShare,
-    exact_size,
     format_duration_us,
-    human_memory,
     resolved,
     size_le,
 )

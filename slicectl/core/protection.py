@@ -15,10 +15,11 @@ from collections.abc import Iterator, Sequence
 from itertools import combinations
 
 from slicectl.core.frozen import frozen
+from slicectl.core.human import exact_size
 from slicectl.core.placement import Layout
 from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Tenant
 from slicectl.core.topology import Topology
-from slicectl.core.values import INFINITY, RamShare, exact_size, resolved, size_bytes
+from slicectl.core.values import INFINITY, RamShare, resolved, size_bytes
 
 FIX = "lower memory_low/memory_min so all protections fit in RAM minus housekeeping"
 SOURCE = "systemd.resource-control(5)"

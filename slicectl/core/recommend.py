@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from slicectl.core import defaults
 from slicectl.core.errors import SlicectlError
 from slicectl.core.frozen import frozen
-from slicectl.core.values import exact_size, format_size
+from slicectl.core.human import exact_size
+from slicectl.core.values import format_size
 
 if TYPE_CHECKING:
     from slicectl.core.config import Config

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 
 from slicectl.core.errors import Problem, SlicectlError
 from slicectl.core.frozen import frozen
+from slicectl.core.human import human_time
 from slicectl.core.tenants import Config
-from slicectl.core.values import human_time
 
 # Overlaps are looked for among the next elapses of each schedule: a year of daily events.
 OVERLAP_ITERATIONS = 400

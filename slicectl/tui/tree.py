@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from slicectl.core.human import human_size
 from slicectl.core.metrics import SliceMetrics
-from slicectl.core.values import human_size
 from slicectl.tui.model import SortKey, name_order, order_by
 from slicectl.views.monitor import NO_LIMIT_CELL
 

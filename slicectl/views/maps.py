@@ -15,9 +15,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from slicectl.core.human import human_size
 from slicectl.core.placement import Layout
 from slicectl.core.topology import Topology
-from slicectl.core.values import human_size
 from slicectl.views.page import column, memory_text, table
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from slicectl.core.cpulist import format_cpulist
+from slicectl.core.human import human_limit, human_rate, human_size
 from slicectl.core.metrics import NumaMetrics, PressureMetrics, SliceMetrics, Trouble
-from slicectl.core.values import human_limit, human_rate, human_size
 
 if TYPE_CHECKING:
     from rich.table import Table

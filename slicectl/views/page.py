@@ -21,7 +21,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from slicectl.core.values import human_size
+from slicectl.core.human import human_size
 
 # Wider than any table: piped, a table is drawn at the width it needs (tables do not expand).
 _UNLIMITED = 1 << 16

@@ -17,10 +17,10 @@ from rich.text import Text
 
 from slicectl.core.contention import CpuShares, percent
 from slicectl.core.cpulist import format_cpulist
+from slicectl.core.human import human_time
 from slicectl.core.placement import Layout, TenantPlacement
 from slicectl.core.plan import Plan
 from slicectl.core.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
-from slicectl.core.values import human_time
 from slicectl.views.maps import numa_map
 from slicectl.views.page import CpuList, column, fits, memory_text, table
 
