@@ -180,3 +180,15 @@ def test_top_level_is_small() -> None:
     assert len([n for n in top if n.endswith(".py")]) <= 10, top
     folders = {n for n in top if not n.endswith(".py")}
     assert folders <= set(MAY_IMPORT) | FRONT_ENDS, folders - set(MAY_IMPORT) - FRONT_ENDS
+
+
+def test_every_folder_of_the_package_is_installed() -> None:
+    """`pip install .` installs the packages pyproject.toml lists: a folder left out of the
+    list works from the checkout and fails on a host ("No module named ...")."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())
+                 ["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(ROOT).parts)
+               for p in (ROOT / "slicectl").rglob("__init__.py")}
+    assert folders - listed == set(), "add them to [tool.setuptools] packages in pyproject.toml"
