@@ -27,9 +27,9 @@ def write_many(items: list[tuple[Path, bytes]], new: Collection[Path] = ()) -> N
     """Atomically replace several files, flushing them to disk together.
 
     Each file is written to a temporary file beside it; then one syncfs(2) per file system
-    makes all of them durable (one journal commit instead of one fsync per file: 200 drop-ins
-    took 0.3-0.5 s instead of 0.9-1.3 s in the testbed, and concurrent fsyncs were slower
-    still); only then is each renamed over its target. Readers see each file old or new,
+    makes all of them durable (one journal commit instead of one fsync per file, which was
+    much slower; apply.100's phases are in BENCHMARKS.md); only then is each renamed over its
+    target. Readers see each file old or new,
     never half. On an error before the renames nothing is replaced; an error during them
     leaves the earlier ones replaced (the caller's journal undoes them). Paths in `new` are
     known not to exist (the caller has just looked): they get mode 0644 without a stat.
