@@ -28,7 +28,7 @@ def defines_something(path: Path) -> bool:
                for n in tree.body)
 
 
-def test_file_for(module: Path) -> str:
+def file_for(module: Path) -> str:
     """The test file named after `module` (a path relative to the project root)."""
     parts = list(module.relative_to("slicectl").with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -37,9 +37,6 @@ def test_file_for(module: Path) -> str:
     if len(parts) == 1 or folder in MAY_IMPORT:
         return f"tests/test_{name}.py"
     return f"tests/test_{folder}_{name}.py"
-
-
-test_file_for.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
 
 
 def modules(root: Path = ROOT) -> list[Path]:
@@ -58,7 +55,7 @@ def missing(root: Path = ROOT) -> list[str]:
     modules would share."""
     named: dict[str, list[Path]] = {}
     for module in modules(root):
-        named.setdefault(test_file_for(module), []).append(module)
+        named.setdefault(file_for(module), []).append(module)
     lines = sorted(f"{mods[0]}: create {test}" for test, mods in named.items()
                    if len(mods) == 1 and not (root / test).exists())
     lines += [f"{', '.join(map(str, mods))}: each would be tested in {test}; rename a module"
