@@ -20,7 +20,7 @@ def members() -> set[str]:
 def test_the_protocol_names_what_screens_read() -> None:
     assert members() == {"settings", "metrics", "history", "sort_key", "sort_reverse",
                          "interval", "config", "profile", "readonly", "tenant_of",
-                         "cpu_shares"}
+                         "cpu_shares", "balance"}
 
 
 def test_the_app_provides_every_member() -> None:
