@@ -105,14 +105,17 @@ def from_bitmask(mask: bytes | Iterable[int]) -> frozenset[int]:
 
 
 def format_cpulist(cpus: Iterable[int]) -> str:
-    """A cpuset file's text as the kernel writes it ("%*pbl": "0-1,4")."""
+    """A cpuset file's text: runs of three or more as ranges, "0-2,4,5" (the kernel writes a
+    pair as a range too, "4-5"; readers parse both alike, and tests that compare the text
+    expect slicectl's spelling)."""
     runs: list[list[int]] = []
     for c in sorted(set(cpus)):
         if runs and c == runs[-1][1] + 1:
             runs[-1][1] = c
         else:
             runs.append([c, c])
-    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+    return ",".join(str(a) if a == b else f"{a},{b}" if b == a + 1 else f"{a}-{b}"
+                    for a, b in runs)
 
 
 def padded(cpus: Iterable[int]) -> bytes:
