@@ -70,4 +70,5 @@ def test_changes_json() -> None:
         "properties": [{"unit": "tenants-db1.slice", "property": "CPUQuotaPerSecUSec",
                         "live": "(unset)", "desired": "150%",
                         "source": "/run/systemd/system.control/tenants-db1.slice.d/x.conf"}],
-        "reload": True, "start": ["tenants.slice"], "stop": [], "notes": ["a note"]}
+        "reload": True, "start": ["tenants.slice"], "stop": [], "notes": ["a note"],
+        "balanced": []}
