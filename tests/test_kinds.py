@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from slicectl.core.kinds import (
-    UINT32_MAX,
     Bool,
     Bytes,
     CgroupExpectation,
@@ -32,7 +31,7 @@ from slicectl.core.kinds import (
     same_cpus,
     weight_text,
 )
-from slicectl.core.values import INFINITY, UINT64_MAX
+from slicectl.core.values import INFINITY, UINT32_MAX, UINT64_MAX
 
 SDA_SDB = (("/dev/sda", INFINITY), ("/dev/sdb", 5_000_000))
 

@@ -45,7 +45,9 @@ def test_housekeeping_memory_is_the_confined_host_units_memory_max() -> None:
     c = config("  a: {cpus: 1}\n", "confine:\n  system.slice: {memory_max: 1G}\n"
                                    "  user.slice: {memory_max: 512M}\n"
                                    "  cron.service: {memory_max: 1G}\n")
-    assert housekeeping_memory(c) == GiB + 512 * 2**20  # cron.service is inside system.slice
+    assert housekeeping_memory(c, 8 * GiB) == GiB + 512 * 2**20  # cron is in system.slice
+    shares = config("  a: {cpus: 1}\n", "confine:\n  system.slice: {memory_max: 25%}\n")
+    assert housekeeping_memory(shares, 8 * GiB) == 2 * GiB  # a share of the host's RAM
 
 
 def test_protection_beyond_ram_minus_housekeeping() -> None:
