@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -71,11 +72,17 @@ def test_the_profile_in_force(config: Config, monkeypatch: pytest.MonkeyPatch,
         return InForce("night", NIGHT_STARTED)
 
     monkeypatch.setattr(systemd_calendar, "in_force", night)
-    assert in_force(config.with_profile("night"))
-    assert not in_force(config)
+    monkeypatch.setenv("TZ", "Europe/Paris")  # said in local time, and in UTC
+    time.tzset()
+    try:
+        assert in_force(config.with_profile("night"))
+        assert not in_force(config)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
     assert capsys.readouterr().err == (
         "slicectl: profile default (the base file) is not in force now: night (since "
-        "2023-11-14 22:13:20 UTC) is; nothing changed\n")
+        "Tue 2023-11-14 23:13:20 CET (22:13 UTC)) is; nothing changed\n")
     assert asked == ["default", "default"]  # `default` in the schedule means the base file
 
 
