@@ -25,7 +25,6 @@ from dbus_fast.annotations import DBusBool, DBusObjectPath, DBusSignature, DBusS
 from dbus_fast.constants import PropertyAccess
 from dbus_fast.service import ServiceInterface, dbus_method, dbus_property, dbus_signal
 
-from slicectl.core.cpulist import format_cpulist, from_bitmask, to_bitmask
 from slicectl.core.properties import PROPERTIES
 
 UINT64_MAX = 2**64 - 1
@@ -85,6 +84,38 @@ def unit_path(unit: str) -> str:
     return "/org/freedesktop/systemd1/unit/" + "".join(
         c if c.isascii() and (c.isalpha() or (i and c.isdigit())) else f"_{ord(c):02x}"
         for i, c in enumerate(unit))
+
+
+# CPU and node masks, written here from systemd's documentation rather than taken from
+# slicectl (org.freedesktop.systemd1(5): an `ay` where CPU c is bit c % 8 of byte c // 8, which
+# is the set's bits as one little-endian integer), so that a mistake in slicectl's own encoding
+# cannot cancel out between the client and this fake.
+
+
+def to_bitmask(cpus: Iterable[int]) -> bytes:
+    """The `ay` mask of a set of CPUs (empty: no bytes)."""
+    bits = sum(1 << c for c in set(cpus))
+    return bits.to_bytes((bits.bit_length() + 7) // 8, "little")
+
+
+def from_bitmask(mask: bytes | Iterable[int]) -> frozenset[int]:
+    """The CPUs of an `ay` mask, however long."""
+    bits = int.from_bytes(bytes(mask), "little")
+    return frozenset(c for c in range(bits.bit_length()) if bits >> c & 1)
+
+
+def format_cpulist(cpus: Iterable[int]) -> str:
+    """A cpuset file's text: runs of three or more as ranges, "0-2,4,5" (the kernel writes a
+    pair as a range too, "4-5"; readers parse both alike, and tests that compare the text
+    expect slicectl's spelling)."""
+    runs: list[list[int]] = []
+    for c in sorted(set(cpus)):
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(str(a) if a == b else f"{a},{b}" if b == a + 1 else f"{a}-{b}"
+                    for a, b in runs)
 
 
 def padded(cpus: Iterable[int]) -> bytes:

@@ -83,7 +83,7 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
 @pytest.mark.parametrize("value", ["-1", "nan", "inf", "-inf", "soon"])
 def test_bad_interval_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                        verb: str, value: str) -> None:
-    """Issue 11: refused by argparse (exit 2, its usage line and message), before any read."""
+    """Refused by argparse (exit 2, its usage line and message), before any read."""
     with pytest.raises(SystemExit) as e:
         main([verb, "--cgroup-root", str(tmp_path), "--interval", value])
     assert e.value.code == 2

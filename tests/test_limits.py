@@ -48,7 +48,7 @@ def megabyte_files(folder: Path, only: list[str] | None = None) -> list[Path]:
 
 @pytest.mark.parametrize("shape", ["cpulist", "deep", "bomb"])
 def test_megabyte_inputs_are_bounded_in_memory(tmp_path: Path, shape: str) -> None:
-    # Issue 11: any tenants.yaml up to 1 MB validates (or fails) within 200 MB and 2 s. The
+    # Any tenants.yaml up to 1 MB validates (or fails) within 200 MB and 2 s. The
     # shapes that could blow up (a huge range, nesting that crashed libyaml, an alias bomb)
     # are checked here, in a child process of their own; the time of every shape, and the
     # costlier thousands-of-tenants shapes, are a benchmark (bench/run --only validate.1mb).

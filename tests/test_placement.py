@@ -238,7 +238,7 @@ def test_shared_count_honours_nodes() -> None:
 
 
 def test_spread_never_takes_the_sibling_of_a_housekeeping_cpu() -> None:
-    # Issue 10: for the fifth CPU, spread took 16, the free sibling of housekeeping's CPU 0.
+    # The fifth CPU must not be 16, the free sibling of housekeeping's CPU 0.
     lay = layout("version: 1\nhousekeeping: {cpus: 1}\ntenants:\n"
                  "  a: {cpus: 5, numa: spread}\n  p: {}\n", "xeon-2s-smt")
     assert lay.housekeeping == {0}
@@ -317,7 +317,7 @@ def test_node_full_names_tenant_ask_and_free_per_node() -> None:
 
 
 def test_cpuless_node_message_quotes_the_nodes_it_takes_cpus_from() -> None:
-    # Issue 10: the message said node 2 had 8 free while the hint said node2: 0 free.
+    # The message and the hint agree on what is free where (the nearest node's CPUs).
     e = placement_error("version: 1\ntenants:\n  a: {cpus: 10, nodes: [2]}\n",
                         "cpuless-memory-node")
     assert str(e) == ("t.yaml:3: tenants.a.cpus: asks for 10 CPUs for node 2, which has no "
@@ -635,8 +635,8 @@ def test_changing_one_count_never_moves_the_others(data: st.DataObject) -> None:
 
 
 # --- no local tenant stranded: against exhaustive search on small hosts --------------------------
-# Issue 10: a large spread tenant placed first took a CPU on every node, and local tenants
-# then crossed nodes although a layout with every local tenant on one node existed. Whenever
+# A large spread tenant placed first would take a CPU on every node, and local tenants would
+# then cross nodes although a layout with every local tenant on one node exists. Whenever
 # one exists, place() must find it; whenever one exists on cores of their own (no tenant on a
 # core with housekeeping or another exclusive tenant), place() must find such a one too.
 

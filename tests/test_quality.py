@@ -37,7 +37,7 @@ def python_sources() -> list[Path]:
 
 
 def test_long_modules_say_why() -> None:
-    """Issue 12: no module over 400 lines without a reason written at its top (the package,
+    """No module over 400 lines without a reason written at its top (the package,
     its tests, the collection and the scripts alike)."""
     long = []
     for path in python_sources():

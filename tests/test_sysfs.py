@@ -566,7 +566,8 @@ def test_plan_invariants(shape: str, tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_no_numa_protection_is_checked_against_the_machines_memory(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # Issue 10: with 0 bytes reported, a 100G memory_low passed on a machine of 274 MiB.
+    # Without node memory (0 bytes reported), the machine's own memory is the bound: a 100G
+    # memory_low must not pass on a machine of 274 MiB.
     tenants = tmp_path / "tenants.yaml"
     tenants.write_text("version: 1\ntenants:\n  a: {cpus: 2, memory_low: 100G}\n")
     code, _, err = _cli(capsys, "plan", str(tenants), "--json", *_sysfs_args("no-numa"))

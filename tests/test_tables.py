@@ -1,74 +1,104 @@
-"""The CLI's tables and maps (slicectl/views/) drawn without colour, as a pipe or NO_COLOR
-gets them: nothing cut, CPU lists wrapped after a comma (page.py), maps that read by their
-letters (maps.py)."""
+"""The CLI's tables (slicectl.views.tables): the topology, plan, files, edit preview and
+schedule tables as people read them. Fitting a width is page.py's (test_page.py), the maps
+maps.py's (test_maps.py)."""
 
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
-from cgtree import MovingTree
 from rich.console import Console, RenderableType
-from rich.table import Table
-from tuikit import make_topology
 
-from slicectl.core.metrics import compute
-from slicectl.core.numa_map import build_live_map
-from slicectl.core.placement import Layout, TenantPlacement
-from slicectl.host.sampler import Sampler
-from slicectl.views.maps import live_map_view, numa_map
-from slicectl.views.page import CpuList
+from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.placement import place
+from slicectl.core.plan import Plan, build_plan
+from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.views.tables import (
+    placement_line,
+    placement_preview,
+    plan_files_table,
+    plan_table,
+    schedule_table,
+    topology_summary,
+    topology_table,
+)
 
-
-def plain(item: RenderableType, width: int = 80) -> list[str]:
-    """What a pipe (or NO_COLOR) shows: no colour, no style."""
-    out = io.StringIO()
-    Console(file=out, width=width, color_system=None, no_color=True).print(item)
-    return [line.rstrip() for line in out.getvalue().splitlines()]
-
-
-def test_a_cpu_list_wraps_after_a_comma_and_is_never_cut() -> None:
-    table = Table("CPUs")
-    table.add_row(CpuList("0-3,8,10-11,16-19"))
-    for width, lines in ((10, 3), (16, 2), (40, 1)):  # the cell: 4 cells narrower
-        table.width = width
-        cells = [line.strip("│ ") for line in plain(table) if line.startswith("│")]
-        assert "".join(cells) == "0-3,8,10-11,16-19"  # whole, in order
-        assert all(c.endswith(",") for c in cells[:-1])  # broken after commas only
-        assert len(cells) == lines
-
-
-def placement(tenant: str, cpus: set[int], node: int) -> TenantPlacement:
-    return TenantPlacement(tenant, frozenset(cpus), (node,), (node,), exclusive=True,
-                           pool=False)
+# node0: two SMT cores (0,4 and 1,5) and 6.5G; node1: CPUs 2,6 (one core) and 3, no memory;
+# CPU 7 offline
+TOPO = Topology(
+    (Node(0, frozenset({0, 1, 4, 5}), 6777044 * 1024, {0: 10, 1: 21}),
+     Node(1, frozenset({2, 3, 6}), 0, {0: 21, 1: 10})),
+    (*(Cpu(c, True, 0 if c in (0, 1, 4, 5) else 1, package=0, core=c % 4,
+           siblings=frozenset({c % 4, c % 4 + 4}) if c % 4 != 3 else frozenset({3}))
+       for c in range(7)), Cpu(7, False, None)),
+    "fixture")
+TENANTS = "version: 1\nhousekeeping: {cpus: 1}\ntenants:\n  db1: {cpus: %d, cpu_weight: 300}\n" \
+          "  web: {memory_max: 1G}\n"
 
 
-def test_the_plan_map_reads_without_colour() -> None:
-    """Each CPU carries its owner's letter; the legend names every letter."""
-    topo = make_topology()  # node n = CPUs n, n+4
-    layout = Layout(housekeeping=frozenset({3, 7}), shared_pool=frozenset({2, 5, 6}),
-                    tenants=(placement("db1", {0, 4}, 0), placement("web", {1}, 1)))
-    lines = plain(numa_map(topo, layout))
-    rows = {line.split("│")[1].strip(): line.split("│")[2].split() for line in lines
-            if line.startswith("│ node")}
-    assert rows == {"node0": ["0A", "4A"], "node1": ["1B", "5."], "node2": ["2.", "6."],
-                    "node3": ["3#", "7#"]}
-    assert lines[-1] == "legend: A=db1 B=web #=housekeeping .=shared/free"
+def drawn(item: RenderableType) -> str:
+    console = Console(width=120, color_system=None, record=True, file=io.StringIO())
+    console.print(item)
+    return "\n".join(line.rstrip() for line in console.export_text().splitlines())
 
 
-def test_the_live_map_marks_where_live_and_plan_differ(tmp_path: Path) -> None:
-    tree = MovingTree(tmp_path / "cg", cpus="0-7", mems="0-3")
-    tree.add("tenants.slice")
-    tree.add("tenants.slice/tenants-a.slice", cpus="0,4", mems="0")
-    tree.add("tenants.slice/tenants-b.slice", cpus="2,6", mems="2")  # planned on node 1
-    with Sampler(tree.root) as sampler:
-        metrics = compute(None, sampler.sample())
-    live = build_live_map(make_topology(), metrics,
-                          plan={"a": frozenset({0, 4}), "b": frozenset({1, 5})})
-    lines = plain(live_map_view(live), width=100)
-    node1 = next(line for line in lines if line.startswith("│ node1"))
-    assert node1.split("│")[2].split() == ["1.!", "5.!"]  # live: the pool, differs
-    assert node1.split("│")[3].split() == ["1B!", "5B!"]  # planned: b's
-    legend = next(line for line in lines if line.startswith("legend:"))
-    assert legend == "legend: A=a B=b #=housekeeping .=shared pool !=live and plan differ"
-    assert "4 CPU(s) where live and plan differ:" in lines
+def plan(cpus: int = 2) -> Plan:
+    return build_plan(parse_config(load_yaml(TENANTS % cpus, "t.yaml"), "t.yaml"), TOPO,
+                      shares=False)
+
+
+def test_topology_summary_says_what_is_unusual() -> None:
+    assert str(topology_summary(TOPO)) == (
+        "2 node(s), 7 online CPUs, SMT on (2 threads/core), memory 6.5G, offline CPUs: 7, "
+        "node(s) without memory: 1")
+
+
+def test_topology_table() -> None:
+    assert drawn(topology_table(TOPO)).splitlines()[4:6] == [
+        "│    0 │ 0,1,4,5 │     4 │     2 │   6.5G │ 10 21     │",
+        "│    1 │ 2,3,6   │     3 │     2 │      - │ 21 10     │"]
+
+
+def test_plan_table_lists_the_shared_pool_once_below() -> None:
+    lines = drawn(plan_table(plan())).splitlines()
+    assert lines[0] == "Plan for t.yaml"
+    assert lines[4:6] == [
+        "│ db1    │ tenants-db1.slice │ 1,5         │ 2 │ 0     │ node 0  │ CPUWeight=300 │",
+        "│ web    │ tenants-web.slice │ shared pool │ 4 │ pool  │ unbound │ MemoryMax=1G  │"]
+    assert lines[-1] == "shared pool: 2-4,6 (4 CPUs)"
+
+
+def test_plan_files_table_lists_the_other_files() -> None:
+    rows = [line for line in drawn(plan_files_table(plan())).splitlines() if "conf" in line
+            or ".slice " in line]
+    assert rows == ["│ tenants.slice                   │ AllowedCPUs=1-6 │",
+                    "│ init.scope.d/50-slicectl.conf   │ AllowedCPUs=0   │",
+                    "│ system.slice.d/50-slicectl.conf │ AllowedCPUs=0   │",
+                    "│ user.slice.d/50-slicectl.conf   │ AllowedCPUs=0   │"]
+
+
+def test_placement_lines() -> None:
+    layout = plan().layout
+    assert placement_line(layout.of("db1")) == (
+        "db1: CPUs 1,5 (2) on node 0 (exclusive), memory node 0")
+    assert placement_line(layout.of("web")) == (
+        "web: CPUs 2-4,6 (4) on node 0,1 (shared pool), memory unbound")
+
+
+def test_placement_preview_shows_the_edited_tenant_and_every_tenant_it_moves() -> None:
+    before = plan().layout
+    after = place(parse_config(load_yaml(TENANTS % 3, "t.yaml"), "t.yaml"), TOPO)
+    lines = drawn(placement_preview(TOPO, before, after, "db1")).splitlines()
+    assert lines[:4] == ["was  db1: CPUs 1,5 (2) on node 0 (exclusive), memory node 0",
+                         "now  db1: CPUs 2,3,6 (3) on node 1 (exclusive), memory node 0",
+                         "was  web: CPUs 2-4,6 (4) on node 0,1 (shared pool), memory unbound",
+                         "now  web: CPUs 1,4,5 (3) on node 0 (shared pool), memory unbound"]
+    assert lines[-1].endswith("underlined: CPUs the change moves")
+
+
+def test_schedule_table() -> None:
+    text = drawn(schedule_table({
+        "in_force": {"profile": None, "since": None},
+        "timers": [{"profile": "night", "timer": "slicectl-profile@night.timer",
+                    "calendars": ["Mon..Fri 22:00", "Sat 20:00"], "next_elapse": None}]}))
+    assert text.startswith("Schedule (in force now: default (the base file) (no schedule has")
+    assert "│ night   │ slicectl-profile@night.timer │ Mon..Fri 22:00; Sat 20:00 │ never" in text

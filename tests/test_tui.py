@@ -134,40 +134,6 @@ async def test_rows_changed_off_screen_and_lines_scrolled_sideways(tmp_path: Pat
         assert new[fixed:].startswith(memory) and memory
 
 
-async def test_polls_never_overlap(tree: MovingTree) -> None:
-    """A poll asked for while a sample is in flight (each takes 50 ms here) starts no second
-    sampling thread: at most one reads the tree at any moment."""
-    import threading
-    import time
-
-    from slicectl.core.samples import Snapshot
-
-    inside, most = 0, 0
-    lock = threading.Lock()
-    async with running(monitor_settings(tree.root)) as (app, pilot):
-        real = app.sampler.sample
-
-        def slow_sample() -> Snapshot:
-            nonlocal inside, most
-            with lock:
-                inside += 1
-                most = max(most, inside)
-            try:
-                time.sleep(0.05)
-                return real()
-            finally:
-                with lock:
-                    inside -= 1
-
-        app.sampler.sample = slow_sample  # type: ignore[method-assign]
-        start = app.samples
-        for _ in range(20):
-            app.poll_now()
-            await pilot.pause(0.01)
-        await wait_for(pilot, lambda: app.samples >= start + 3)
-    assert most == 1
-
-
 async def test_sorting_keys(tree: MovingTree) -> None:
     async with running(monitor_settings(tree.root)) as (app, pilot):
         tree.advance(1.0)

@@ -350,31 +350,6 @@ def test_manifest_files_must_map_paths_to_hashes(tmp_path: Path, files: str) -> 
         UnitDir(root).manifest()
 
 
-def test_write_many_replaces_all_files_keeping_modes_and_leaves_no_temporaries(
-        tmp_path: Path) -> None:
-    from slicectl.host.atomic import write_many
-
-    old = tmp_path / "a.conf"
-    old.write_text("old\n")
-    old.chmod(0o600)
-    write_many([(old, b"new a\n"), (tmp_path / "b.conf", b"new b\n")])
-    assert old.read_text() == "new a\n" and (tmp_path / "b.conf").read_text() == "new b\n"
-    assert old.stat().st_mode & 0o777 == 0o600
-    assert (tmp_path / "b.conf").stat().st_mode & 0o777 == 0o644
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.conf", "b.conf"]
-
-
-def test_write_many_replaces_nothing_when_a_file_cannot_be_written(tmp_path: Path) -> None:
-    from slicectl.host.atomic import write_many
-
-    first = tmp_path / "a.conf"
-    first.write_text("old\n")
-    with pytest.raises(FileNotFoundError):
-        write_many([(first, b"new\n"), (tmp_path / "missing" / "b.conf", b"x\n")])
-    assert first.read_text() == "old\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["a.conf"]  # no temporary left behind
-
-
 # --- the contract, on random states of the output directory -------------------------
 
 CONFIGS = {

@@ -36,8 +36,9 @@ class Trouble(StrEnum):
 
 
 # Not frozen: these are built by the hundred on every refresh, and a frozen dataclass's
-# __init__ stores each field through object.__setattr__, ten times the cost of a plain
-# slotted one (BENCHMARKS.md, "records"). Treat them as immutable all the same.
+# __init__ stores each field through object.__setattr__, many times the cost of a plain
+# slotted one (BENCHMARKS.md, "Hand-made pieces kept in place of a library"). Treat them as
+# immutable all the same.
 @dataclass(slots=True, unsafe_hash=True)
 class PsiMetrics:
     """One PSI line: avg10 as the kernel reports it and the rate over our interval (%)."""

@@ -1,12 +1,12 @@
 """YAML documents whose mappings and sequences know their lines, for error messages.
 
-ruamel's round-trip loader keeps lines too, but it is pure Python and collects every comment:
-0.66 s of the 5.4 s a `slicectl apply` of 100 tenants took in the testbed (39 ms on the
-host). plan and apply read tenants.yaml on every run and need only the data and
-the lines, so they use ruamel's safe loader with libyaml's parser (ruamel.yaml.clib, the
-`ruamel.yaml[oldlibyaml]` extra: 7 ms on the host) and record lines while it builds mappings
-and sequences. Without the C extension (e.g. PyPy) the same loader runs in pure Python
-(30 ms). The round-trip loader stays where comments matter: `recommend --write`.
+ruamel's round-trip loader keeps lines too, but it is pure Python and collects every comment,
+a large share of what a `slicectl apply` costs (the figures: BENCHMARKS.md, "Hand-made pieces").
+plan and apply read tenants.yaml on every run and need only the data and the lines, so they
+use ruamel's safe loader with libyaml's parser (ruamel.yaml.clib, the `ruamel.yaml[oldlibyaml]`
+extra) and record lines while it builds mappings and sequences. Without the C extension (e.g.
+PyPy) the same loader runs in pure Python, still faster than the round-trip one. The
+round-trip loader stays where comments matter: `recommend --write`.
 
 `LineMap`/`LineSeq` answer the subset of ruamel's `.lc` API that slicectl uses (0-based, like
 ruamel): `lc.line`, `lc.col`, `lc.key(k)`, `lc.value(k)`, `lc.item(i)`.

@@ -11,8 +11,8 @@ from pathlib import Path
 def write_atomically(path: str | Path, data: bytes | str, mode: int | None = None) -> None:
     """Write `data` to a temporary file beside `path`, fsync it, then rename it over `path`.
 
-    The new file keeps the mode of the one it replaces (else `mode`, else 0644). On any error
-    the temporary file is removed and `path` is untouched.
+    The new file gets `mode` when given, else the mode of the file it replaces, else 0644. On
+    any error the temporary file is removed and `path` is untouched.
     """
     path = Path(path)
     tmp, _ = _temp_file(path, data.encode() if isinstance(data, str) else data, mode, sync=True)
@@ -27,9 +27,9 @@ def write_many(items: list[tuple[Path, bytes]], new: Collection[Path] = ()) -> N
     """Atomically replace several files, flushing them to disk together.
 
     Each file is written to a temporary file beside it; then one syncfs(2) per file system
-    makes all of them durable (one journal commit instead of one fsync per file: 200 drop-ins
-    took 0.3-0.5 s instead of 0.9-1.3 s in the testbed, and concurrent fsyncs were slower
-    still); only then is each renamed over its target. Readers see each file old or new,
+    makes all of them durable (one journal commit instead of one fsync per file, which was
+    much slower; apply.100's phases are in BENCHMARKS.md); only then is each renamed over its
+    target. Readers see each file old or new,
     never half. On an error before the renames nothing is replaced; an error during them
     leaves the earlier ones replaced (the caller's journal undoes them). Paths in `new` are
     known not to exist (the caller has just looked): they get mode 0644 without a stat.
@@ -52,8 +52,9 @@ def write_many(items: list[tuple[Path, bytes]], new: Collection[Path] = ()) -> N
 
 
 def _temp_file(path: Path, raw: bytes, mode: int | None, *, sync: bool) -> tuple[str, int]:
-    """A temporary file next to `path` holding `raw`, with the mode of the file it will
-    replace (else `mode`, else 0644), fsync'ed if `sync`; removed again on any error.
+    """A temporary file next to `path` holding `raw`, with `mode` when given (no stat), else
+    the mode of the file it will replace, else 0644; fsync'ed if `sync`; removed again on any
+    error.
     Returns its name and its file system (st_dev)."""
     if mode is None:
         try:

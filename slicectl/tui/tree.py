@@ -41,8 +41,9 @@ class Effective:
 
 
 # Not frozen: these are built by the hundred on every refresh, and a frozen dataclass's
-# __init__ stores each field through object.__setattr__, ten times the cost of a plain
-# slotted one (BENCHMARKS.md, "records"). Treat them as immutable all the same.
+# __init__ stores each field through object.__setattr__, many times the cost of a plain
+# slotted one (BENCHMARKS.md, "Hand-made pieces kept in place of a library"). Treat them as
+# immutable all the same.
 @dataclass(slots=True, unsafe_hash=True)
 class TreeLine:
     """One line of the tree: a slice, its depth and fold state, and its effective limits."""

@@ -1,0 +1,84 @@
+"""`slicectl balance` as a command (slicectl.cli.balance): what it refuses before sampling, and
+each round as printed, in words and in JSON, dry run or not. Rounds over a moving cgroup tree
+are in test_cli.py and test_balancer.py; the decision itself in test_balance.py."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from slicectl.balancer.mover import Outcome
+from slicectl.cli import main
+from slicectl.cli.balance import _policy, _print_round
+from slicectl.core.balance import Move
+from slicectl.core.errors import UsageError
+from slicectl.core.tenants import BalancePolicy
+
+XEON = str(Path(__file__).parent / "fixtures" / "topologies" / "xeon-2s-smt.json")
+MOVE = Move("batch", "web", frozenset({1, 17}), 0, "web starved for 0.3s; batch idle")
+POLICY = BalancePolicy(interval=100_000, window=300_000)
+
+
+def test_a_file_without_elastic_tenants(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    tenants = tmp_path / "t.yaml"
+    tenants.write_text("version: 1\ntenants:\n  db: {cpus: 4}\n")
+    assert main(["balance", str(tenants), "--dry-run", "--topology", XEON,
+                 "--cgroup-root", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {tenants}: no elastic tenant, nothing to balance\n"
+        "  hint: give a tenant cpus_min or cpus_max (docs/balance.md)\n")
+
+
+def test_the_interval_lies_between_the_rate_window_and_the_balance_window() -> None:
+    assert _policy(POLICY, None) is POLICY
+    assert _policy(POLICY, 0.05).interval == 50_000
+    assert _policy(POLICY, 0.3).interval == 300_000
+    for bad in (0.01, 0.5):
+        with pytest.raises(UsageError) as e:
+            _policy(POLICY, bad)
+        assert e.value.message == (f"--interval {bad:g}: must be at least 0.03 s and at most "
+                                   "balance.window (0.3 s)")
+
+
+def printed(outcomes: list[Outcome], as_json: bool, once: bool, dry_run: bool = True,
+            ) -> str:
+    out = io.StringIO()
+    args = argparse.Namespace(json=as_json, once=once, dry_run=dry_run)
+    _print_round(outcomes, 0.3004, args, POLICY, out)
+    return out.getvalue()
+
+
+def test_a_dry_run_round_in_words() -> None:
+    assert printed([Outcome(MOVE, False)], False, False) == (
+        "would move core 1,17 (node 0) from batch to web: web starved for 0.3s; batch idle\n")
+    assert printed([], False, False) == ""  # every interval: silent while nothing moves
+    assert printed([], False, True) == ("no move: no elastic tenant starved and a neighbour "
+                                        "idle over the last 0.3s\n")
+
+
+def test_a_move_made_or_not_in_words(capsys: pytest.CaptureFixture[str]) -> None:
+    assert printed([Outcome(MOVE, True)], False, False, dry_run=False) == (
+        "move core 1,17 (node 0) from batch to web: web starved for 0.3s; batch idle\n")
+    assert printed([Outcome(MOVE, False, "/etc/systemd/system is in use")], False, False,
+                   dry_run=False) == ""
+    assert capsys.readouterr().err == (
+        "not moved: core 1,17 (node 0) from batch to web: web starved for 0.3s; batch idle: "
+        "/etc/systemd/system is in use\n")
+
+
+def test_a_round_in_json_is_one_object_a_line() -> None:
+    (line,) = printed([Outcome(MOVE, False)], True, False).splitlines()
+    assert json.loads(line) == {
+        "format": "slicectl-balance/1", "dry_run": True, "elapsed_s": 0.3,
+        "moves": [{"from": "batch", "to": "web", "cpus": "1,17", "node": 0,
+                   "reason": "web starved for 0.3s; batch idle"}]}
+    (line,) = printed([Outcome(MOVE, False, "busy")], True, False, dry_run=False).splitlines()
+    assert json.loads(line)["moves"][0] == {
+        "from": "batch", "to": "web", "cpus": "1,17", "node": 0,
+        "reason": "web starved for 0.3s; batch idle", "made": False, "why_not": "busy"}
+    assert json.loads(printed([], True, True))["moves"] == []

@@ -1,0 +1,162 @@
+"""`slicectl exporter`'s server (slicectl.exporter.server): the listen address, tenants from the
+manifest, a scrape that never fails because of the host, the app's choice between its own
+writer and the library's, and the errors that stop the exporter from starting. Scrapes over
+HTTP by curl-like clients, promtool and Prometheus are in test_exporter.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slicectl.core.errors import SamplerError
+from slicectl.core.samples import Snapshot
+from slicectl.exporter.server import (
+    ExporterError,
+    Exposition,
+    SliceCollector,
+    manifest_tenants,
+    parse_listen,
+    serve,
+    write_textfile,
+    wsgi_app,
+)
+from slicectl.host.unitdir import MANIFEST_NAME, Manifest
+
+
+class Unreadable:
+    """A sampler whose cgroup tree cannot be read at all."""
+
+    def sample(self) -> Snapshot:
+        raise SamplerError("cannot read /sys/fs/cgroup", "")
+
+
+class Empty:
+    """A sampler of a host without slices."""
+
+    def sample(self) -> Snapshot:
+        return Snapshot(time=0.0, cgroups={}, host_cpus=4)
+
+
+def exposition(sampler: object) -> Exposition:
+    return Exposition(SliceCollector(sampler))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("text", "address"), [
+    (":19116", ("0.0.0.0", 19116)), ("127.0.0.1:9000", ("127.0.0.1", 9000)),
+    ("[::1]:0", ("::1", 0)), ("localhost:65535", ("localhost", 65535)),
+])
+def test_parse_listen(text: str, address: tuple[str, int]) -> None:
+    assert parse_listen(text) == address
+
+
+@pytest.mark.parametrize("text", ["19116", "host:", "host:65536", "host:http"])
+def test_parse_listen_refuses(text: str) -> None:
+    with pytest.raises(ExporterError) as e:
+        parse_listen(text)
+    assert e.value.message == f"--listen {text!r}: not ADDR:PORT with a port 0-65535"
+    assert e.value.hint == "give ADDR:PORT, e.g. 127.0.0.1:19116, :19116 or [::1]:19116"
+
+
+def test_tenants_are_the_slices_under_slicectls_parent(tmp_path: Path) -> None:
+    files = {name: "0" * 64 for name in (
+        "tenants.slice", "tenants-db1.slice", "tenants-db1.slice.d/50-slicectl.conf",
+        "tenants-web.slice", "app.service.d/50-slicectl.conf", "other-x.slice")}
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps(Manifest(files=files).to_json()))
+    assert manifest_tenants(tmp_path) == {"tenants-db1.slice": "db1", "tenants-web.slice": "web"}
+
+
+def test_no_tenants_without_a_readable_manifest(tmp_path: Path) -> None:
+    assert manifest_tenants(tmp_path) == {}
+    (tmp_path / MANIFEST_NAME).write_text("{not json")
+    assert manifest_tenants(tmp_path) == {}
+
+
+def test_a_tree_that_cannot_be_read_is_counted_not_failed() -> None:
+    text = exposition(Unreadable()).render().decode()
+    assert 'slicectl_exporter_errors_total{source="cgroupfs"} 1.0' in text
+    assert "slicectl_exporter_cgroups 0.0" in text
+    assert "process_cpu_seconds_total" in text  # the process' own metrics still there
+
+
+def call(app: Any, method: str = "GET", query: str = "", **headers: str
+         ) -> tuple[str, dict[str, str], bytes]:
+    got: dict[str, Any] = {}
+
+    def start_response(status: str, response_headers: list[tuple[str, str]]) -> None:
+        got["status"], got["headers"] = status, dict(response_headers)
+
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": "/metrics", "QUERY_STRING": query,
+               "wsgi.input": None, **{f"HTTP_{k.upper()}": v for k, v in headers.items()}}
+    body: Iterable[bytes] = app(environ, start_response)
+    return got["status"], got["headers"], b"".join(body)
+
+
+def test_the_app_serves_text_openmetrics_and_gzip() -> None:
+    exp = exposition(Empty())
+    app = wsgi_app(exp)
+    status, headers, body = call(app)
+    assert status == "200 OK" and headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert int(headers["Content-Length"]) == len(body) and b"slicectl_exporter_cgroups 0.0" in body
+    _, headers, body = call(app, accept="application/openmetrics-text; version=1.0.0")
+    assert headers["Content-Type"].startswith("application/openmetrics-text")
+    assert body.endswith(b"# EOF\n")
+    _, headers, body = call(app, accept_encoding="gzip")
+    assert headers["Content-Encoding"] == "gzip" and body[:2] == b"\x1f\x8b"
+
+
+def test_filters_and_other_methods_go_to_the_librarys_app() -> None:
+    app = wsgi_app(exposition(Empty()))
+    _, _, body = call(app, query="name[]=slicectl_exporter_cgroups")
+    names = {line.split()[2] for line in body.decode().splitlines() if line.startswith("# TYPE")}
+    assert names == {"slicectl_exporter_cgroups"}
+    status, _, _ = call(app, method="POST")
+    assert status.startswith("405")
+
+
+def test_a_port_in_use_says_so() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ExporterError) as e:
+            serve(exposition(Empty()), f"127.0.0.1:{port}")
+    assert e.value.message == f"cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert e.value.hint.startswith("another program (another exporter?) listens there")
+
+
+def test_serve_on_a_free_port_and_stop() -> None:
+    stop, port = serve(exposition(Empty()), "127.0.0.1:0")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            reply = b""
+            while chunk := conn.recv(65536):
+                reply += chunk
+        assert reply.startswith(b"HTTP/1.0 200 OK") and b"slicectl_exporter_cgroups" in reply
+    finally:
+        stop()
+
+
+def test_textfile_readable_by_node_exporter_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o077)
+    try:
+        write_textfile(exposition(Empty()), tmp_path / "slicectl.prom")
+    finally:
+        os.umask(old)
+    path = tmp_path / "slicectl.prom"
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert "slicectl_exporter_cgroups 0.0" in path.read_text()
+
+
+def test_textfile_into_a_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(ExporterError) as e:
+        write_textfile(exposition(Empty()), tmp_path / "missing" / "slicectl.prom")
+    assert e.value.message.startswith(f"cannot write {tmp_path}/missing/slicectl.prom: ")
+    assert e.value.hint == ("the textfile directory must exist and be writable "
+                            "(node_exporter --collector.textfile.directory)")

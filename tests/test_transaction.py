@@ -1,0 +1,105 @@
+"""One apply's changes and putting them back (slicectl.apply.transaction): live properties back
+to exactly what they were (unset included), started units stopped, systemd's runtime drop-in
+folder as it was found, and every step that could not be undone reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fakesystemd import FakeSystemd
+
+from slicectl.apply.transaction import ControlDir, Transaction
+from slicectl.host.systemd import Systemd
+from slicectl.host.unitdir import Manifest, UnitDir
+
+UNIT = "tenants-db1.slice"
+
+
+def test_control_dir_is_put_back_as_found(tmp_path: Path) -> None:
+    folder = tmp_path / f"{UNIT}.d"
+    folder.mkdir()
+    (folder / "50-CPUWeight.conf").write_text("[Slice]\nCPUWeight=50\n")
+    snapshot = ControlDir(tmp_path, UNIT)
+    (folder / "50-CPUWeight.conf").write_text("[Slice]\nCPUWeight=300\n")  # runtime call
+    (folder / "50-MemoryMax.conf").write_text("[Slice]\nMemoryMax=1G\n")
+    snapshot.restore()
+    assert {p.name: p.read_text() for p in folder.iterdir()} == {
+        "50-CPUWeight.conf": "[Slice]\nCPUWeight=50\n"}
+
+
+def test_a_control_dir_that_was_absent_is_removed_again(tmp_path: Path) -> None:
+    snapshot = ControlDir(tmp_path, UNIT)
+    (tmp_path / f"{UNIT}.d").mkdir()
+    (tmp_path / f"{UNIT}.d" / "50-CPUWeight.conf").write_text("x")
+    snapshot.restore()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+async def sd(systemd_client: Systemd, fake_systemd: FakeSystemd) -> Systemd:
+    fake_systemd.add_unit("tenants.slice", active_state="active", sub_state="active")
+    fake_systemd.add_unit(UNIT, active_state="active", sub_state="active")
+    return systemd_client
+
+
+def transaction(sd: Systemd, tmp_path: Path) -> Transaction:
+    (tmp_path / "units").mkdir(exist_ok=True)
+    return Transaction(sd, UnitDir(tmp_path / "units"), tmp_path / "control")
+
+
+async def test_rollback_unsets_what_was_unset(sd: Systemd, tmp_path: Path) -> None:
+    tx = transaction(sd, tmp_path)
+    before = await sd.get_unit_properties(UNIT)
+    tx.touch(UNIT, before)
+    await tx.set_live(UNIT, {"CPUWeight": 300, "MemoryMax": 1 << 30})
+    changed = await sd.get_unit_properties(UNIT)
+    assert (changed.props["CPUWeight"], changed.props["MemoryMax"]) == (300, 1 << 30)
+    tx.touch(UNIT, changed)  # only the state before the first change counts
+    assert await tx.rollback() == []
+    after = await sd.get_unit_properties(UNIT)
+    assert (after.props["CPUWeight"], after.props["MemoryMax"]) == (None, None)
+    assert after.props == before.props
+
+
+async def test_rollback_restores_files_and_reloads(sd: Systemd, tmp_path: Path,
+                                                   fake_systemd: FakeSystemd) -> None:
+    tx = transaction(sd, tmp_path)
+    units = tmp_path / "units"
+    tx.unit_dir.write({"tenants.slice": "[Slice]\n# earlier\n"}, Manifest())  # an earlier run
+    before = {p.name: p.read_bytes() for p in units.iterdir()}
+    files = {"tenants.slice": "[Slice]\n", UNIT: "[Slice]\nCPUWeight=300\n"}
+    await tx.write_files(files, Manifest(), tx.unit_dir.diff(files), reload=False)
+    assert (units / UNIT).exists() and (units / "tenants.slice").read_text() == "[Slice]\n"
+    assert not tx.reloaded and "Reload" not in fake_systemd.members()
+    assert await tx.rollback() == []
+    assert {p.name: p.read_bytes() for p in units.iterdir()} == before
+    assert fake_systemd.members().count("Reload") == 1  # units loaded since forget the files
+
+
+async def test_rollback_stops_the_units_this_apply_started(sd: Systemd, tmp_path: Path,
+                                                           fake_systemd: FakeSystemd) -> None:
+    tx = transaction(sd, tmp_path)
+    timer = "slicectl-profile@night.timer"
+    fake_systemd.add_unit(timer, active_state="active", sub_state="waiting")
+    tx.started.append(timer)
+    assert await tx.rollback() == []
+    assert fake_systemd.units[timer].active_state == "inactive"
+
+
+async def test_every_step_that_fails_is_reported_and_the_others_still_run(
+        sd: Systemd, tmp_path: Path, fake_systemd: FakeSystemd) -> None:
+    tx = transaction(sd, tmp_path)
+    tx.touch(UNIT, await sd.get_unit_properties(UNIT))
+    await tx.set_live(UNIT, {"CPUWeight": 300})
+    tx.started += ["a.timer", "b.timer"]
+    fake_systemd.add_unit("b.timer", active_state="active", sub_state="waiting")
+    fake_systemd.fail_on("SetUnitProperties", UNIT, message="no")
+    fake_systemd.fail_on("StopUnit", "a.timer", message="refused")
+    failures = await tx.rollback()
+    assert failures == [
+        f"{UNIT}: setting CPUWeight on {UNIT} failed: systemd answered "
+        "org.freedesktop.DBus.Error.Failed (no)",
+        "a.timer: stopping a.timer failed: systemd answered org.freedesktop.DBus.Error.Failed "
+        "(refused)"]
+    assert fake_systemd.units["b.timer"].active_state == "inactive"

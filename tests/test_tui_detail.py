@@ -1,0 +1,59 @@
+"""One slice's screen (slicectl.tui.screens.detail): its limits and history, its processes
+counted, what it says when the slice stops, and edit asked of its tenant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cgtree import MovingTree
+from textual.widgets import Static
+from tuikit import monitor_settings, running, showing, static_text, wait_for
+
+from slicectl.tui.screens.detail import DetailScreen
+
+DB1 = "tenants.slice/tenants-db1.slice"
+
+
+def with_processes(tree: MovingTree, tmp_path: Path, *pids: int) -> Path:
+    (tree.root / DB1 / "cgroup.procs").write_text("".join(f"{p}\n" for p in pids))
+    for pid in pids:
+        (tmp_path / "proc" / str(pid)).mkdir(parents=True)
+        (tmp_path / "proc" / str(pid) / "comm").write_text(f"worker{pid}\n")
+    return tmp_path / "proc"
+
+
+async def test_limits_history_and_processes(tree: MovingTree, tmp_path: Path) -> None:
+    proc = with_processes(tree, tmp_path, 4242, 4243)
+    async with running(monitor_settings(tree.root, proc_root=proc)) as (app, pilot):
+        app.push_screen(DetailScreen(f"/{DB1}"))
+        await wait_for(pilot, lambda: showing(app, DetailScreen, "#procs-title"))
+        await wait_for(pilot, lambda: "processes (2)" in str(
+            app.screen.query_one("#procs-title", Static).content))
+        assert static_text(app, "#detail-title") == f"tenants-db1.slice  /{DB1}"
+        limits = static_text(app, "#limits").splitlines()
+        assert limits[0].startswith("CPU ") and "CPUs 0-3" in limits[0]
+        assert [line.split()[0] for line in limits[:5]] == ["CPU", "memory", "limits", "PSI",
+                                                            "events"]
+        assert [line.split()[0] for line in static_text(app, "#history").splitlines()] == [
+            "cpu", "memory", "psi", "psi", "psi"]
+
+
+async def test_a_slice_that_stops_is_said_gone(tree: MovingTree) -> None:
+    async with running(monitor_settings(tree.root)) as (app, pilot):
+        app.push_screen(DetailScreen(f"/{DB1}"))
+        await wait_for(pilot, lambda: showing(app, DetailScreen, "#detail-title"))
+        tree.remove(DB1)
+        await wait_for(pilot, lambda: static_text(app, "#detail-title") == (
+            f"/{DB1}: gone (the slice was stopped)"))
+
+
+async def test_edit_asks_for_the_slices_tenant(tree: MovingTree) -> None:
+    """Monitoring only here: the app answers why it cannot edit."""
+    async with running(monitor_settings(tree.root)) as (app, pilot):
+        app.push_screen(DetailScreen(f"/{DB1}"))
+        await wait_for(pilot, lambda: showing(app, DetailScreen, "#detail-title"))
+        await pilot.press("e")
+        await wait_for(pilot, lambda: any(n.message == "read-only: no TENANTS file given"
+                                          for n in app._notifications))  # noqa: SLF001
+        await pilot.press("escape")
+        assert not isinstance(app.screen, DetailScreen)
