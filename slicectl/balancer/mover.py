@@ -115,8 +115,8 @@ class Mover:
         donor, receiver = self.units[m.donor], self.units[m.receiver]
         async with await Systemd.connect(self.options.bus_address) as sd:
             groups = {u: await sd.control_group(u) for u in (donor, receiver)}
-            now = {m.donor: self._effective(groups[donor]),
-                   m.receiver: self._effective(groups[receiver])}
+            now = {m.donor: self.effective(groups[donor]),
+                   m.receiver: self.effective(groups[receiver])}
             if now[m.donor] != held.get(m.donor) or now[m.receiver] != held.get(m.receiver):
                 return Outcome(m, False, "the tenants' CPUs changed since they were sampled ("
                                + ", ".join(f"{t} {format_cpulist(c or frozenset())}"
@@ -142,7 +142,8 @@ class Mover:
                  .with_move(m, time.time()))
         write_state(self.options.balance_state, state)
 
-    def _effective(self, control_group: str) -> frozenset[int] | None:
+    def effective(self, control_group: str) -> frozenset[int] | None:
+        """The CPUs a cgroup runs on now (cpuset.cpus.effective), read at once."""
         if not control_group:
             return None
         text = read_cgroup_file(self.options.cgroup_root, control_group, EFFECTIVE)
@@ -156,8 +157,8 @@ class Mover:
         """Wait (SETTLE_S at most) until every unit's cgroup shows its new CPUs."""
         deadline = time.monotonic() + SETTLE_S
         while True:
-            wrong = {u: self._effective(groups[u]) for u, cpus in want.items()
-                     if self._effective(groups[u]) != cpus}
+            wrong = {u: self.effective(groups[u]) for u, cpus in want.items()
+                     if self.effective(groups[u]) != cpus}
             if not wrong:
                 return
             if time.monotonic() >= deadline:

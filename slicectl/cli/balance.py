@@ -125,11 +125,19 @@ class _Held:
         self.told: dict[str, frozenset[int]] = {}
 
     def __call__(self, cur: Snapshot) -> Mapping[str, frozenset[int]]:
+        from dataclasses import replace
+
         from slicectl.core.balance_input import current_cpus
         from slicectl.core.balance_state import reconcile
         from slicectl.core.cpulist import format_cpulist
 
-        found = reconcile(self.mover.state(), current_cpus(self.config, cur.cgroups.values()))
+        # The elastic slices' CPUs read now: the sampler reads an empty cgroup (an idle
+        # tenant) in full only every few refreshes, so its sample may predate a move.
+        units = set(self.mover.units.values())
+        samples = [replace(s, cpus=cpus) if s.unit in units
+                   and (cpus := self.mover.effective(s.path)) is not None else s
+                   for s in cur.cgroups.values()]
+        found = reconcile(self.mover.state(), current_cpus(self.config, samples))
         if found.restored:
             names = found.restored
 
