@@ -8,6 +8,10 @@ exporter.1000: CPU time per scrape of `slicectl exporter` (the installed command
   boot; and the exporter's RSS after 10, 100 and 1,000 scrapes (10 and 100 with --quick).
 tui.100: CPU use of the TUI refreshing at 1 Hz over 100 slices (headless Textual), vs
   systemd-cgtop at 1 Hz on the same tree, as percent of one CPU.
+balance.100: CPU time per decision round of `slicectl balance --dry-run` (the installed
+  command) over 100 elastic tenants whose slices are plain cgroups in the guest's tree, placed
+  on a synthetic 416-CPU topology (the guest's 8 CPUs hold no 100 exclusive tenants), vs
+  systemd-cgtop's CPU time per refresh on the same tree, same boot.
 apply.100: wall time of `slicectl apply` of 100 new tenants on a clean host, vs a shell loop
   of `systemctl set-property` + `systemctl start` per slice producing the same live state.
 apply.100.confined: the same with `housekeeping:` (system.slice, user.slice and init.scope
@@ -39,7 +43,8 @@ from typing import Any
 CGROOT = Path("/sys/fs/cgroup")
 ONLY = set(filter(None, os.environ.get(
     "BENCH_ONLY",
-    "sampler.1000,exporter.1000,tui.100,apply.100,apply.100.confined,apply.100.change",
+    "sampler.1000,exporter.1000,tui.100,balance.100,apply.100,apply.100.confined,"
+    "apply.100.change",
 ).split(",")))
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 
@@ -218,6 +223,69 @@ def bench_tui() -> dict[str, Any]:
     return result(ours, "% of one CPU at 1 Hz", "systemd-cgtop at 1 Hz", cgtop)
 
 
+def balance_inputs(work: Path, tenants: int) -> tuple[Path, Path]:
+    """A synthetic host of 4 nodes x 52 cores x 2 threads (416 CPUs, Linux numbering: thread
+    siblings c and c+208) as topology JSON, and a tenants.yaml of `tenants` elastic tenants
+    s0000... of 4 CPUs (2 to 8) beside 2 housekeeping cores: 25 tenants a node."""
+    sys.path.insert(0, os.environ.get("SLICECTL_CHECKOUT", "."))
+    from slicectl.core.topology import Cpu, Node, Topology
+
+    nodes, cpus = [], []
+    for n in range(4):
+        cores = range(n * 52, n * 52 + 52)
+        nodes.append(Node(n, frozenset([*cores, *(c + 208 for c in cores)]), 64 << 30,
+                          {m: 10 if m == n else 21 for m in range(4)}))
+        for c in cores:
+            for t in (c, c + 208):
+                cpus.append(Cpu(t, True, n, package=n, die=0, core=c,
+                                siblings=frozenset({c, c + 208})))
+    topo = work / "topology.json"
+    topo.write_text(json.dumps(Topology(tuple(nodes), tuple(cpus), "synthetic").to_json()))
+    yaml = work / "tenants.yaml"
+    yaml.write_text("version: 1\nhousekeeping: {cpus: 4}\n"
+                    "balance: {interval: 1s, window: 3s, cooldown: 10s}\ntenants:\n" + "".join(
+                        f"  s{i:04d}: {{cpus: 4, cpus_min: 2, cpus_max: 8}}\n"
+                        for i in range(tenants)))
+    return yaml, topo
+
+
+def bench_balance() -> dict[str, Any]:
+    """`slicectl balance --dry-run --json` over 100 elastic tenants: its CPU time (/proc) per
+    decision round, over the rounds after its first window (each tenant then has a window of
+    readings to judge); the tenants' slices are the empty cgroups tenants.slice/tenants-sNNNN
+    .slice, so every tenant is idle and no move is decided (the balancer's usual round)."""
+    rounds = 10 if QUICK else 30
+    work = Path(tempfile.mkdtemp())
+    yaml, topo = balance_inputs(work, 100)
+    with slice_tree("tenants", 100):
+        cmd = [shutil.which("slicectl") or "slicectl", "balance", str(yaml), "--dry-run",
+               "--json", "--topology", str(topo)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+
+            def decision() -> dict[str, Any]:
+                line = proc.stdout.readline() if proc.stdout else ""
+                if not line:
+                    raise SystemExit(f"{' '.join(cmd)} stopped (exit {proc.wait(10)})")
+                return dict(json.loads(line))
+
+            for _ in range(4):  # interval 1 s, window 3 s: a window of readings
+                decision()
+            start = process_cpu(proc.pid)
+            moves = sum(len(decision()["moves"]) for _ in range(rounds))
+            ours = (process_cpu(proc.pid) - start) / rounds
+        finally:
+            proc.terminate()
+            proc.wait(60)
+        cgtop = cgtop_cpu(rounds)
+        cgroups = sum(1 for _ in CGROOT.rglob("cgroup.procs"))
+    shutil.rmtree(work, ignore_errors=True)
+    r = result(ours, "s CPU/round", "systemd-cgtop", cgtop)
+    r.update(tenants=100, rounds=rounds, moves=moves, cgroups=cgroups)
+    return r
+
+
 def tenants_yaml(n: int, *, confined: bool = False, weight: int = 100) -> str:
     lines = ["version: 1"] + (["housekeeping: {cpus: 2}"] if confined else []) + ["tenants:"]
     for i in range(n):
@@ -317,6 +385,8 @@ def main() -> int:
         out["exporter.1000"] = bench_exporter()
     if "tui.100" in ONLY:
         out["tui.100"] = bench_tui()
+    if "balance.100" in ONLY:
+        out["balance.100"] = bench_balance()
     if "apply.100" in ONLY:
         out["apply.100"] = bench_apply()
     if "apply.100.confined" in ONLY:
