@@ -232,14 +232,17 @@ def idle_fraction(before: Sequence[int], after: Sequence[int]) -> float:
 
 def numa_nodes() -> dict[int, list[int]]:
     """{node: CPUs} from sysfs."""
-    nodes = {}
-    for path in sorted(Path("/sys/devices/system/node").glob("node[0-9]*")):
-        cpus: list[int] = []
-        for part in (path / "cpulist").read_text().strip().split(","):
-            lo, _, hi = part.partition("-")
-            cpus += range(int(lo), int(hi or lo) + 1)
-        nodes[int(path.name[4:])] = cpus
-    return nodes
+    return {int(path.name[4:]): sorted(parse_cpulist((path / "cpulist").read_text()))
+            for path in sorted(Path("/sys/devices/system/node").glob("node[0-9]*"))}
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """The CPUs of a kernel cpulist (`0-3,8`; empty: none)."""
+    cpus: set[int] = set()
+    for part in filter(None, text.strip().split(",")):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
 
 
 def numa_stat(cgroup: Path, key: str = "anon") -> dict[int, int]:

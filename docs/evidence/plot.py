@@ -24,7 +24,8 @@ from matplotlib.figure import Figure  # noqa: E402
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 COLORS = {"alpha": "tab:blue", "beta": "tab:orange", "rogue": "tab:red", "calm1": "tab:green",
-          "calm2": "tab:olive", "kept": "tab:green", "lost": "tab:red"}
+          "calm2": "tab:olive", "kept": "tab:green", "lost": "tab:red", "web": "tab:blue",
+          "batch": "tab:orange"}
 NOTE = "testbed: 8 vCPUs, 4 NUMA nodes, systemd 252, cgroup v2, qemu TCG"
 
 
@@ -222,8 +223,54 @@ def f_numa() -> Path:
                 "page cache")
 
 
+def g_balance() -> Path:
+    sys.path.insert(0, str(HERE))
+    import lab
+
+    data = rows("g_balance")
+    events = rows("g_balance_events")
+    setups = [s for s in ("static", "balancer") if any(r["setup"] == s for r in data)]
+    fig, axes = plt.subplots(len(setups), 1, figsize=(10, 3.3 * len(setups)), sharex=True,
+                             squeeze=False)
+    work: dict[str, float] = {}
+    for ax, setup in zip(axes[:, 0], setups, strict=True):
+        mine = [r for r in data if r["setup"] == setup]
+        cpus = ax.twinx()
+        work[setup] = 0.0
+        for tenant in ("web", "batch"):
+            points = [r for r in mine if r["tenant"] == tenant]
+            t = [float(r["t"]) for r in points]
+            ops = [float(r["ops_per_s"]) for r in points]
+            work[setup] += sum(v * (b - a) for a, b, v in zip([0.0, *t], t, ops, strict=False))
+            ax.plot(t, ops, color=COLORS[tenant], lw=0.9, label=f"{tenant}: operations/s")
+            cpus.step(t, [len(lab.parse_cpulist(r["cpus"])) for r in points], where="post",
+                      color=COLORS[tenant], ls="--", lw=1.2, alpha=0.7,
+                      label=f"{tenant}: CPUs held")
+        for e in events:
+            if e["setup"] == setup and e["event"] == "switch":
+                ax.axvline(float(e["t"]), color="grey", lw=0.8)
+                ax.text(float(e["t"]) + 0.3, 0.97, f"{e['tenant']} busy", fontsize=7,
+                        transform=ax.get_xaxis_transform(), va="top")
+            if e["setup"] == setup and e["event"] == "grew":
+                ax.axvline(float(e["t"]), color=COLORS[e["tenant"]], ls=":", lw=1)
+        cpus.set(ylim=(0, 2.9), yticks=[0, 1, 2], ylabel="CPUs held (dashed)")
+        top = max(float(r["ops_per_s"]) for r in mine)
+        ax.set(ylabel="operations per second", ylim=(0, top * 1.45),
+               title="static split (web 1 CPU, batch 2)" if setup == "static" else
+               "with slicectl balance (interval 1 s, window 3 s)")
+        ax.title.set_fontsize(9)
+        lines = ax.get_legend_handles_labels()
+        more = cpus.get_legend_handles_labels()
+        ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="upper right",
+                  ncol=2)
+    axes[-1, 0].set(xlabel="time (s)")
+    ratio = work["balancer"] / work["static"] if len(work) == 2 else float("nan")
+    return save(fig, "g_balance", "(g) alternating demand: the core follows the busy tenant "
+                f"({ratio:.2f}× the operations of the static split)")
+
+
 PLOTS: dict[str, Callable[[], Path]] = {f.__name__: f for f in (
-    a_shares, b_realloc, c_rogue, d_pagecache, e_quota, f_numa)}
+    a_shares, b_realloc, c_rogue, d_pagecache, e_quota, f_numa, g_balance)}
 
 
 def main(names: list[str]) -> int:

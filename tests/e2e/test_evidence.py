@@ -19,6 +19,7 @@ import c_rogue  # noqa: E402
 import d_pagecache  # noqa: E402
 import e_quota  # noqa: E402
 import f_numa  # noqa: E402
+import g_balance  # noqa: E402
 
 
 def test_a_seed_004_cases_match_the_prediction_within_1pp() -> None:
@@ -75,3 +76,18 @@ def test_f_allowed_memory_nodes_keeps_memory_local() -> None:
     result = f_numa.main(quick=True)
     assert result.locality_bound >= 0.99, result
     assert result.locality_unbound < 0.75, result
+
+
+def test_g_the_core_follows_alternating_demand() -> None:
+    result = g_balance.main(quick=True)
+    # the busy tenant's cpuset grows after every switch: a window (3 s) of readings after the
+    # switch, at most an interval (1 s) to the first one, the move, and slack for TCG
+    assert len(result.follow_s) == len(g_balance.QUICK_PHASES), result
+    assert max(result.follow_s) <= 10.0, result
+    assert result.moves == len(g_balance.QUICK_PHASES), result
+    assert result.restored, result  # the balancer's stop gave the declared CPUs back
+    # web (1 CPU declared) does more in its phase with a second CPU; batch (2 declared) loses
+    # at most what it does without its second CPU until the core comes back
+    assert result.ratio_web >= 1.4, result
+    assert result.ratio_batch >= 0.75, result
+    assert result.ratio >= 1.1, result
