@@ -6,11 +6,12 @@ whichever is busy, against the same tenants on a static split.
 (cpus_min 1, cpus_max 2): three CPUs for two tenants that each want two, never at the same
 time. Each tenant runs WORKERS counting processes (lab.start_counting); a phase lets one
 tenant's workers run and stops the other's (SIGSTOP/SIGCONT: no interpreter start in the
-measurement), alternating web, batch, web, batch. The same phases run twice on the same
-applied tenants: first on the static split (no balancer), then with `slicectl balance` running
-(balance: interval 1 s, window 3 s, cooldown 5 s). Every 0.25 s: each tenant's operations per
-second and its cpuset.cpus.effective. "Follows" is the time from a load switch until the busy
-tenant's cpuset.cpus.effective holds more CPUs than at the switch.
+measurement): web busy, then batch busy. Such a pair of phases runs on the static split (no
+balancer), then with `slicectl balance` running (balance: interval 1 s, window 3 s, cooldown
+5 s), and the full run repeats both, so that the host's changing load falls on both setups
+alike: static, balancer, static, balancer (the shortened run: static, balancer). Every 0.25 s:
+each tenant's operations per second and its cpuset.cpus.effective. "Follows" is the time from
+a load switch until the busy tenant's cpuset.cpus.effective holds more CPUs than at the switch.
 
 Under TCG the 8 vCPUs are threads on the host's 2 cores, so a third busy vCPU adds no
 instructions: the shape keeps at most 2 vCPUs busy (the busy tenant's 2 workers; the sampler
@@ -19,7 +20,7 @@ share a node, and the testbed's nodes have 2 CPUs each, hence batch spans nodes 
 
     tests/testbed/run docs/evidence/g_balance.py [--quick]     (docs/evidence/run g)
 
-Writes g_balance.csv (setup, t, phase, busy, tenant, ops_per_s, cpus) and
+Writes g_balance.csv (setup, round, t, phase, busy, tenant, ops_per_s, cpus) and
 g_balance_events.csv (each load switch, each growth of the busy tenant's cpuset, each move
 line of the balancer as the recorder first saw it).
 """
@@ -49,15 +50,16 @@ tenants:
 TENANT_NAMES = ("web", "batch")
 WORKERS = 2  # per tenant: enough to fill its ceiling of 2 CPUs
 INTERVAL = 0.25
-PHASES, PHASE_S = ("web", "batch", "web", "batch"), 30.0
-QUICK_PHASES, QUICK_PHASE_S = ("web", "batch"), 20.0
-SETUPS = ("static", "balancer")
+PHASES = ("web", "batch")  # the busy tenant of each phase of a round
+ROUNDS, PHASE_S = ("static", "balancer", "static", "balancer"), 30.0
+QUICK_ROUNDS, QUICK_PHASE_S = ("static", "balancer"), 20.0
 
 
 @dataclass(frozen=True)
 class Sample:
     setup: str  # static (no balancer) or balancer
-    t: float  # seconds since the setup's first phase began
+    round: int  # which round of ROUNDS
+    t: float  # seconds since the round's first phase began
     phase: int
     busy: str  # the tenant whose workers run in this phase
     tenant: str
@@ -68,6 +70,7 @@ class Sample:
 @dataclass(frozen=True)
 class Event:
     setup: str
+    round: int
     t: float
     event: str  # switch (the load moved to `tenant`), grew (its cpuset), move (balancer)
     tenant: str
@@ -81,6 +84,7 @@ class Result:
     ratio: float  # ops_balancer / ops_static
     ratio_web: float  # web's operations in its own phases, balancer / static
     ratio_batch: float  # batch's, likewise
+    gain_2cpu: float  # with the balancer: the busy tenant's ops/s on 2 CPUs over on 1
     follow_s: tuple[float, ...]  # each load switch -> the busy tenant's cpuset grew
     moves: int  # move lines the balancer printed
     restored: bool  # the balancer's stop gave both tenants their declared CPUs back
@@ -116,8 +120,10 @@ class Workers:
 class Recorder:
     """Ops per second and CPUs of each tenant every INTERVAL seconds, through the phases."""
 
-    def __init__(self, setup: str, workers: Workers, balancer_out: Path | None = None) -> None:
+    def __init__(self, setup: str, round_: int, workers: Workers,
+                 balancer_out: Path | None = None) -> None:
         self.setup = setup
+        self.round = round_
         self.workers = workers
         self.cpusets = {t: lab.control_group(f"tenants-{t}.slice") / "cpuset.cpus.effective"
                         for t in TENANT_NAMES}
@@ -138,7 +144,7 @@ class Recorder:
         for i, busy in enumerate(phases):
             switch = time.monotonic() - start
             self.workers.load(busy)
-            self.events.append(Event(self.setup, switch, "switch", busy, ""))
+            self.events.append(Event(self.setup, self.round, switch, "switch", busy, ""))
             at_switch = {t: lab.operations(self.workers.counters[t]) for t in TENANT_NAMES}
             size = len(lab.parse_cpulist(self.cpus(busy)))
             grew = False
@@ -149,13 +155,14 @@ class Recorder:
                 for tenant in TENANT_NAMES:
                     count = lab.operations(self.workers.counters[tenant])
                     cpus = self.cpus(tenant)
-                    self.samples.append(Sample(self.setup, now - start, i, busy, tenant,
+                    self.samples.append(Sample(self.setup, self.round, now - start, i, busy, tenant,
                                                (count - last[tenant]) / (now - last_t), cpus))
                     last[tenant] = count
                     if tenant == busy and not grew and len(lab.parse_cpulist(cpus)) > size:
                         grew = True
                         self.follow.append(now - start - switch)
-                        self.events.append(Event(self.setup, now - start, "grew", busy, cpus))
+                        self.events.append(Event(self.setup, self.round, now - start,
+                                                 "grew", busy, cpus))
                 last_t = now
                 self.read_balancer(now - start)
             self.phase_ops.append({t: lab.operations(self.workers.counters[t]) - at_switch[t]
@@ -173,7 +180,7 @@ class Recorder:
         for line in new.decode().splitlines():
             if line.startswith("move core"):
                 receiver = line.split(" to ", 1)[1].split(":", 1)[0]
-                self.events.append(Event(self.setup, t, "move", receiver, line))
+                self.events.append(Event(self.setup, self.round, t, "move", receiver, line))
 
 
 def start_balancer(path: Path, out: Path, err: Path) -> subprocess.Popen[bytes]:
@@ -198,41 +205,57 @@ def stop_balancer(proc: subprocess.Popen[bytes], err: Path) -> None:
 
 
 def main(quick: bool = False) -> Result:
-    phases, seconds = (QUICK_PHASES, QUICK_PHASE_S) if quick else (PHASES, PHASE_S)
-    recorders = {}
+    rounds, seconds = (QUICK_ROUNDS, QUICK_PHASE_S) if quick else (ROUNDS, PHASE_S)
+    recorders: list[Recorder] = []
+    restored = True
     with lab.experiment():
         path = lab.tenants_file("g_balance", TENANTS)
         lab.apply(path)
         workers = Workers()
         declared = {t: lab.control_group(f"tenants-{t}.slice").joinpath(
             "cpuset.cpus.effective").read_text().strip() for t in TENANT_NAMES}
-        recorders["static"] = Recorder("static", workers)
-        recorders["static"].run(phases, seconds)
-        out, err = lab.WORK / "balance.out", lab.WORK / "balance.err"
-        proc = start_balancer(path, out, err)
-        try:
-            recorders["balancer"] = Recorder("balancer", workers, out)
-            recorders["balancer"].run(phases, seconds)
-        finally:
-            stop_balancer(proc, err)
-        restored = all(recorders["balancer"].cpus(t) == declared[t] for t in TENANT_NAMES)
-    lab.write_csv("g_balance", [s for r in recorders.values() for s in r.samples])
-    lab.write_csv("g_balance_events", [e for r in recorders.values() for e in r.events])
-    totals = {s: sum(sum(p.values()) for p in r.phase_ops) for s, r in recorders.items()}
-
-    def own(setup: str, tenant: str) -> int:
-        """A tenant's operations in its own (busy) phases."""
-        return sum(p[tenant] for p, busy in zip(recorders[setup].phase_ops, phases, strict=True)
-                   if busy == tenant)
-
-    result = Result(totals["static"], totals["balancer"],
-                    totals["balancer"] / totals["static"],
-                    own("balancer", "web") / own("static", "web"),
-                    own("balancer", "batch") / own("static", "batch"),
-                    tuple(round(f, 2) for f in recorders["balancer"].follow),
-                    sum(e.event == "move" for e in recorders["balancer"].events), restored)
+        for i, setup in enumerate(rounds):
+            if setup == "static":
+                recorders.append(Recorder(setup, i, workers))
+                recorders[-1].run(PHASES, seconds)
+                continue
+            out, err = lab.WORK / f"balance{i}.out", lab.WORK / f"balance{i}.err"
+            proc = start_balancer(path, out, err)
+            try:
+                recorders.append(Recorder(setup, i, workers, out))
+                recorders[-1].run(PHASES, seconds)
+            finally:
+                stop_balancer(proc, err)
+            restored &= all(recorders[-1].cpus(t) == declared[t] for t in TENANT_NAMES)
+    lab.write_csv("g_balance", [s for r in recorders for s in r.samples])
+    lab.write_csv("g_balance_events", [e for r in recorders for e in r.events])
+    result = summary(recorders, restored)
     print(f"g_balance: {result}", flush=True)
     return result
+
+
+def summary(recorders: list[Recorder], restored: bool) -> Result:
+    def ops(setup: str, tenant: str | None = None) -> int:
+        """Operations in the rounds of `setup`: of both tenants, or of `tenant` in its own
+        (busy) phases."""
+        return sum(n for r in recorders if r.setup == setup
+                   for p, busy in zip(r.phase_ops, PHASES, strict=True)
+                   for t, n in p.items() if tenant is None or t == tenant == busy)
+
+    def busy_rate(cpus: int) -> float:
+        """Mean ops/s of the busy tenant over the samples where it held `cpus` CPUs, with the
+        balancer."""
+        rates = [s.ops_per_s for r in recorders if r.setup == "balancer" for s in r.samples
+                 if s.tenant == s.busy and len(lab.parse_cpulist(s.cpus)) == cpus]
+        return sum(rates) / len(rates)
+
+    balanced = [r for r in recorders if r.setup == "balancer"]
+    return Result(ops("static"), ops("balancer"), ops("balancer") / ops("static"),
+                  ops("balancer", "web") / ops("static", "web"),
+                  ops("balancer", "batch") / ops("static", "batch"),
+                  busy_rate(2) / busy_rate(1),
+                  tuple(round(f, 2) for r in balanced for f in r.follow),
+                  sum(e.event == "move" for r in balanced for e in r.events), restored)
 
 
 if __name__ == "__main__":

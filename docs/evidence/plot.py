@@ -229,14 +229,13 @@ def g_balance() -> Path:
 
     data = rows("g_balance")
     events = rows("g_balance_events")
-    setups = [s for s in ("static", "balancer") if any(r["setup"] == s for r in data)]
-    fig, axes = plt.subplots(len(setups), 1, figsize=(10, 3.3 * len(setups)), sharex=True,
+    rounds = sorted({(int(r["round"]), r["setup"]) for r in data})
+    fig, axes = plt.subplots(len(rounds), 1, figsize=(10, 2.9 * len(rounds)), sharex=True,
                              squeeze=False)
-    work: dict[str, float] = {}
-    for ax, setup in zip(axes[:, 0], setups, strict=True):
-        mine = [r for r in data if r["setup"] == setup]
+    work = {"static": 0.0, "balancer": 0.0}
+    for ax, (n, setup) in zip(axes[:, 0], rounds, strict=True):
+        mine = [r for r in data if int(r["round"]) == n]
         cpus = ax.twinx()
-        work[setup] = 0.0
         for tenant in ("web", "batch"):
             points = [r for r in mine if r["tenant"] == tenant]
             t = [float(r["t"]) for r in points]
@@ -247,26 +246,29 @@ def g_balance() -> Path:
                       color=COLORS[tenant], ls="--", lw=1.2, alpha=0.7,
                       label=f"{tenant}: CPUs held")
         for e in events:
-            if e["setup"] == setup and e["event"] == "switch":
+            if int(e["round"]) != n:
+                continue
+            if e["event"] == "switch":
                 ax.axvline(float(e["t"]), color="grey", lw=0.8)
                 ax.text(float(e["t"]) + 0.3, 0.97, f"{e['tenant']} busy", fontsize=7,
                         transform=ax.get_xaxis_transform(), va="top")
-            if e["setup"] == setup and e["event"] == "grew":
+            elif e["event"] == "grew":
                 ax.axvline(float(e["t"]), color=COLORS[e["tenant"]], ls=":", lw=1)
         cpus.set(ylim=(0, 2.9), yticks=[0, 1, 2], ylabel="CPUs held (dashed)")
         top = max(float(r["ops_per_s"]) for r in mine)
         ax.set(ylabel="operations per second", ylim=(0, top * 1.45),
-               title="static split (web 1 CPU, batch 2)" if setup == "static" else
-               "with slicectl balance (interval 1 s, window 3 s)")
+               title=f"round {n + 1}: " + ("static split (web 1 CPU, batch 2)"
+                                           if setup == "static" else
+                                           "with slicectl balance (interval 1 s, window 3 s)"))
         ax.title.set_fontsize(9)
         lines = ax.get_legend_handles_labels()
         more = cpus.get_legend_handles_labels()
         ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="upper right",
                   ncol=2)
-    axes[-1, 0].set(xlabel="time (s)")
-    ratio = work["balancer"] / work["static"] if len(work) == 2 else float("nan")
+    axes[-1, 0].set(xlabel="time in the round (s)")
     return save(fig, "g_balance", "(g) alternating demand: the core follows the busy tenant "
-                f"({ratio:.2f}× the operations of the static split)")
+                f"({work['balancer'] / work['static']:.2f}× the operations of the static "
+                "split)")
 
 
 PLOTS: dict[str, Callable[[], Path]] = {f.__name__: f for f in (

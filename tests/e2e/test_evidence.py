@@ -82,12 +82,13 @@ def test_g_the_core_follows_alternating_demand() -> None:
     result = g_balance.main(quick=True)
     # the busy tenant's cpuset grows after every switch: a window (3 s) of readings after the
     # switch, at most an interval (1 s) to the first one, the move, and slack for TCG
-    assert len(result.follow_s) == len(g_balance.QUICK_PHASES), result
+    switches = len(g_balance.PHASES) * g_balance.QUICK_ROUNDS.count("balancer")
+    assert len(result.follow_s) == switches, result
     assert max(result.follow_s) <= 10.0, result
-    assert result.moves == len(g_balance.QUICK_PHASES), result
+    assert result.moves == switches, result
     assert result.restored, result  # the balancer's stop gave the declared CPUs back
-    # web (1 CPU declared) does more in its phase with a second CPU; batch (2 declared) loses
-    # at most what it does without its second CPU until the core comes back
-    assert result.ratio_web >= 1.4, result
-    assert result.ratio_batch >= 0.75, result
-    assert result.ratio >= 1.1, result
+    # the second CPU is real work on this testbed (at most 2 vCPUs busy), and the balancer's
+    # rounds do more than the static split's. Not more: the static split's and the balancer's
+    # rounds run minutes apart on a host whose load moves ops/s by 20-40 % (README).
+    assert result.gain_2cpu >= 1.3, result
+    assert result.ratio >= 1.0, result
