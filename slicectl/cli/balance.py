@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from slicectl.core.topology import Topology
 
 JSON_FORMAT = "slicectl-balance/1"
+# The interface files a round reads (slicectl.core.balance_input: a reading, the CPUs held).
+READ_FILES = frozenset({"cpu.stat", "cpu.pressure", "cpuset.cpus.effective"})
 _US = 1_000_000
 
 
@@ -99,9 +101,9 @@ def _print_round(outcomes: list[Outcome], elapsed: float, args: Namespace,
 
         moves = [move_json(o.move) | ({} if args.dry_run else {"made": o.made})
                  | ({"why_not": o.why_not} if o.why_not else {}) for o in outcomes]
-        json.dump({"format": JSON_FORMAT, "dry_run": args.dry_run,
-                   "elapsed_s": round(elapsed, 3), "moves": moves}, out)
-        out.write("\n")
+        # one write: json.dump writes each token on its own
+        out.write(json.dumps({"format": JSON_FORMAT, "dry_run": args.dry_run,
+                              "elapsed_s": round(elapsed, 3), "moves": moves}) + "\n")
     else:
         for o in outcomes:
             if o.made or args.dry_run:
@@ -219,10 +221,14 @@ def _rounds(args: Namespace, policy: BalancePolicy, signals: _Signals,
     """(previous, current) sample pairs, one per interval, on the sampler's clock."""
     from pathlib import Path
 
+    from slicectl.core.cgroupfiles import FILES
     from slicectl.host.sampler import Sampler
 
     interval = policy.interval / _US
-    with Sampler(Path(args.cgroup_root)) as sampler:
+    # A reading is CPU use, cpu.pressure and the CPUs held: the other 19 interface files of
+    # every cgroup stay unread, most of a round's cost (BENCHMARKS.md, balance.100).
+    unread = frozenset(f.name for f in FILES) - READ_FILES
+    with Sampler(Path(args.cgroup_root), skip=unread) as sampler:
         prev = sampler.sample()
         start, rounds = prev.time, 0
         while True:

@@ -15,7 +15,7 @@ from typing import Any
 from slicectl.core.balance import Elastic, Move, Reading, fixed_cpus
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.metrics import SliceMetrics
-from slicectl.core.placement import Layout
+from slicectl.core.placement import Layout, TenantPlacement
 from slicectl.core.samples import CgroupSample
 from slicectl.core.tenants import BalancePolicy, Config
 
@@ -39,18 +39,24 @@ def _elastic_of(config: Config) -> Callable[[str, str], str | None]:
     return tenant
 
 
+def _placements(layout: Layout) -> dict[str, TenantPlacement]:
+    """tenant -> its placement, looked up once per round (Layout.of searches the tuple)."""
+    return {p.tenant: p for p in layout.tenants}
+
+
 def readings(config: Config, layout: Layout, metrics: Iterable[SliceMetrics], time: float,
              held: Mapping[str, frozenset[int]] | None = None) -> dict[str, Reading]:
     """tenant -> its reading at `time` (seconds, the later sample's) for every elastic tenant
     whose slice has a CPU rate in `metrics`: a share of the CPUs it holds (`held`, else the
     CPUs `layout` gives it)."""
     tenant_of = _elastic_of(config)
+    placed = _placements(layout)
     out: dict[str, Reading] = {}
     for m in metrics:
         name = tenant_of(m.unit, m.cgroup)
         if name is None or m.cpu_cores is None:
             continue
-        count = len(held[name] if held is not None and name in held else layout.of(name).cpus)
+        count = len(held[name] if held is not None and name in held else placed[name].cpus)
         if not count:
             continue
         pressure = m.cpu_pressure.some.avg10 if m.cpu_pressure is not None else None
@@ -91,11 +97,12 @@ def elastic_tenants(config: Config, layout: Layout, history: History,
     them, the CPUs they hold (`held`: only the tenants in it; else the layout's), their floor
     and ceiling, their readings and when a core last moved."""
     last_moves = last_moves or {}
+    placements = _placements(layout)
     out = []
     for t in config.tenants:
         if not t.elastic or (held is not None and t.name not in held):
             continue
-        placed = layout.of(t.name)
+        placed = placements[t.name]
         floor, ceiling = t.size_range()
         cpus = placed.cpus if held is None else held[t.name]
         out.append(Elastic(t.name, frozenset(placed.cpu_nodes), cpus, floor, ceiling,
