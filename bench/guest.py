@@ -262,11 +262,8 @@ def bench_balance() -> dict[str, Any]:
                "--json", "--topology", str(topo)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         try:
-            assert proc.stdout is not None
-
             def decision() -> dict[str, Any]:
-                line = proc.stdout.readline() if proc.stdout else ""
-                if not line:
+                if not (line := proc.stdout.readline() if proc.stdout else ""):
                     raise SystemExit(f"{' '.join(cmd)} stopped (exit {proc.wait(10)})")
                 return dict(json.loads(line))
 
