@@ -233,6 +233,7 @@ def g_balance() -> Path:
     fig, axes = plt.subplots(len(rounds), 1, figsize=(10, 2.9 * len(rounds)), sharex=True,
                              squeeze=False)
     work = {"static": 0.0, "balancer": 0.0}
+    top = max(float(r["ops_per_s"]) for r in data)  # one scale for every round
     for ax, (n, setup) in zip(axes[:, 0], rounds, strict=True):
         mine = [r for r in data if int(r["round"]) == n]
         cpus = ax.twinx()
@@ -255,7 +256,6 @@ def g_balance() -> Path:
             elif e["event"] == "grew":
                 ax.axvline(float(e["t"]), color=COLORS[e["tenant"]], ls=":", lw=1)
         cpus.set(ylim=(0, 2.9), yticks=[0, 1, 2], ylabel="CPUs held (dashed)")
-        top = max(float(r["ops_per_s"]) for r in mine)
         ax.set(ylabel="operations per second", ylim=(0, top * 1.45),
                title=f"round {n + 1}: " + ("static split (web 1 CPU, batch 2)"
                                            if setup == "static" else

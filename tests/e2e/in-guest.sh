@@ -5,7 +5,7 @@
 set -u
 cd "${SLICECTL_CHECKOUT:?not inside the testbed}" || exit 1
 # Left out of the default tier (CI's), run by naming them, so that CI stays under 45 min: the
-# evidence experiments' shortened runs (about 12 min under TCG on a quiet host), and the three
+# evidence experiments' shortened runs (about 14 min under TCG on a quiet host), and the three
 # Ansible tests that each run a playbook of the module after the role's two runs (check/diff,
 # broken input, profile switch: about 3 min; the host's tests/test_ansible.py checks the same
 # against a fake systemd). CI runs the role's playbook twice (first run, idempotent second

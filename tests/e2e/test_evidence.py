@@ -90,5 +90,5 @@ def test_g_the_core_follows_alternating_demand() -> None:
     # the second CPU is real work on this testbed (at most 2 vCPUs busy), and the balancer's
     # rounds do more than the static split's. Not more: the static split's and the balancer's
     # rounds run minutes apart on a host whose load moves ops/s by 20-40 % (README).
-    assert result.gain_2cpu >= 1.3, result
+    assert result.gain_2cpu >= 1.2, result
     assert result.ratio >= 1.0, result
