@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from slicectl.core.topology import Topology
 
 JSON_FORMAT = "slicectl-balance/1"
-# The interface files a round reads (slicectl.core.balance_input: a reading, the CPUs held).
-READ_FILES = frozenset({"cpu.stat", "cpu.pressure", "cpuset.cpus.effective"})
 _US = 1_000_000
 
 
@@ -221,14 +219,10 @@ def _rounds(args: Namespace, policy: BalancePolicy, signals: _Signals,
     """(previous, current) sample pairs, one per interval, on the sampler's clock."""
     from pathlib import Path
 
-    from slicectl.core.cgroupfiles import FILES
     from slicectl.host.sampler import Sampler
 
     interval = policy.interval / _US
-    # A reading is CPU use, cpu.pressure and the CPUs held: the other 19 interface files of
-    # every cgroup stay unread, most of a round's cost (BENCHMARKS.md, balance.100).
-    unread = frozenset(f.name for f in FILES) - READ_FILES
-    with Sampler(Path(args.cgroup_root), skip=unread) as sampler:
+    with Sampler(Path(args.cgroup_root)) as sampler:
         prev = sampler.sample()
         start, rounds = prev.time, 0
         while True:
