@@ -106,6 +106,16 @@ def unit_text(text: str, executable: tuple[str, ...]) -> str:
 
 
 def _shipped(package: str, suffixes: tuple[str, ...]) -> dict[str, bytes]:
+    """The files a package-data package ships: from the checkout's folder (`units/`, `man/`;
+    pyproject.toml maps them into the package) when slicectl runs from a checkout, which
+    has no such package, else as pip installed them."""
+    from pathlib import Path
+
+    checkout = Path(__file__).resolve().parents[2]
+    folder = checkout / package.removeprefix("slicectl.")
+    if (checkout / "pyproject.toml").is_file() and folder.is_dir():
+        return {item.name: item.read_bytes() for item in folder.iterdir()
+                if item.name.endswith(suffixes)}
     from importlib.resources import files
 
     return {item.name: item.read_bytes() for item in files(package).iterdir()
