@@ -137,9 +137,9 @@ def profile_service(tmp_path: Path) -> Path:
 def test_generated_profile_service_sets_the_sandboxing_directives(profile_service: Path
                                                                    ) -> None:
     service = parse_unit(profile_service.read_text())["Service"]
-    # apply needs root; a tenants file may be under /home (read, never written)
+    # apply needs root; a tenants file may be under /home (read, never written) or /tmp
     wanted = {k: v for k, v in HARDENED.items() if k != "DynamicUser"} | {
-        "ProtectHome": "read-only"}
+        "ProtectHome": "read-only", "PrivateTmp": None}
     assert {k: service.get(k) for k in wanted} == wanted
     assert service["RestrictAddressFamilies"] == "AF_UNIX"  # the system bus, nothing else
     assert service["ReadWritePaths"].split() == [

@@ -280,8 +280,10 @@ SCHEDULE_SANDBOX: tuple[tuple[str, str], ...] = (
     ("UMask", "0022"),  # unit files are world-readable, as systemd's own
     ("ProtectSystem", "strict"),
     ("ReadWritePaths", "/etc/systemd/system -/etc/slicectl -/run/systemd/system.control"),
-    ("ProtectHome", "read-only"),  # a tenants file may live under /home
-    ("PrivateTmp", "yes"), ("PrivateDevices", "yes"), ("PrivateNetwork", "yes"),
+    # The tenants file may live anywhere the operator put it: /home (read-only here), /tmp
+    # (no PrivateTmp, which would hide it).
+    ("ProtectHome", "read-only"),
+    ("PrivateDevices", "yes"), ("PrivateNetwork", "yes"),
     ("PrivateIPC", "yes"),
     ("ProtectKernelTunables", "yes"), ("ProtectKernelModules", "yes"),
     ("ProtectKernelLogs", "yes"), ("ProtectControlGroups", "yes"), ("ProtectClock", "yes"),
