@@ -20,9 +20,8 @@ from hypothesis import settings
 if TYPE_CHECKING:
     # Imported lazily in the fixtures below, so that loading conftest does not import
     # dbus_fast into every test session (an import-hygiene test may check sys.modules).
-    from cgtree import MovingTree
-    from fakesystemd import FakeSystemd
-
+    from slicectl.demo.cgtree import MovingTree
+    from slicectl.demo.fakesystemd import FakeSystemd
     from slicectl.host.systemd import Systemd
 
 # --- bytecode: written, also where PYTHONDONTWRITEBYTECODE is set --------------------------------
@@ -208,7 +207,7 @@ async def fake_systemd(dbus_daemon: str, tmp_path: Path) -> AsyncIterator[FakeSy
     It mirrors live settings into cgroup files under `fake_systemd.cgroup_root`
     (tmp_path / "cgroup").
     """
-    from fakesystemd import FakeSystemd  # tests/ is on sys.path: it has no __init__.py
+    from slicectl.demo.fakesystemd import FakeSystemd
 
     fake = FakeSystemd(tmp_path / "cgroup")
     await fake.start(dbus_daemon)

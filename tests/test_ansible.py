@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from fakesystemd import FakeSystemd
+    from slicectl.demo.fakesystemd import FakeSystemd
 
 ROOT = Path(__file__).resolve().parent.parent
 COLLECTION = ROOT / "ansible"

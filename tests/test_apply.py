@@ -16,13 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakesystemd import FakeSystemd
 
 from slicectl.apply.applier import ApplyOptions, apply_plan, compute_diff
 from slicectl.cli import main
 from slicectl.core.config import load_yaml, parse_config
 from slicectl.core.errors import ApplyError
 from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.demo.fakesystemd import FakeSystemd
 
 YAML = """\
 version: 1

@@ -1,6 +1,6 @@
 """`slicectl balance` acting on the host: the fake systemd on a private dbus-daemon
-(tests/fakesystemd.py, which mirrors AllowedCPUs into cpuset files) and a moving cgroup tree
-(tests/cgtree.py) that gives the tenants their load.
+(slicectl/demo/fakesystemd.py, which mirrors AllowedCPUs into cpuset files) and a moving cgroup
+tree (slicectl/demo/cgtree.py) that gives the tenants their load.
 
 What a user sees: the move on stdout, the slices' AllowedCPUs changed as runtime properties
 and their cgroups' cpuset.cpus.effective following, the state file and the exporter's series,
@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from cgtree import Motion, MovingTree
-from fakesystemd import FakeSystemd
 
 from slicectl.cli import main
 from slicectl.core.cpulist import format_cpulist, from_bitmask, to_bitmask
+from slicectl.demo.cgtree import Motion, MovingTree
+from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.lock import locked_dir
 
 ROOT = Path(__file__).resolve().parent

@@ -1,8 +1,8 @@
 """Garbage in cgroup files never stops status, top, record or the TUI.
 
 A value that cannot be read is unknown (None, `null`, "-"), the slice is still listed, and
-`status --json` stays strict JSON. The trees are fake (tests/cgtree.py); the garbage is what
-a fuzzer, a broken kernel module or a half-written fixture could leave in them.
+`status --json` stays strict JSON. The trees are fake (slicectl/demo/cgtree.py); the garbage
+is what a fuzzer, a broken kernel module or a half-written fixture could leave in them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cgtree import Motion, MovingTree
 from examplecounts import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,6 +25,7 @@ from slicectl.cli.watch import run_record, run_status, run_top
 from slicectl.core.cgroupfiles import FILES
 from slicectl.core.metrics import MetricsMemo
 from slicectl.core.samples import CgroupSample, Pressure
+from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.host.recorder import open_db, rows_from_snapshot, write_rows
 from slicectl.host.sampler import Sampler
 from slicectl.views.monitor import COLUMNS, numa_cell, row, status_json

@@ -1,8 +1,9 @@
 """`slicectl exporter`: what Prometheus reads, checked by Prometheus' own tools.
 
-Fake cgroup trees (tests/cgtree.py) on the host; the real `promtool` validates the output and a
-real Prometheus server scrapes the exporter; drift is compared against the fake systemd on a
-private dbus-daemon. The exporter over real cgroups and systemd is tests/e2e/test_exporter.py.
+Fake cgroup trees (slicectl/demo/cgtree.py) on the host; the real `promtool` validates the
+output and a real Prometheus server scrapes the exporter; drift is compared against the fake
+systemd on a private dbus-daemon. The exporter over real cgroups and systemd is
+tests/e2e/test_exporter.py.
 
 Why this module runs past 400 lines: the exporter is checked by several real tools (promtool, a
 Prometheus server, `systemd-analyze security`) and against its docs, alert rules and dashboard,
@@ -30,14 +31,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cgtree import Motion, MovingTree
-from fakesystemd import FakeSystemd
 from prometheus_client.exposition import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.process_collector import ProcessCollector
 
 from slicectl.apply.applier import ApplyOptions, apply_plan
+from slicectl.demo.cgtree import Motion, MovingTree
+from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.exporter.drift import DriftWatch
 from slicectl.exporter.families import METRICS, SLICE_METRICS, SeriesMemo
 from slicectl.exporter.process_metrics import FdCounter, ProcessMetrics

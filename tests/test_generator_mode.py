@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from fakesystemd import FakeSystemd
 
 from slicectl.apply.applier import ApplyOptions, apply_plan
 from slicectl.apply.generator_mode import (
@@ -24,6 +23,7 @@ from slicectl.apply.generator_mode import (
     enabled,
 )
 from slicectl.core.errors import ApplyError
+from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.planning import load_tenants
 from slicectl.host.sysfs import read_topology
 

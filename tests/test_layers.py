@@ -9,11 +9,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # Layers (DESIGN §1, §12) are the package's folders: slicectl/core/ (pure), slicectl/host/ (the
-# edges), slicectl/apply/, slicectl/views/ (what the front ends show), then one folder per front
-# end. A module may import its own layer and the layers this table lists for it; a front end
-# may import any layer. A folder (or top-level module) in no layer fails the test.
+# edges), slicectl/apply/, slicectl/views/ (what the front ends show), slicectl/demo/ (a
+# synthetic host: moving cgroup tree, fake systemd; only front ends may use it, so the product's
+# own layers can never reach the fake), then one folder per front end. A module may import its
+# own layer and the layers this table lists for it; a front end may import any layer. A folder
+# (or top-level module) in no layer fails the test.
 MAY_IMPORT = {"core": {"core"}, "host": {"core", "host"}, "apply": {"core", "host", "apply"},
-              "views": {"core", "views"}}
+              "views": {"core", "views"}, "demo": {"core", "host", "apply", "demo"}}
 # "": the package's own __init__
 FRONT_ENDS = {"cli", "tui", "exporter", "generator", "balancer", "", "__main__"}
 FORBIDDEN_IN_CORE = ("textual", "dbus_fast", "rich", "prometheus_client")
@@ -125,7 +127,8 @@ def boundary_violations(root: Path = ROOT) -> list[str]:
 
 def test_import_boundaries() -> None:
     """DESIGN §12: core -> core only; host -> core and host; apply -> core, host and apply;
-    views -> core and views; no import cycles (lazy imports included) but the named ones."""
+    views -> core and views; demo -> core, host, apply and demo; nothing but a front end
+    imports demo; no import cycles (lazy imports included) but the named ones."""
     bad = boundary_violations()
     assert not bad, "\n".join(bad)
 
@@ -134,7 +137,7 @@ def test_import_checker_sees_lazy_relative_and_crossing_imports(tmp_path: Path) 
     # The checker itself must see lazy, relative and from-imports, and the layers by folder,
     # or the test above proves nothing.
     pkg = tmp_path / "slicectl"
-    for folder in ("tui", "core", "host", "views", "odd"):
+    for folder in ("tui", "core", "host", "views", "demo", "odd"):
         (pkg / folder).mkdir(parents=True)
         (pkg / folder / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
@@ -144,7 +147,9 @@ def test_import_checker_sees_lazy_relative_and_crossing_imports(tmp_path: Path) 
         "import os\ndef f():\n    from rich.table import Table\n"
         "    from slicectl.host import sysfs\n")
     (pkg / "host" / "sysfs.py").write_text("import slicectl.core.config\n"
-                                           "from slicectl.views.tables import x\n")
+                                           "from slicectl.views.tables import x\n"
+                                           "from slicectl.demo import fakesystemd\n")
+    (pkg / "demo" / "fakesystemd.py").write_text("")
     (pkg / "views" / "tables.py").write_text("from slicectl.core.config import f\n")
     (pkg / "views" / "rows.py").write_text("from ..tui import app\n")
     (pkg / "odd" / "thing.py").write_text("")
@@ -164,6 +169,8 @@ def test_import_checker_sees_lazy_relative_and_crossing_imports(tmp_path: Path) 
         "slicectl.core.config:4: core imports host slicectl.host",
         "slicectl.core.config:4: core imports host slicectl.host.sysfs",
         "slicectl.host.sysfs:2: host imports views slicectl.views.tables",
+        "slicectl.host.sysfs:3: host imports demo slicectl.demo",
+        "slicectl.host.sysfs:3: host imports demo slicectl.demo.fakesystemd",
         "slicectl.loose: in no layer (a folder of MAY_IMPORT or FRONT_ENDS)",
         "slicectl.odd.thing: in no layer (a folder of MAY_IMPORT or FRONT_ENDS)",
         "slicectl.odd: in no layer (a folder of MAY_IMPORT or FRONT_ENDS)",

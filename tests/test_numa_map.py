@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from cgtree import MovingTree
 from tuikit import make_topology
 
 from slicectl.cli import main
 from slicectl.core.metrics import SliceMetrics, compute
 from slicectl.core.numa_map import HOUSEKEEPING, SHARED, LiveMap, build_live_map, live_map_json
+from slicectl.demo.cgtree import MovingTree
 from slicectl.host.sampler import Sampler
 
 MIB = 1 << 20

@@ -1,5 +1,5 @@
-"""slicectl.host.systemd over a private dbus-daemon against tests/fakesystemd.py, plus its
-tables.
+"""slicectl.host.systemd over a private dbus-daemon against slicectl/demo/fakesystemd.py, plus
+its tables.
 
 Why this module runs past 400 lines: every property of the table travels over the bus (one
 test each), next to the Manager calls, jobs and errors the client maps.
@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from conftest import DBusDaemon
 from dbus_fast import Message, Variant
-from fakesystemd import FakeSystemd
 
 from slicectl.core.errors import SystemdError
 from slicectl.core.kinds import LiveValue
 from slicectl.core.properties import PROPERTIES
 from slicectl.core.values import UINT64_MAX
+from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.systemd import Systemd, decode, encode
 
 UNIT = "tenants-db1.slice"
@@ -138,7 +138,7 @@ def test_the_fake_systemd_knows_every_property_of_the_table() -> None:
     """The fake's own table (written apart, from systemd's documentation) and slicectl's name
     the same properties with the same signatures and the same "unset" values: adding a row to
     slicectl's table fails here until the fake knows the property too."""
-    from fakesystemd import SETTABLE
+    from slicectl.demo.fakesystemd import SETTABLE
 
     assert {p.dbus: p.signature for p in PROPERTIES} == {
         name: signature for name, (signature, _) in SETTABLE.items()}

@@ -17,7 +17,7 @@ from slicectl.core.yamledit import merge_document as merge
 from slicectl.host.tenantsfile import write_tenants
 
 if TYPE_CHECKING:
-    from fakesystemd import FakeSystemd
+    from slicectl.demo.fakesystemd import FakeSystemd
 
 ANNOTATED = """\
 # Tenants of db07 (kept by hand: the CMDB writes the values)

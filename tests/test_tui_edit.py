@@ -1,21 +1,21 @@
 """Editing in the TUI: edit -> plan -> apply and profile switches against the fake systemd on
-a private bus (tests/fakesystemd.py), checked as a user would: the dialog's diff, the cgroup
-files, tenants.yaml on disk."""
+a private bus (slicectl/demo/fakesystemd.py), checked as a user would: the dialog's diff, the
+cgroup files, tenants.yaml on disk."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from cgtree import MovingTree, make_root
 from dbus_fast import Variant
-from fakesystemd import FakeSystemd
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, OptionList
 from tuikit import YAML, make_topology, running, showing, static_rendered, static_text, wait_for
 
 from slicectl.apply.applier import ApplyOptions, apply_plan
 from slicectl.core.cpulist import parse_cpulist
+from slicectl.demo.cgtree import MovingTree, make_root
+from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.planning import load_tenants
 from slicectl.tui import tui_settings
 from slicectl.tui.app import STALE, SlicectlApp, TuiSettings

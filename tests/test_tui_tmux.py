@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cgtree import Motion, MovingTree
+
+from slicectl.demo.cgtree import Motion, MovingTree
 
 
 def tui_command(root: Path) -> str:
