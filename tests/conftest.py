@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -20,6 +19,7 @@ from hypothesis import settings
 if TYPE_CHECKING:
     # Imported lazily in the fixtures below, so that loading conftest does not import
     # dbus_fast into every test session (an import-hygiene test may check sys.modules).
+    from slicectl.demo.bus import PrivateBus
     from slicectl.demo.cgtree import MovingTree
     from slicectl.demo.fakesystemd import FakeSystemd
     from slicectl.host.systemd import Systemd
@@ -135,67 +135,30 @@ def _is_tmpfs(path: Path) -> bool:
 
 # --- D-Bus: a private dbus-daemon with a fake org.freedesktop.systemd1 -----------------------
 
-_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={socket}</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-"""
-
-
-class DBusDaemon:
-    """A private dbus-daemon listening on a socket of its own; restartable on the same socket
-    (as the system bus comes back after `systemctl restart dbus`)."""
-
-    def __init__(self) -> None:
-        daemon = shutil.which("dbus-daemon")
-        if daemon is None:
-            pytest.fail("dbus-daemon is not installed (tests/run installs it)")
-        self.binary = daemon
-        # Not tmp_path: a unix socket path must stay under ~108 bytes.
-        self.folder = Path(tempfile.mkdtemp(prefix="slicectl-bus-"))
-        self.config = self.folder / "bus.conf"
-        self.config.write_text(_BUS_CONFIG.format(socket=self.folder / "bus"))
-        self.address = f"unix:path={self.folder / 'bus'}"
-        self.proc: subprocess.Popen[str] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [self.binary, f"--config-file={self.config}", "--nofork", "--print-address=1"],
-            stdout=subprocess.PIPE, text=True,
-        )
-        assert self.proc.stdout is not None
-        if not self.proc.stdout.readline().strip():  # printed once it listens
-            pytest.fail(f"dbus-daemon did not start (exit status {self.proc.wait(5)})")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(5)
-            self.proc = None
-
-
 @pytest.fixture
-def bus_daemon() -> Iterator[DBusDaemon]:
-    """A private dbus-daemon for one test."""
-    daemon = DBusDaemon()
-    daemon.start()
+def bus_daemon() -> Iterator[PrivateBus]:
+    """A private dbus-daemon for one test (restartable: `stop()`, `start()`)."""
+    from slicectl.core.errors import SlicectlError
+    from slicectl.demo.bus import PrivateBus
+
+    # Not tmp_path: a unix socket path must stay under ~108 bytes.
+    folder = Path(tempfile.mkdtemp(prefix="slicectl-bus-"))
     try:
-        yield daemon
+        try:
+            daemon = PrivateBus(folder)
+            daemon.start()
+        except SlicectlError as e:
+            pytest.fail(f"{e.message} (tests/run installs it)")
+        try:
+            yield daemon
+        finally:
+            daemon.stop()
     finally:
-        daemon.stop()
-        shutil.rmtree(daemon.folder, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
-def dbus_daemon(bus_daemon: DBusDaemon) -> str:
+def dbus_daemon(bus_daemon: PrivateBus) -> str:
     """A private dbus-daemon for one test; its address."""
     return bus_daemon.address
 

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DBusDaemon
 from dbus_fast import Message, Variant
 
 from slicectl.core.errors import SystemdError
 from slicectl.core.kinds import LiveValue
 from slicectl.core.properties import PROPERTIES
 from slicectl.core.values import UINT64_MAX
+from slicectl.demo.bus import PrivateBus
 from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.systemd import Systemd, decode, encode
 
@@ -495,7 +495,7 @@ async def test_systemd_away_from_the_bus_for_a_moment_is_waited_for(
     assert fake_systemd.members().count("Reload") == 1
 
 
-async def test_a_restart_of_dbus_is_survived(bus_daemon: DBusDaemon,
+async def test_a_restart_of_dbus_is_survived(bus_daemon: PrivateBus,
                                              fake_systemd: FakeSystemd) -> None:
     """The bus daemon restarted on the same socket (systemctl restart dbus): the client
     connects again and sends its call there."""

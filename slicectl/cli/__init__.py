@@ -2,10 +2,10 @@
 
 `parser.py` builds the argument parser (one function per verb); the verbs live by what they
 do: `pipeline.py` (topology, validate, plan, generate, apply), `watch.py` (status, top, tui,
-record), `advise.py` (lint, recommend) and `completion.py`. `--help` and `generate` must not
-import textual or dbus_fast (a test checks); every verb imports what it needs inside itself,
-and `--help` builds only the parser it shows. Exit codes: 0 ok, 1 error, 2 usage, 3
-`plan --exit-code` found differences.
+record), `advise.py` (lint, recommend), `demo.py` (the synthetic host) and `completion.py`.
+`--help` and `generate` must not import textual or dbus_fast (a test checks); every verb
+imports what it needs inside itself, and `--help` builds only the parser it shows. Exit codes:
+0 ok, 1 error, 2 usage, 3 `plan --exit-code` found differences.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from slicectl.cli.advise import cmd_lint, cmd_recommend
 from slicectl.cli.balance import cmd_balance
 from slicectl.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from slicectl.cli.completion import cmd_completion
+from slicectl.cli.demo import cmd_demo
 from slicectl.cli.exporter import cmd_exporter
 from slicectl.cli.generator import cmd_generator
 from slicectl.cli.install import cmd_install, cmd_uninstall
@@ -46,6 +47,7 @@ COMMANDS: dict[str, Callable[[Namespace], int]] = {
     "completion": cmd_completion, "write": cmd_write, "exporter": cmd_exporter,
     "generator": cmd_generator, "balance": cmd_balance, "install": cmd_install,
     "uninstall": cmd_uninstall,
+    "demo": cmd_demo,
 }
 
 

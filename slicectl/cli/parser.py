@@ -166,6 +166,7 @@ def plan(p: Parser) -> None:
                    help="with --json: add each changed file's text before and after")
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR (as apply will)")
     _host(p)
+    _generator_root(p)
 
 
 def write(p: Parser) -> None:
@@ -193,8 +194,18 @@ def apply(p: Parser) -> None:
     _force(p)
     _host(p)
     _lock_timeout(p, "the unit directory")
+    _control_dir(p)
+    _generator_root(p)
+
+
+def _control_dir(p: Parser) -> None:
     p.add_argument("--control-dir", metavar="DIR", default=defaults.CONTROL_DIR,
                    help=argparse.SUPPRESS)
+
+
+def _generator_root(p: Parser) -> None:
+    # Where generator mode's files are looked for (tests, the demo); the host's is /.
+    p.add_argument("--root", metavar="DIR", help=argparse.SUPPRESS)
 
 
 def generate(p: Parser) -> None:
@@ -274,6 +285,7 @@ def tui(p: Parser) -> None:
     p.add_argument("--bus", metavar="ADDRESS", default=None, help=argparse.SUPPRESS)
     p.add_argument("--balance-state", metavar="FILE", default=defaults.BALANCE_STATE,
                    help=argparse.SUPPRESS)
+    _control_dir(p)
 
 
 def status(p: Parser) -> None:
@@ -366,12 +378,35 @@ def generator(p: Parser) -> None:
                    help="tenants file to install (enable; default: /etc/slicectl/tenants.yaml)")
     p.add_argument("--sysfs", metavar="ROOT", help=argparse.SUPPRESS)
     p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
-    p.add_argument("--root", metavar="DIR", help=argparse.SUPPRESS)
+    _generator_root(p)
     p.add_argument("--templates", metavar="DIR", help=argparse.SUPPRESS)
     _host(p)
     _lock_timeout(p, "the unit directory")
-    p.add_argument("--control-dir", metavar="DIR", default=defaults.CONTROL_DIR,
-                   help=argparse.SUPPRESS)
+    _control_dir(p)
+
+
+DEMO_VIEWS = ("tui", "top", "status", "shell", "run")
+
+
+def demo(p: Parser) -> None:
+    p.add_argument("view", nargs="?", choices=DEMO_VIEWS, default="tui",
+                   help="tui (default): the TUI, e edits a tenant; top: live until Ctrl-C; "
+                   "status: one snapshot, then exit; shell: a shell whose `slicectl` acts on "
+                   "the demo (exit ends it); run: one slicectl command against a running demo")
+    p.add_argument("command", metavar="ARGS", nargs=argparse.REMAINDER,
+                   help="shell: a command to run instead of an interactive shell; run: the "
+                   "slicectl command, e.g. plan tenants.yaml")
+    demo_options(p)
+
+
+def demo_options(p: Parser) -> None:
+    """The options of `slicectl demo`, which may also follow its view."""
+    p.add_argument("--dir", metavar="DIR", type=directory,
+                   help="build the demo in DIR (new or empty) and keep it at exit (default: a "
+                   "temporary folder, removed at exit); with run: the running demo's folder "
+                   "(default: $SLICECTL_DEMO_DIR, set in the demo's shell)")
+    _interval(p, "seconds between refreshes of status, top and the TUI "
+              f"(default: {defaults.MONITOR_INTERVAL_S:g})")
 
 
 def _install_place(p: Parser) -> None:
@@ -424,6 +459,7 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
                 install),
     "uninstall": ("remove exactly what install placed (files changed since are kept)",
                   uninstall),
+    "demo": ("try slicectl on a synthetic host: moving load, a fake systemd, no root", demo),
 }
 
 
@@ -495,6 +531,12 @@ DOCS: dict[str, tuple[str, str]] = {
                   "changed since is kept and named, folders only once empty, nothing else "
                   "touched.",
                   "sudo slicectl uninstall --dry-run"),
+    "demo": ("Start a synthetic two-socket host in a temporary folder: tenants whose load, "
+             "pressure and NUMA locality move (one held at its memory_high), a fake systemd "
+             "on a private D-Bus, and a unit directory; then show it, or open a shell where "
+             "plan, apply and every other verb act on it. Nothing outside the folder is "
+             "touched; everything stops and is removed at exit. Needs dbus-daemon.",
+             "slicectl demo status"),
 }
 
 

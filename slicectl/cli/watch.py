@@ -281,7 +281,10 @@ def cmd_tui(args: Namespace) -> int:
 
     return run_tui(args.tenants, Path(args.cgroup_root), args.interval, args.sysfs,
                    args.topology, options=apply_options(args),
-                   proc_root=Path(args.proc_root) if args.proc_root else None)
+                   proc_root=Path(args.proc_root) if args.proc_root else None,
+                   # The system bus needs root; a bus named with --bus is a private one
+                   # (the demo's, the tests'), where the user may change what they own.
+                   needs_root=args.bus is None)
 
 
 def cmd_record(args: Namespace) -> int:

@@ -36,8 +36,9 @@ def tui_sampler(cgroup_root: Path) -> Sampler:
 def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
                  sysfs: str | None = None, topology_file: str | None = None, *,
                  options: ApplyOptions | None = None, proc_root: Path | None = None,
-                 euid: int | None = None) -> TuiSettings:
-    """Resolve the command line into settings; raises ConfigError/TopologyError for bad input."""
+                 euid: int | None = None, needs_root: bool = True) -> TuiSettings:
+    """Resolve the command line into settings; raises ConfigError/TopologyError for bad input.
+    `needs_root`: False where changing the host does not need root (the demo's private bus)."""
     from slicectl.apply.applier import ApplyOptions
     from slicectl.tui.model import readonly_reasons
     from slicectl.tui.settings import TuiSettings
@@ -59,7 +60,8 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
         if sysfs is not None or topology_file is not None:
             raise  # asked for explicitly: a mistake to report, not to paper over
         topology_error = e.message
-    readonly = readonly_reasons(tenants, options.cgroup_root, options.bus_address, euid)
+    readonly = readonly_reasons(tenants, options.cgroup_root, options.bus_address, euid,
+                                needs_root=needs_root)
     if topology is None and tenants is not None:
         readonly.append(f"no topology ({topology_error})")
     proc = proc_root or Path(defaults.PROC)
@@ -77,13 +79,14 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
 
 def run_tui(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
             sysfs: str | None = None, topology_file: str | None = None, *,
-            options: ApplyOptions | None = None, proc_root: Path | None = None) -> int:
+            options: ApplyOptions | None = None, proc_root: Path | None = None,
+            needs_root: bool = True) -> int:
     """`slicectl tui`: raises SamplerError (no cgroup v2 root), ConfigError or TopologyError
-    before the screen is taken over; returns the exit status."""
+    before the screen is taken over; returns the exit status. `needs_root`: as `tui_settings`."""
     # The cgroup root first: the likeliest mistake.
     with tui_sampler(cgroup_root) as sampler:
         settings = tui_settings(tenants, cgroup_root, interval, sysfs, topology_file,
-                                options=options, proc_root=proc_root)
+                                options=options, proc_root=proc_root, needs_root=needs_root)
         from slicectl.tui.app import SlicectlApp
 
         result = SlicectlApp(settings, sampler).run()

@@ -266,12 +266,13 @@ def _bus_socket(address: str | None) -> Path | None:
 
 
 def readonly_reasons(tenants: str | None, cgroup_root: Path, bus_address: str | None,
-                     euid: int | None = None) -> list[str]:
-    """Why editing is off (empty list: it is on): no TENANTS, not root, no bus, no cgroup v2."""
+                     euid: int | None = None, *, needs_root: bool = True) -> list[str]:
+    """Why editing is off (empty list: it is on): no TENANTS, not root, no bus, no cgroup v2.
+    `needs_root`: False where the unit directory and the bus are the user's own (the demo)."""
     reasons = []
     if tenants is None:
         reasons.append("no TENANTS file given")
-    if (os.geteuid() if euid is None else euid) != 0:
+    if needs_root and (os.geteuid() if euid is None else euid) != 0:
         reasons.append("not root")
     socket = _bus_socket(bus_address)
     if socket is not None and not socket.exists():

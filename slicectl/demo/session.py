@@ -1,0 +1,246 @@
+"""A running demo host in one folder: the bundled topology as a sysfs tree, tenants.yaml, a
+private bus with the fake systemd on it, the moving cgroup tree, and a unit directory.
+
+`running_demo(folder)` builds it, applies tenants.yaml to the fake systemd with slicectl's own
+apply (so the limits on screen are the ones apply set), keeps the tree moving in a thread, and
+on exit stops everything it started. Nothing is written outside the folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from slicectl.core.errors import SlicectlError, UsageError
+from slicectl.core.topology import Topology
+
+if TYPE_CHECKING:
+    from slicectl.demo.fakesystemd import FakeSystemd
+
+TICK_S = 0.25  # how often the tree moves; status, top and the TUI sample every second
+MARKER = ".slicectl-demo"  # names a folder as a demo's (and the demo as running: its pid)
+
+
+@dataclass(frozen=True)
+class DemoPaths:
+    """Where a demo keeps each part, under `root`."""
+
+    root: Path
+
+    @property
+    def tenants(self) -> Path:
+        return self.root / "tenants.yaml"
+
+    @property
+    def original(self) -> Path:
+        """tenants.yaml as the demo started: copy it back to undo your edits."""
+        return self.root / "tenants.yaml.orig"
+
+    @property
+    def topology(self) -> Path:
+        return self.root / "host.json"
+
+    @property
+    def sysfs(self) -> Path:
+        return self.root / "sys"
+
+    @property
+    def cgroup(self) -> Path:
+        return self.root / "cgroup"
+
+    @property
+    def units(self) -> Path:
+        return self.root / "units"
+
+    @property
+    def control(self) -> Path:
+        return self.root / "run" / "systemd" / "system.control"
+
+    @property
+    def balance_state(self) -> Path:
+        return self.root / "run" / "slicectl" / "balance.json"
+
+    @property
+    def record_db(self) -> Path:
+        return self.root / "record.db"
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def bus_address(self) -> str:
+        return f"unix:path={self.root / 'bus'}"
+
+    @property
+    def marker(self) -> Path:
+        return self.root / MARKER
+
+    def running(self) -> bool:
+        """Whether a demo is running in this folder (its marker names a live process)."""
+        import os
+
+        try:
+            pid = int(self.marker.read_text().strip())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return False
+        return (self.root / "bus").exists()
+
+
+def prepare(folder: Path) -> DemoPaths:
+    """Make `folder` (new, or empty) a demo's: tenants.yaml, the topology, its sysfs tree."""
+    from slicectl.demo.sysfs import write_sysfs
+    from slicectl.host.sysfs import load_topology_file
+
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise UsageError(f"{folder}: exists and is not an empty directory",
+                         "give a new or empty folder, or leave out --dir for a temporary one")
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = DemoPaths(folder.resolve())
+    data = resources.files("slicectl.demo")
+    for target in (paths.tenants, paths.original):
+        target.write_text(data.joinpath("tenants.yaml").read_text(encoding="utf-8"))
+    paths.topology.write_text(data.joinpath("host.json").read_text(encoding="utf-8"))
+    write_sysfs(load_topology_file(str(paths.topology)), paths.sysfs)
+    for folder_ in (paths.units, paths.control, paths.bin):
+        folder_.mkdir(parents=True)
+    return paths
+
+
+class _FakeOnItsLoop:
+    """The fake systemd on an event loop of its own, in a thread (the views own the main one)."""
+
+    def __init__(self, paths: DemoPaths, topology: Topology, address: str) -> None:
+        from slicectl.demo.fakesystemd import FakeSystemd
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="fake-systemd",
+                                       daemon=True)
+        self.thread.start()
+        self.fake = FakeSystemd(paths.cgroup,
+                                cpus=(c.id for c in topology.cpus if c.online),
+                                nodes=(n.id for n in topology.nodes))
+        self._call(self.fake.start(address))
+
+    def _call(self, coroutine: object) -> None:
+        asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(30)  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        try:
+            self._call(self.fake.stop())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+            self.loop.close()
+
+
+class _Mover:
+    """Moves the demo's cgroup tree every TICK_S seconds, in a thread, until stopped."""
+
+    def __init__(self, paths: DemoPaths, topology: Topology) -> None:
+        from slicectl.demo.scenario import DemoTree
+
+        self.tree = DemoTree(paths.cgroup, {n.id: n.cpus for n in topology.nodes})
+        self.start = time.monotonic()
+        self.moved = threading.Event()  # set once the counters have moved (rates exist)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="demo-tree", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(TICK_S):
+            try:
+                self.tree.advance_to(time.monotonic() - self.start)
+            except OSError:
+                return  # the folder is going away
+            self.moved.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(10)
+
+
+@dataclass
+class Demo:
+    """A running demo: its paths and the fake systemd (for tests: its calls and units)."""
+
+    paths: DemoPaths
+    topology: Topology
+    fake: FakeSystemd
+    moved: threading.Event
+
+
+def _write_shim(paths: DemoPaths) -> None:
+    """bin/slicectl: slicectl pointed at this demo (`slicectl demo run`), for the demo shell."""
+    import shlex
+    import sys
+
+    shim = paths.bin / "slicectl"
+    shim.write_text("#!/bin/sh\n# slicectl against the demo in this folder (slicectl demo run)\n"
+                    f"exec {shlex.quote(sys.executable)} -m slicectl demo "
+                    f"--dir {shlex.quote(str(paths.root))} run \"$@\"\n")
+    shim.chmod(0o755)
+
+
+def _die_with_parent() -> None:
+    """In the dbus-daemon's child before exec: end it if the demo dies without cleaning up
+    (PR_SET_PDEATHSIG, prctl(2)); best effort, Linux only."""
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+def _initial_apply(paths: DemoPaths, topology: Topology) -> None:
+    """Apply the demo's tenants.yaml to the fake systemd with slicectl's own apply."""
+    from slicectl.apply.applier import ApplyOptions, apply_plan
+    from slicectl.host.planning import load_tenants
+
+    options = ApplyOptions(unit_dir=paths.units, cgroup_root=paths.cgroup,
+                           bus_address=paths.bus_address, control_dir=paths.control,
+                           balance_state=paths.balance_state)
+    asyncio.run(apply_plan(load_tenants(str(paths.tenants)), topology, options))
+
+
+@contextmanager
+def running_demo(folder: Path, *, keep: bool = False) -> Iterator[Demo]:
+    """Build the demo in `folder` (new or empty), start it, yield it; on exit stop everything
+    it started and, unless `keep`, remove the folder."""
+    import os
+
+    from slicectl.demo.bus import PrivateBus
+    from slicectl.host.sysfs import read_topology
+
+    with ExitStack() as stack:
+        paths = prepare(folder)
+        if not keep:
+            stack.callback(shutil.rmtree, paths.root, ignore_errors=True)
+        topology = read_topology(paths.sysfs)
+        bus = PrivateBus(paths.root, preexec=_die_with_parent)
+        stack.callback(bus.stop)
+        bus.start()
+        fake = _FakeOnItsLoop(paths, topology, bus.address)
+        stack.callback(fake.stop)
+        try:
+            _initial_apply(paths, topology)
+        except SlicectlError as e:
+            raise SlicectlError(f"the demo could not apply its tenants.yaml: {e.message}",
+                                e.hint) from e
+        mover = _Mover(paths, topology)
+        stack.callback(mover.stop)
+        _write_shim(paths)
+        paths.marker.write_text(f"{os.getpid()}\n")
+        stack.callback(paths.marker.unlink, missing_ok=True)
+        yield Demo(paths, topology, fake.fake, mover.moved)
