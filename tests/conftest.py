@@ -215,3 +215,17 @@ def svg_snapshot(request: pytest.FixtureRequest) -> Any:
             return str(Path(test_location.filepath).parent / "snapshots")
 
     return request.getfixturevalue("snapshot").use_extension(SvgFile)
+
+
+# --- the demo: a temporary folder with a short path --------------------------------------------
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A folder in /tmp for `slicectl demo`'s TMPDIR: tmp_path is too deep for the demo's
+    socket path (a unix socket path stays under ~108 bytes)."""
+    folder = Path(tempfile.mkdtemp(prefix="sd-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

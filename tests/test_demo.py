@@ -11,9 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -211,16 +209,6 @@ def _slicectl() -> str:
     found = shutil.which("slicectl", path=os.path.dirname(sys.executable))
     assert found is not None
     return found
-
-
-@pytest.fixture
-def scratch() -> Iterator[Path]:
-    """A short folder in /tmp (tmp_path is too deep for the demo's socket path)."""
-    folder = Path(tempfile.mkdtemp(prefix="sd-"))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _environment(tmp_path: Path, scratch: Path) -> tuple[dict[str, str], Path]:

@@ -11,12 +11,12 @@ import shlex
 import subprocess
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tuikit import tmux, wait_screen
 
 from slicectl.demo.cgtree import Motion, MovingTree
 
@@ -33,21 +33,6 @@ def tui_command(root: Path) -> str:
     # the terminal (Textual, like rich, would take them over the terminal's size).
     return shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", *base, "--cgroup-root", str(root),
                        "--interval", "0.2"])
-
-
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
-
-
-def wait_screen(session: str, cond: Callable[[str], bool], timeout: float = 20.0) -> str:
-    deadline = time.monotonic() + timeout
-    screen = ""
-    while time.monotonic() < deadline:
-        screen = tmux("capture-pane", "-p", "-t", session)
-        if cond(screen):
-            return screen
-        time.sleep(0.1)
-    raise AssertionError(f"screen never matched; last screen:\n{screen}")
 
 
 @pytest.fixture

@@ -1,10 +1,12 @@
-"""What the TUI's test modules share: a test topology and tenants file, moving trees, and a
-way to run the app under Textual's pilot and read what it shows."""
+"""What the TUI's test modules share: a test topology and tenants file, moving trees, a way
+to run the app under Textual's pilot and read what it shows, and tmux for a real terminal."""
 
 from __future__ import annotations
 
 import asyncio
 import io
+import subprocess
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -123,3 +125,20 @@ def monitor_settings(root: Path, **kw: object) -> TuiSettings:
     return settings
 
 
+
+
+def tmux(*args: str) -> str:
+    """Run a tmux command; its output."""
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+
+def wait_screen(session: str, cond: Callable[[str], bool], timeout: float = 20.0) -> str:
+    """The screen of tmux `session` once `cond` holds for it (the timeout detects a hang)."""
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = tmux("capture-pane", "-p", "-t", session)
+        if cond(screen):
+            return screen
+        time.sleep(0.1)
+    raise AssertionError(f"screen never matched; last screen:\n{screen}")
