@@ -196,6 +196,10 @@ echo "=== status"; slicectl status --json
 echo "=== matches"; slicectl plan tenants.yaml --exit-code > /dev/null && echo 0
 sed -i 's/memory_high: 1G/memory_high: 2G/' tenants.yaml
 echo "=== edited"; slicectl plan tenants.yaml --exit-code > /dev/null || echo $?
+touch fail-next-apply; while [ -e fail-next-apply ]; do sleep 0.05; done  # armed
+echo "=== refused"; slicectl apply tenants.yaml --yes > /dev/null 2> refused.txt || echo $?
+"$PYTHON" "$PROBE"; cat cgroup/tenants.slice/tenants-cache.slice/memory.high
+grep MemoryHigh units/tenants-cache.slice.d/50-slicectl.conf; grep -c "rolled back" refused.txt
 slicectl apply tenants.yaml --yes > /dev/null 2>&1
 echo "=== applied"; "$PYTHON" "$PROBE"; cat cgroup/tenants.slice/tenants-cache.slice/memory.high
 cp tenants.yaml.orig tenants.yaml
@@ -262,6 +266,9 @@ def test_demo_shell_plan_apply_roll_back_touching_nothing_outside(tmp_path: Path
     # systemd's property (read over the bus by another client) and the cgroup file; putting
     # the old file back and applying restored both, and the host matches again.
     assert (out["matches"], out["edited"], out["after"]) == ("0", "3", "0")
+    # With fail-next-apply the fake refused the property: apply failed (1) and rolled back
+    # the live value and the drop-in.
+    assert out["refused"].split() == ["1", str(1 << 30), str(1 << 30), "MemoryHigh=1G", "1"]
     assert out["applied"].split() == [str(2 << 30)] * 2
     assert out["rolled back"].split() == [str(1 << 30)] * 2
     # Nothing written outside the temporary folder (TMPDIR: the demo's folder and Python's

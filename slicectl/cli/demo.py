@@ -104,6 +104,7 @@ In this shell `slicectl` acts on the demo: its cgroup tree, unit directory and f
   slicectl plan tenants.yaml        what apply would change, file by file, live
   slicectl apply tenants.yaml       write the units, set the properties over D-Bus, verify
   cp tenants.yaml.orig tenants.yaml && slicectl apply tenants.yaml     roll back
+  touch fail-next-apply             the next apply fails midway and rolls back by itself
 {end}
 """
 

@@ -13,9 +13,10 @@ import ctypes
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
 
 TICK_S = 0.25  # how often the tree moves; status, top and the TUI sample every second
 MARKER = ".slicectl-demo"  # names a folder as a demo's (and the demo as running: its pid)
+# Created in the folder (`touch fail-next-apply`), it makes the fake systemd refuse the next
+# property change: the next apply fails midway and rolls back, as on any failure.
+FAULT = "fail-next-apply"
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,15 @@ class _FakeOnItsLoop:
     def _call(self, coroutine: object) -> None:
         asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(30)  # type: ignore[arg-type]
 
+    def arm_fault(self, flag: Path) -> None:
+        """If `flag` exists: remove it and fail the next SetUnitProperties (a D-Bus error)."""
+        if not flag.exists():
+            return
+        flag.unlink(missing_ok=True)
+        self.loop.call_soon_threadsafe(partial(
+            self.fake.fail_on, "SetUnitProperties", nth=1,
+            message=f"the demo's systemd refuses this change ({flag.name} was created)"))
+
     def stop(self) -> None:
         try:
             self._call(self.fake.stop())
@@ -147,13 +160,15 @@ class _FakeOnItsLoop:
 class _Mover:
     """Moves the demo's cgroup tree every TICK_S seconds, in a thread, until stopped."""
 
-    def __init__(self, paths: DemoPaths, topology: Topology) -> None:
+    def __init__(self, paths: DemoPaths, topology: Topology,
+                 on_tick: Callable[[], None]) -> None:
         from slicectl.demo.scenario import DemoTree
 
         self.tree = DemoTree(paths.cgroup, {n.id: n.cpus for n in topology.nodes})
         self.start = time.monotonic()
         self.moved = threading.Event()  # set once the counters have moved (rates exist)
         self._stop = threading.Event()
+        self._on_tick = on_tick
         self.thread = threading.Thread(target=self._run, name="demo-tree", daemon=True)
         self.thread.start()
 
@@ -161,6 +176,7 @@ class _Mover:
         while not self._stop.wait(TICK_S):
             try:
                 self.tree.advance_to(time.monotonic() - self.start)
+                self._on_tick()
             except OSError:
                 return  # the folder is going away
             self.moved.set()
@@ -238,7 +254,7 @@ def running_demo(folder: Path, *, keep: bool = False) -> Iterator[Demo]:
         except SlicectlError as e:
             raise SlicectlError(f"the demo could not apply its tenants.yaml: {e.message}",
                                 e.hint) from e
-        mover = _Mover(paths, topology)
+        mover = _Mover(paths, topology, partial(fake.arm_fault, paths.root / FAULT))
         stack.callback(mover.stop)
         _write_shim(paths)
         paths.marker.write_text(f"{os.getpid()}\n")
