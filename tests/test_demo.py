@@ -282,6 +282,18 @@ def test_demo_shell_plan_apply_roll_back_touching_nothing_outside(tmp_path: Path
     assert not _processes_naming(str(scratch / next(iter(demo_dirs))))
 
 
+def test_demo_status_prints_one_snapshot_and_leaves_nothing(tmp_path: Path,
+                                                            scratch: Path) -> None:
+    # The README's first command: ends by itself, the cache shown at its memory_high.
+    env, _ = _environment(tmp_path, scratch)
+    done = subprocess.run([_slicectl(), "demo", "status"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    cache = next(line for line in done.stdout.splitlines() if "tenants-cache.slice" in line)
+    assert "1.0G / 1.0G / 2.0G" in cache and "high +" in cache, done.stdout
+    assert list(scratch.iterdir()) == [scratch / "home"]
+
+
 def test_sigterm_stops_the_demo_and_removes_its_folder(tmp_path: Path, scratch: Path) -> None:
     env, _ = _environment(tmp_path, scratch)
     demo = subprocess.Popen([_slicectl(), "demo", "shell", "--", "sleep", "300"], env=env,
@@ -306,7 +318,8 @@ def test_sigterm_stops_the_demo_and_removes_its_folder(tmp_path: Path, scratch: 
     (["demo", "run", "status"], "which demo?"),
     (["demo", "--dir", "/nonexistent-demo", "run", "status"], "no demo is running there"),
     (["demo", "tui"], "needs a terminal"),
-    (["demo", "status", "--interval", "x"], "invalid number of seconds"),
+    (["demo", "nope"], "invalid choice: 'nope'"),
+    (["demo", "--dir", "", "status"], "must not be empty"),
 ])
 def test_demo_usage_errors(argv: list[str], message: str, tmp_path: Path,
                            scratch: Path) -> None:

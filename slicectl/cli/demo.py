@@ -79,15 +79,18 @@ def _running(args: Namespace) -> DemoPaths:
     return paths
 
 
-def _view_options(args: Namespace) -> Namespace:
-    """The demo's options given after a view (`slicectl demo top --interval 2`)."""
-    from slicectl.cli.parser import Parser, demo_options
+def _leading_dir(args: Namespace) -> list[str]:
+    """The words after the view, with a leading `--dir DIR` (the demo's own option, also
+    accepted after the view) taken into `args.dir` and a `--` before the rest dropped."""
+    from slicectl.cli.parser import directory
 
-    if args.view in ("shell", "run") or not args.command:
-        return args
-    parser = Parser(prog=f"slicectl demo {args.view}")
-    demo_options(parser)
-    return parser.parse_args(args.command, namespace=args)
+    words = list(args.command)
+    while words[:1] == ["--dir"] and len(words) > 1 or words[:1] and words[0].startswith(
+            "--dir="):
+        value = words[1] if words[0] == "--dir" else words[0].split("=", 1)[1]
+        args.dir = directory(value)
+        words = words[2:] if words[0] == "--dir" else words[1:]
+    return words[1:] if words[:1] == ["--"] else words
 
 
 def _banner(paths: DemoPaths, keep: bool) -> str:
@@ -162,16 +165,13 @@ def cmd_demo(args: Namespace) -> int:
     """`slicectl demo`: start the demo, show a view (or a shell), stop and clean up."""
     from slicectl.demo.session import running_demo
 
-    command = list(args.command)
-    if command[:1] == ["--"]:
-        command = command[1:]
+    command = _leading_dir(args)
     if args.view == "run":  # this process becomes the command (the demo's shell's slicectl)
         import os
 
         argv = slicectl_in_demo(_running(args), command)
         sys.stdout.flush()
         os.execv(argv[0], argv)
-    args = _view_options(args)
     if args.view == "tui" and not (sys.stdin.isatty() and sys.stdout.isatty()):
         from slicectl.core.errors import UsageError
 
@@ -183,7 +183,5 @@ def cmd_demo(args: Namespace) -> int:
         demo.moved.wait(10)  # numbers to show from the first refresh
         if args.view == "shell":
             return _shell(demo.paths, command, keep)
-        interval = ["--interval", f"{args.interval:g}"]
-        views = {"status": ["status", *interval], "top": ["top", *interval],
-                 "tui": ["tui", str(demo.paths.tenants), *interval]}
-        return _wait_for(slicectl_in_demo(demo.paths, views[args.view]), demo.paths)
+        view = [args.view, str(demo.paths.tenants)] if args.view == "tui" else [args.view]
+        return _wait_for(slicectl_in_demo(demo.paths, [*view, *command]), demo.paths)

@@ -394,19 +394,13 @@ def demo(p: Parser) -> None:
                    "status: one snapshot, then exit; shell: a shell whose `slicectl` acts on "
                    "the demo (exit ends it); run: one slicectl command against a running demo")
     p.add_argument("command", metavar="ARGS", nargs=argparse.REMAINDER,
-                   help="shell: a command to run instead of an interactive shell; run: the "
-                   "slicectl command, e.g. plan tenants.yaml")
-    demo_options(p)
-
-
-def demo_options(p: Parser) -> None:
-    """The options of `slicectl demo`, which may also follow its view."""
+                   help="tui, top, status: more options of that verb (status --json, top -n "
+                   "3); shell: a command to run instead of a shell; run: the slicectl command "
+                   "(plan tenants.yaml)")
     p.add_argument("--dir", metavar="DIR", type=directory,
                    help="build the demo in DIR (new or empty) and keep it at exit (default: a "
                    "temporary folder, removed at exit); with run: the running demo's folder "
                    "(default: $SLICECTL_DEMO_DIR, set in the demo's shell)")
-    _interval(p, "seconds between refreshes of status, top and the TUI "
-              f"(default: {defaults.MONITOR_INTERVAL_S:g})")
 
 
 def _install_place(p: Parser) -> None:

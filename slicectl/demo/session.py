@@ -19,13 +19,9 @@ from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from slicectl.core.errors import SlicectlError, UsageError
 from slicectl.core.topology import Topology
-
-if TYPE_CHECKING:
-    from slicectl.demo.fakesystemd import FakeSystemd
 
 TICK_S = 0.25  # how often the tree moves; status, top and the TUI sample every second
 MARKER = ".slicectl-demo"  # names a folder as a demo's (and the demo as running: its pid)
@@ -188,11 +184,9 @@ class _Mover:
 
 @dataclass
 class Demo:
-    """A running demo: its paths and the fake systemd (for tests: its calls and units)."""
+    """A running demo: its paths, and an event set once its tree has moved."""
 
     paths: DemoPaths
-    topology: Topology
-    fake: FakeSystemd
     moved: threading.Event
 
 
@@ -259,4 +253,4 @@ def running_demo(folder: Path, *, keep: bool = False) -> Iterator[Demo]:
         _write_shim(paths)
         paths.marker.write_text(f"{os.getpid()}\n")
         stack.callback(paths.marker.unlink, missing_ok=True)
-        yield Demo(paths, topology, fake.fake, mover.moved)
+        yield Demo(paths, mover.moved)
