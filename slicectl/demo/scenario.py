@@ -86,7 +86,8 @@ class Limits:
 
     @classmethod
     def read(cls, folder: Path, cg: FakeCgroup) -> Limits:
-        """From the files in `folder`; a file missing or half-written keeps `cg`'s value."""
+        """From the files in `folder`; a file missing, empty (being rewritten) or unreadable
+        counts as `cg`'s value."""
         def text(name: str, default: str) -> str:
             try:
                 return (folder / name).read_text().strip() or default
@@ -95,13 +96,20 @@ class Limits:
 
         def size(name: str, default: str) -> int | None:
             value = text(name, default)
-            return None if value == "max" or not value.isdigit() else int(value)
+            return int(value) if value.isdigit() else None  # "max": no limit
+
+        def cpus(name: str, default: str) -> frozenset[int]:
+            try:
+                return parse_cpulist(text(name, default))
+            except ValueError:
+                return parse_cpulist(default)
 
         quota, _, period = text("cpu.max", cg.cpu_max).partition(" ")
         return cls(
-            cpus=parse_cpulist(text("cpuset.cpus.effective", cg.cpus)),
-            mems=parse_cpulist(text("cpuset.mems.effective", cg.mems)),
-            quota_cores=None if quota == "max" else int(quota) / int(period or 100000),
+            cpus=cpus("cpuset.cpus.effective", cg.cpus),
+            mems=cpus("cpuset.mems.effective", cg.mems),
+            quota_cores=int(quota) / int(period) if quota.isdigit() and period.isdigit()
+            and int(period) else None,
             memory_high=size("memory.high", cg.memory_high),
             memory_max=size("memory.max", cg.memory_max))
 

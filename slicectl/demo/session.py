@@ -130,7 +130,11 @@ class _FakeOnItsLoop:
         self.fake = FakeSystemd(paths.cgroup,
                                 cpus=(c.id for c in topology.cpus if c.online),
                                 nodes=(n.id for n in topology.nodes))
-        self._call(self.fake.start(address))
+        try:
+            self._call(self.fake.start(address))
+        except BaseException:
+            self._end_loop()
+            raise
 
     def _call(self, coroutine: object) -> None:
         asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(30)  # type: ignore[arg-type]
@@ -148,9 +152,12 @@ class _FakeOnItsLoop:
         try:
             self._call(self.fake.stop())
         finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(10)
-            self.loop.close()
+            self._end_loop()
+
+    def _end_loop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
 
 
 class _Mover:
@@ -234,9 +241,9 @@ def running_demo(folder: Path, *, keep: bool = False) -> Iterator[Demo]:
     from slicectl.host.sysfs import read_topology
 
     with ExitStack() as stack:
-        paths = prepare(folder)
         if not keep:
-            stack.callback(shutil.rmtree, paths.root, ignore_errors=True)
+            stack.callback(shutil.rmtree, folder, ignore_errors=True)
+        paths = prepare(folder)
         topology = read_topology(paths.sysfs)
         bus = PrivateBus(paths.root, preexec=_die_with_parent)
         stack.callback(bus.stop)
