@@ -320,6 +320,7 @@ def test_sigterm_stops_the_demo_and_removes_its_folder(tmp_path: Path, scratch: 
     (["demo", "tui"], "needs a terminal"),
     (["demo", "nope"], "invalid choice: 'nope'"),
     (["demo", "--dir", "", "status"], "must not be empty"),
+    (["demo", "status", "--dir="], "must not be empty"),
 ])
 def test_demo_usage_errors(argv: list[str], message: str, tmp_path: Path,
                            scratch: Path) -> None:

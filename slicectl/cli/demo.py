@@ -82,14 +82,18 @@ def _running(args: Namespace) -> DemoPaths:
 def _leading_dir(args: Namespace) -> list[str]:
     """The words after the view, with a leading `--dir DIR` (the demo's own option, also
     accepted after the view) taken into `args.dir` and a `--` before the rest dropped."""
-    from slicectl.cli.parser import directory
+    from slicectl.core.errors import UsageError
 
     words = list(args.command)
-    while words[:1] == ["--dir"] and len(words) > 1 or words[:1] and words[0].startswith(
-            "--dir="):
-        value = words[1] if words[0] == "--dir" else words[0].split("=", 1)[1]
-        args.dir = directory(value)
-        words = words[2:] if words[0] == "--dir" else words[1:]
+    while words and (words[0].startswith("--dir=") or words[0] == "--dir" and len(words) > 1):
+        if words[0] == "--dir":
+            value, words = words[1], words[2:]
+        else:
+            value, words = words[0].partition("=")[2], words[1:]
+        if not value:
+            raise UsageError("--dir must not be empty",
+                             "name a folder, or leave out --dir for a temporary one")
+        args.dir = value
     return words[1:] if words[:1] == ["--"] else words
 
 
