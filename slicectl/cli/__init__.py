@@ -46,8 +46,7 @@ COMMANDS: dict[str, Callable[[Namespace], int]] = {
     "lint": cmd_lint, "record": cmd_record, "recommend": cmd_recommend, "tui": cmd_tui,
     "completion": cmd_completion, "write": cmd_write, "exporter": cmd_exporter,
     "generator": cmd_generator, "balance": cmd_balance, "install": cmd_install,
-    "uninstall": cmd_uninstall,
-    "demo": cmd_demo,
+    "uninstall": cmd_uninstall, "demo": cmd_demo,
 }
 
 

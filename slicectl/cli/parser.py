@@ -389,6 +389,9 @@ DEMO_VIEWS = ("tui", "top", "status", "shell", "run")
 
 
 def demo(p: Parser) -> None:
+    # argparse writes a REMAINDER as "...": name it, as the help below does.
+    p.usage = ("%(prog)s [-h] [--dir DIR] [--debug] [{" + ",".join(DEMO_VIEWS) + "}] "
+               "[ARGS ...]")
     p.add_argument("view", nargs="?", choices=DEMO_VIEWS, default="tui",
                    help="tui (default): the TUI, e edits a tenant; top: live until Ctrl-C; "
                    "status: one snapshot, then exit; shell: a shell whose `slicectl` acts on "
