@@ -286,11 +286,12 @@ def test_demo_status_prints_one_snapshot_and_leaves_nothing(tmp_path: Path,
                                                             scratch: Path) -> None:
     # The README's first command: ends by itself, the cache shown at its memory_high.
     env, _ = _environment(tmp_path, scratch)
+    env["COLUMNS"] = "160"  # piped: as wide as COLUMNS says, wide enough for the events column
     done = subprocess.run([_slicectl(), "demo", "status"], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     cache = next(line for line in done.stdout.splitlines() if "tenants-cache.slice" in line)
-    assert "1.0G / 1.0G / 2.0G" in cache and "high +" in cache, done.stdout
+    assert "1G / 1G / 2G" in cache and "high +" in cache, done.stdout
     assert list(scratch.iterdir()) == [scratch / "home"]
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakesystemd import FakeSystemd
 
 from slicectl.apply.applier import ApplyOptions, load_plan
 from slicectl.apply.host_diff import Diff, PropChange, cgroup_problems, host_diff, unit_of
@@ -15,6 +14,7 @@ from slicectl.core.config import load_yaml, parse_config
 from slicectl.core.kinds import CgroupExpectation, same_cpus
 from slicectl.core.plan import Plan
 from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.systemd import Systemd
 from slicectl.host.unitdir import FileChanges, Manifest, UnitDir
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakesystemd import FakeSystemd
 
 from slicectl.apply.transaction import ControlDir, Transaction
+from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.systemd import Systemd
 from slicectl.host.unitdir import Manifest, UnitDir
 
