@@ -15,7 +15,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_tui_tmux import moving, tmux, wait_screen  # noqa: F401 (moving: a fixture)
+from test_tui_tmux import moving  # noqa: F401 (a fixture)
+from tuikit import tmux, wait_screen
 
 from slicectl.demo.cgtree import MovingTree
 
