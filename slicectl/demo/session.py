@@ -99,7 +99,7 @@ class DemoPaths:
 
 def prepare(folder: Path) -> DemoPaths:
     """Make `folder` (new, or empty) a demo's: tenants.yaml, the topology, its sysfs tree."""
-    from slicectl.demo.sysfs import write_sysfs
+    from slicectl.demo.sysfs_tree import write_sysfs
     from slicectl.host.sysfs import load_topology_file
 
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
