@@ -129,7 +129,9 @@ class _FakeOnItsLoop:
         self.thread.start()
         self.fake = FakeSystemd(paths.cgroup,
                                 cpus=(c.id for c in topology.cpus if c.online),
-                                nodes=(n.id for n in topology.nodes))
+                                nodes=(n.id for n in topology.nodes),
+                                memory=topology.total_memory)
+        self.fake.control_dir = paths.control  # runtime changes leave drop-ins, as systemd's
         try:
             self._call(self.fake.start(address))
         except BaseException:
