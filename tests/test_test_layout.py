@@ -91,7 +91,7 @@ def test_the_names(tmp_path: Path) -> None:
              "slicectl/core/state.py": "", "slicectl/host/state.py": "",
              "slicectl/cli/__init__.py": "def main(): ...\n", "slicectl/cli/balance.py": "",
              "slicectl/tui/screens/edit.py": "", "slicectl/tui/components/edit.py": "",
-             "slicectl/demo/__init__.py": "class Demo: ...\n", "slicectl/demo/tree.py": ""}
+             "slicectl/web/__init__.py": "class Web: ...\n", "slicectl/web/tree.py": ""}
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
@@ -102,9 +102,9 @@ def test_the_names(tmp_path: Path) -> None:
         "slicectl/cli/balance.py: create tests/test_cli_balance.py",
         "slicectl/core/balance.py: create tests/test_balance.py",
         "slicectl/core/state.py: create tests/test_core_state.py",
-        "slicectl/demo/__init__.py: create tests/test_demo.py",
-        "slicectl/demo/tree.py: create tests/test_demo_tree.py",
         "slicectl/host/state.py: create tests/test_host_state.py",
         "slicectl/install.py: create tests/test_install.py",
+        "slicectl/web/__init__.py: create tests/test_web.py",
+        "slicectl/web/tree.py: create tests/test_web_tree.py",
         "slicectl/tui/components/edit.py, slicectl/tui/screens/edit.py: each would be tested "
         "in tests/test_tui_edit.py; rename a module"]
