@@ -128,8 +128,19 @@ def monitor_settings(root: Path, **kw: object) -> TuiSettings:
 
 
 def tmux(*args: str) -> str:
-    """Run a tmux command; its output."""
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+    """Run a tmux command; its output.
+
+    Tests share one tmux server, which exits when its last session ends: a command that
+    reaches it as it exits (another test's last session just killed) fails with "server
+    exited unexpectedly", and the same command then starts a new server. So that, and only
+    that, is tried again.
+    """
+    for _ in range(5):
+        done = subprocess.run(["tmux", *args], capture_output=True, text=True)
+        if "server exited unexpectedly" not in done.stderr:
+            break
+    done.check_returncode()
+    return done.stdout
 
 
 def wait_screen(session: str, cond: Callable[[str], bool], timeout: float = 20.0) -> str:
