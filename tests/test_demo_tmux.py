@@ -128,6 +128,8 @@ def test_demo_tui_edit_apply_roll_back_then_q(session: str, scratch: Path) -> No
         assert "tenants-db.slice: AllowedCPUs" in screen.replace("\n", " "), screen
         tmux("send-keys", "-t", session, "y")
         wait_screen(session, db_allowed(cpus), timeout=60)
+        # Its notice comes once the apply is over: only then does e open the dialog again.
+        wait_screen(session, lambda s: "applied:" in s, timeout=60)
         # The fake systemd set it in the cgroup; tenants.yaml says it (comments kept; the TUI
         # writes it once apply has succeeded, which may be after the screen showed the change).
         assert len(parse_cpulist(cpus_of(scratch, DB))) == int(cpus)
