@@ -54,12 +54,15 @@ class PrivateBus:
 
     def start(self) -> None:
         """Start the daemon; return once it listens."""
-        # Its messages (a warning about fd limits, say) into FOLDER/bus.log, not the screen;
-        # its own session: a Ctrl-C typed at the demo's shell or view must not reach it.
+        # Its messages (a warning about fd limits, say) into FOLDER/bus.log, not the screen.
+        # Its own process group, so that a Ctrl-C typed at the demo's shell or view does not
+        # reach it. Not its own session: that is also a scheduling group of its own (autogroup,
+        # sched(7)), and so started, on a busy machine, it dropped a fake systemd answering
+        # hundreds of calls at once from the bus (tests/test_systemd.py).
         with open(self.folder / "bus.log", "ab") as log:
             self.process = subprocess.Popen(
                 [self.binary, f"--config-file={self.config}", "--nofork", "--print-address=1"],
-                stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
+                stdout=subprocess.PIPE, stderr=log, text=True, process_group=0,
                 preexec_fn=self.preexec)
         assert self.process.stdout is not None
         if not self.process.stdout.readline().strip():  # printed once it listens
