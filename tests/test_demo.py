@@ -180,7 +180,10 @@ def test_demo_status_prints_one_snapshot_and_leaves_nothing(tmp_path: Path,
     assert list(scratch.iterdir()) == [scratch / "home"]
 
 
-def test_sigterm_stops_the_demo_and_removes_its_folder(tmp_path: Path, scratch: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_stops_the_demo_and_removes_its_folder(signum: int, tmp_path: Path,
+                                                        scratch: Path) -> None:
+    # SIGHUP: the terminal it runs in was closed.
     env, _ = _environment(tmp_path, scratch)
     demo = subprocess.Popen([_slicectl(), "demo", "shell", "--", "sleep", "300"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -190,8 +193,8 @@ def test_sigterm_stops_the_demo_and_removes_its_folder(tmp_path: Path, scratch: 
             assert demo.poll() is None and time.monotonic() < deadline, demo.communicate()
             time.sleep(0.05)
         folder = next(scratch.glob("slicectl-demo-*"))
-        demo.send_signal(signal.SIGTERM)
-        assert demo.wait(60) == 128 + signal.SIGTERM
+        demo.send_signal(signum)
+        assert demo.wait(60) == 128 + signum
     finally:
         if demo.poll() is None:
             demo.kill()

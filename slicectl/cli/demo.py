@@ -155,14 +155,16 @@ def _start(args: Namespace) -> tuple[Path, bool]:
     return Path(tempfile.mkdtemp(prefix="slicectl-demo-")), False
 
 
-def _stop_on_sigterm() -> None:
-    """SIGTERM ends the demo as Ctrl-C does: through its clean-up."""
+def _stop_on_signals() -> None:
+    """SIGTERM, and SIGHUP (its terminal closed), end the demo as Ctrl-C does: through its
+    clean-up."""
     import signal
 
     def stop(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
 
 
 def cmd_demo(args: Namespace) -> int:
@@ -182,7 +184,7 @@ def cmd_demo(args: Namespace) -> int:
         raise UsageError("slicectl demo tui needs a terminal",
                          "for output to a pipe or a file use `slicectl demo status`")
     folder, keep = _start(args)
-    _stop_on_sigterm()
+    _stop_on_signals()
     with running_demo(folder, keep=keep) as demo:
         demo.moved.wait(10)  # numbers to show from the first refresh
         if args.view == "shell":
