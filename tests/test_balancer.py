@@ -11,9 +11,11 @@ SIGTERM returning the declared sizes, a fixed tenant and housekeeping never touc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -298,7 +300,11 @@ async def test_a_move_waits_for_the_lock_and_is_made_once_it_is_free(
 
 
 async def test_sigterm_restores_the_declared_sizes_before_exit(host: Host) -> None:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    """Run as systemd runs the shipped unit (Type=notify): systemd hears it ready after its
+    first sample, its moves as a status, and its stop."""
+    notified = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notified.bind(str(host.tmp / "notify"))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "NOTIFY_SOCKET": str(host.tmp / "notify")}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "slicectl", *host.args("balance"), env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -329,6 +335,17 @@ async def test_sigterm_restores_the_declared_sizes_before_exit(host: Host) -> No
     assert {t: host.effective(t) for t in MOVED} == {t: DECLARED[t] for t in MOVED}
     state = host.state_json()["tenants"]
     assert {t: s["cpus"] for t, s in state.items()} == {t: DECLARED[t] for t in MOVED}
+    notified.setblocking(False)
+    messages = []
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            messages.append(notified.recv(4096).decode())
+    notified.close()
+    ready = "READY=1\nSTATUS=2 elastic tenants, a sample every 0.2s"
+    assert messages == [
+        ready, "STATUS=2 elastic tenants, a sample every 0.2s; moves made: 1, the last: core "
+        "2,18 from batch to web",
+        "STOPPING=1\nSTATUS=returning the moved tenants to their declared CPUs"]
 
 
 async def test_the_exporter_serves_the_balancers_moves_and_sizes(

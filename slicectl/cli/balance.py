@@ -194,6 +194,9 @@ def cmd_balance(args: Namespace, *, sleep: Callable[[float], None] = time.sleep,
         return _run(args, config, topo, plan, policy, mover, signals, sleep, out)
     except _Stop:
         pass
+    from slicectl.host.notify import notify
+
+    notify(STOPPING="1", STATUS="returning the moved tenants to their declared CPUs")
     assert mover is not None  # signals are installed only when there is something to undo
     for line in mover.restore():
         print(line, file=out, flush=True)
@@ -215,15 +218,19 @@ def _placed_in(args: Namespace) -> Path:
 
 
 def _rounds(args: Namespace, policy: BalancePolicy, signals: _Signals,
-            sleep: Callable[[float], None]) -> Iterator[tuple[Snapshot, Snapshot]]:
-    """(previous, current) sample pairs, one per interval, on the sampler's clock."""
+            sleep: Callable[[float], None], ready: str) -> Iterator[tuple[Snapshot, Snapshot]]:
+    """(previous, current) sample pairs, one per interval, on the sampler's clock. Once the
+    first sample is read, systemd hears READY=1 with `ready` as the status (Type=notify:
+    `systemctl start` returns then, and units ordered after the balancer start then)."""
     from pathlib import Path
 
+    from slicectl.host.notify import notify
     from slicectl.host.sampler import Sampler
 
     interval = policy.interval / _US
     with Sampler(Path(args.cgroup_root)) as sampler:
         prev = sampler.sample()
+        notify(READY="1", STATUS=ready)
         start, rounds = prev.time, 0
         while True:
             rounds += 1
@@ -241,7 +248,9 @@ def _run(args: Namespace, config: Config, topo: Topology, plan: Plan, policy: Ba
     from slicectl.balancer.mover import Outcome
     from slicectl.core.balance import decide
     from slicectl.core.balance_input import elastic_tenants, readings, remember, untouchable
+    from slicectl.core.cpulist import format_cpulist
     from slicectl.core.metrics import MetricsMemo
+    from slicectl.host.notify import notify
 
     layout = plan.layout
     interval, window = policy.interval / _US, policy.window / _US
@@ -258,7 +267,11 @@ def _run(args: Namespace, config: Config, topo: Topology, plan: Plan, policy: Ba
     last_moves: dict[str, float] = {}
     expected: Mapping[str, frozenset[int]] = {}
     start = first = None
-    for prev, cur in _rounds(args, policy, signals, sleep):
+    elastic = sum(t.elastic for t in config.tenants)
+    made = 0
+    ready = (f"{'dry run: ' if mover is None else ''}{elastic} elastic tenants, "
+             f"a sample every {interval:g}s")
+    for prev, cur in _rounds(args, policy, signals, sleep, ready):
         now = cur.time
         start = prev.time if start is None else start
         held = None if held_now is None else held_now(cur)
@@ -286,6 +299,11 @@ def _run(args: Namespace, config: Config, topo: Topology, plan: Plan, policy: Ba
                 expected[o.move.donor] = expected[o.move.donor] - o.move.cpus
                 expected[o.move.receiver] = expected[o.move.receiver] | o.move.cpus
         _print_round(outcomes, now - start, args, policy, out)
+        if any(o.made for o in outcomes):
+            made += sum(o.made for o in outcomes)
+            last = next(o.move for o in reversed(outcomes) if o.made)
+            notify(STATUS=f"{ready}; moves made: {made}, the last: core "
+                   f"{format_cpulist(last.cpus)} from {last.donor} to {last.receiver}")
         if args.once:
             return EXIT_OK if all(o.made for o in outcomes) or mover is None else EXIT_ERROR
     return EXIT_OK
