@@ -56,6 +56,7 @@ def test_quick_start_has_the_two_commands() -> None:
     blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
     assert len(blocks) == 2
     assert "pip install" in blocks[0] and "slicectl generate" in blocks[0]
+    assert "slicectl demo" in blocks[0]  # the first command shows numbers moving
     assert "[test]" not in blocks[0]  # trying it installs the package alone; tests/run the rest
     assert blocks[1].strip() == "tests/run"
 
