@@ -6,6 +6,11 @@ What a user sees: the move on stdout, the slices' AllowedCPUs changed as runtime
 and their cgroups' cpuset.cpus.effective following, the state file and the exporter's series,
 `plan --exit-code` at 0 for a balanced tenant and at 3 for a foreign change, apply and a
 SIGTERM returning the declared sizes, a fixed tenant and housekeeping never touched.
+
+Why this module runs past 400 lines: each test is one scenario of the balancer acting, end to
+end, on the one host set up here (the fake systemd on a private bus, the moving tree, the
+tenants applied); the decision itself is tested in test_balance, the mover in
+test_balancer_mover.
 """
 
 from __future__ import annotations
@@ -100,6 +105,15 @@ class Host:
             last = now
 
         return sleep
+
+    async def run_load(self, done: Callable[[], bool], timeout: float = 60) -> None:
+        """Run the tenants' load (as `load`) until done() or `timeout` seconds."""
+        last, deadline = time.monotonic(), time.monotonic() + timeout
+        while time.monotonic() < deadline and not done():
+            await asyncio.sleep(0.05)
+            now = time.monotonic()
+            self.tree.advance(now - last)
+            last = now
 
     def calls_since(self, mark: int) -> list[tuple[str, dict[str, Any]]]:
         """(unit, properties) of every SetUnitProperties since call number `mark`; each
@@ -299,34 +313,48 @@ async def test_a_move_waits_for_the_lock_and_is_made_once_it_is_free(
     assert {t: host.allowed(t) for t in MOVED} == MOVED
 
 
+@contextlib.asynccontextmanager
+async def balancer(host: Host, env: dict[str, str] | None = None
+                   ) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`slicectl balance TENANTS` running as under systemd: a process of its own, killed
+    if the test ends before it stopped."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"} if env is None else env
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "slicectl", *host.args("balance"), env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def stop(proc: asyncio.subprocess.Process) -> tuple[str, str]:
+    """SIGTERM, as `systemctl stop` sends it: its stdout and stderr once it exited."""
+    proc.send_signal(signal.SIGTERM)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return out.decode(), err.decode()
+
+
+def moved(host: Host) -> bool:
+    """Web has batch's core, live and in the state file."""
+    return (host.allowed("web") == MOVED["web"] and host.state.exists()
+            and host.state_json()["tenants"]["web"]["cpus"] == MOVED["web"])
+
+
 async def test_sigterm_restores_the_declared_sizes_before_exit(host: Host) -> None:
     """Run as systemd runs the shipped unit (Type=notify): systemd hears it ready after its
     first sample, its moves as a status, and its stop."""
     notified = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notified.bind(str(host.tmp / "notify"))
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "NOTIFY_SOCKET": str(host.tmp / "notify")}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "slicectl", *host.args("balance"), env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:
-        last, deadline = time.monotonic(), time.monotonic() + 60
-        while time.monotonic() < deadline:  # the load runs until the balancer has moved
-            await asyncio.sleep(0.05)
-            now = time.monotonic()
-            host.tree.advance(now - last)
-            last = now
-            if host.allowed("web") == MOVED["web"] and host.state.exists() \
-                    and host.state_json()["tenants"]["web"]["cpus"] == MOVED["web"]:
-                break
+    async with balancer(host, env) as proc:
+        await host.run_load(lambda: moved(host))
         assert host.allowed("web") == MOVED["web"]
-        proc.send_signal(signal.SIGTERM)
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode == 0, err.decode()
-    lines = out.decode().splitlines()
+        out, err = await stop(proc)
+    assert proc.returncode == 0, err
+    lines = out.splitlines()
     assert lines[0].startswith("move core 2,18 (node 0) from batch to web: ")
     assert lines[1:] == [  # web shrinks first: no CPU is in both at any time
         "restored web to its declared 4 CPUs (3,4,19,20; it held 6: 2-4,18-20)",
@@ -346,6 +374,29 @@ async def test_sigterm_restores_the_declared_sizes_before_exit(host: Host) -> No
         ready, "STATUS=2 elastic tenants, a sample every 0.2s; moves made: 1, the last: core "
         "2,18 from batch to web",
         "STOPPING=1\nSTATUS=returning the moved tenants to their declared CPUs"]
+
+
+async def test_an_empty_donor_stays_balanced_in_the_rounds_after_a_move(host: Host) -> None:
+    """batch has no task (an empty cgroup, which the sampler reads in full only every
+    IDLE_FULL_EVERY refreshes): the rounds after the move read its CPUs afresh, so its stale
+    sample never looks like a reload that put it back, and its real CPUs never like someone
+    else's change (`plan --exit-code` 3)."""
+    from slicectl.host.sampler import IDLE_FULL_EVERY
+
+    batch = host.tree.cgroups["tenants.slice/tenants-batch.slice"]
+    batch.tasks, batch.populated = 0, False
+    async with balancer(host) as proc:
+        await host.run_load(lambda: moved(host))
+        assert moved(host)
+        # Every empty cgroup has had its full read by then (0.2 s an interval).
+        after = time.monotonic() + (IDLE_FULL_EVERY + 3) * 0.2
+        await host.run_load(lambda: time.monotonic() >= after)
+        state = host.state_json()["tenants"]
+        assert {t: s["cpus"] for t, s in state.items()} == MOVED
+        assert await asyncio.to_thread(main, host.args("plan", "--exit-code")) == 0
+        _, err = await stop(proc)
+    assert "back at their declared CPUs" not in err
+    assert "left alone" not in err
 
 
 async def test_the_exporter_serves_the_balancers_moves_and_sizes(

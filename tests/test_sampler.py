@@ -449,3 +449,28 @@ def test_a_tree_deeper_than_path_max_is_cut_with_a_warning(
         "limit (PATH_MAX 4096): it and everything below it are not shown\n"
         f"  hint: look at what keeps nesting cgroups below {root}/{name} (`systemd-cgls` "
         "shows the tree); the rest of the tree is sampled as usual\n")
+
+
+def test_only_the_slices_asked_for_are_sampled_and_walked_to(
+        tree: MovingTree, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The balancer's sampler: its tenants' slices only (web-2 nested in web, as systemd
+    nests `tenants-web-2.slice`), found again when created; no other directory listed."""
+    tree.add("tenants.slice/tenants-web.slice/tenants-web-2.slice")
+    listed: list[str] = []
+    listdir = os.listdir
+
+    def spy(path: str) -> list[str]:
+        listed.append(os.path.relpath(path, tree.root))
+        return listdir(path)
+
+    monkeypatch.setattr(os, "listdir", spy)
+    wanted = frozenset({"tenants-web.slice", "tenants-web-2.slice", "tenants-later.slice"})
+    with Sampler(tree.root, rediscover_every=3600, slices=wanted) as s:
+        assert sorted(s.sample().cgroups) == [
+            "tenants.slice/tenants-web.slice",
+            "tenants.slice/tenants-web.slice/tenants-web-2.slice"]
+        assert sorted(listed) == [".", "tenants.slice", "tenants.slice/tenants-web.slice"]
+        tree.add("tenants.slice/tenants-later.slice")
+        tree.add("tenants.slice/tenants-other.slice")
+        assert "tenants.slice/tenants-later.slice" in s.sample().cgroups
+        assert "tenants.slice/tenants-other.slice" not in s.sample().cgroups

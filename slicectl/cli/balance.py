@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 JSON_FORMAT = "slicectl-balance/1"
 _US = 1_000_000
+# The cgroup files a decision reads (CPU time, cpu.pressure, the CPUs a slice runs on).
+_DECISION_FILES = frozenset({"cpu.stat", "cpu.pressure", "cpuset.cpus.effective"})
 
 
 def _policy(policy: BalancePolicy, interval: float | None) -> BalancePolicy:
@@ -217,18 +219,25 @@ def _placed_in(args: Namespace) -> Path:
     return Path(args.unit_dir or defaults.UNIT_DIR)
 
 
-def _rounds(args: Namespace, policy: BalancePolicy, signals: _Signals,
+def _rounds(args: Namespace, config: Config, policy: BalancePolicy, signals: _Signals,
             sleep: Callable[[float], None], ready: str) -> Iterator[tuple[Snapshot, Snapshot]]:
-    """(previous, current) sample pairs, one per interval, on the sampler's clock. Once the
-    first sample is read, systemd hears READY=1 with `ready` as the status (Type=notify:
-    `systemctl start` returns then, and units ordered after the balancer start then)."""
+    """(previous, current) sample pairs of the elastic tenants' slices, one per interval, on
+    the sampler's clock. Once the first sample is read, systemd hears READY=1 with `ready`
+    as the status (Type=notify: `systemctl start` returns then, and units ordered after the
+    balancer start then)."""
     from pathlib import Path
 
+    from slicectl.core.balance_input import tenant_unit
+    from slicectl.core.cgroupfiles import FILES
     from slicectl.host.notify import notify
     from slicectl.host.sampler import Sampler
 
     interval = policy.interval / _US
-    with Sampler(Path(args.cgroup_root)) as sampler:
+    # Only what a decision reads (the slices' CPU time, cpu.pressure and the CPUs they run
+    # on), of the elastic tenants' slices only: BENCHMARKS.md, balance.100.
+    slices = frozenset(tenant_unit(config, t.name) for t in config.tenants if t.elastic)
+    skip = frozenset(f.name for f in FILES) - _DECISION_FILES
+    with Sampler(Path(args.cgroup_root), slices=slices, skip=skip) as sampler:
         prev = sampler.sample()
         notify(READY="1", STATUS=ready)
         start, rounds = prev.time, 0
@@ -271,7 +280,7 @@ def _run(args: Namespace, config: Config, topo: Topology, plan: Plan, policy: Ba
     made = 0
     ready = (f"{'dry run: ' if mover is None else ''}{elastic} elastic tenants, "
              f"a sample every {interval:g}s")
-    for prev, cur in _rounds(args, policy, signals, sleep, ready):
+    for prev, cur in _rounds(args, config, policy, signals, sleep, ready):
         now = cur.time
         start = prev.time if start is None else start
         held = None if held_now is None else held_now(cur)

@@ -101,6 +101,16 @@ def _state(t: Elastic, now: float, policy: BalancePolicy) -> _State | None:
     return _State(t, starved, idle, min(uses), max(uses), pressure)
 
 
+def _may_be_starved(t: Elastic, now: float, policy: BalancePolicy) -> bool:
+    """Whether t's latest reading up to `now` is starved: only a tenant that passes this
+    cheap test can be starved over its whole window."""
+    for r in reversed(t.history):
+        if r.time <= now:
+            return r.cpu_percent >= policy.grow_above or (
+                r.pressure is not None and r.pressure >= policy.pressure_above)
+    return False
+
+
 def _cooling(t: Elastic, now: float, policy: BalancePolicy) -> bool:
     return t.last_move is not None and now - t.last_move < policy.cooldown / _US
 
@@ -152,11 +162,19 @@ def decide(tenants: Iterable[Elastic], topo: Topology, policy: BalancePolicy, no
     core from the idlest tenant on its node(s) that can spare one; every tenant takes part in
     one move at most; `housekeeping` and `fixed` (non-elastic tenants') CPUs are never
     moved. Deterministic: same inputs, same moves."""
-    states = [s for t in sorted(tenants, key=lambda t: t.name)
-              if not _cooling(t, now, policy) and (s := _state(t, now, policy)) is not None]
-    receivers = sorted((s for s in states if s.starved and len(s.tenant.cpus) < s.tenant.ceiling),
+    ready = [t for t in sorted(tenants, key=lambda t: t.name) if not _cooling(t, now, policy)]
+    # Most rounds nobody is starved: a tenant whose latest reading is not starved is not
+    # (every reading of its window must be), and without a receiver no donor is judged.
+    states = {t.name: s for t in ready if _may_be_starved(t, now, policy)
+              and (s := _state(t, now, policy)) is not None}
+    receivers = sorted((s for s in states.values()
+                        if s.starved and len(s.tenant.cpus) < s.tenant.ceiling),
                        key=lambda s: (-s.low, -s.pressure, s.tenant.name))
-    donors = sorted((s for s in states if s.idle and len(s.tenant.cpus) > s.tenant.floor),
+    if not receivers:
+        return []
+    states.update({t.name: s for t in ready if t.name not in states
+                   and (s := _state(t, now, policy)) is not None})
+    donors = sorted((s for s in states.values() if s.idle and len(s.tenant.cpus) > s.tenant.floor),
                     key=lambda s: (s.high, s.tenant.name))
     untouchable = housekeeping | fixed
     moves: list[Move] = []

@@ -52,6 +52,9 @@ class FakeCgroup:
         default_factory=lambda: {r: [0.0, 0.0, 0.0, 0.0] for r in ("cpu", "memory", "io")}
     )
     tasks: int = 3
+    # cgroup.events: whether a task is in it or below it (a slice holding busy services is
+    # populated with no task of its own)
+    populated: bool = True
     # io.stat: bytes read and written on device 8:0 (no line until there was IO)
     io_rbytes: int = 0
     io_wbytes: int = 0
@@ -69,7 +72,8 @@ class FakeCgroup:
             f"usage_usec {self.usage_usec}\nuser_usec {user}\n"
             f"system_usec {self.usage_usec - user}\n"
         )
-        out = {"cgroup.controllers": self.controllers + "\n", "cgroup.events": "populated 1\n"}
+        out = {"cgroup.controllers": self.controllers + "\n",
+               "cgroup.events": f"populated {int(self.populated)}\n"}
         for res, (s10, stot, f10, ftot) in self.psi.items():
             out[f"{res}.pressure"] = (
                 f"some avg10={s10:.2f} avg60={s10 * 0.8:.2f} avg300={s10 * 0.5:.2f} "

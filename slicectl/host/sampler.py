@@ -98,16 +98,26 @@ class Sampler:
         numa: bool | None = None,
         units: bool = False,
         skip: frozenset[str] = frozenset(),
+        slices: frozenset[str] | None = None,
     ) -> None:
         """`numa`: read memory.numa_stat; by default when the root cgroup's
         cpuset.mems.effective lists more than one memory node (elsewhere it cannot matter).
         `units`: also sample the services and scopes inside slices (the TUI's tree), not
         only the slices. `skip`: names of `FILES` not to read (their fields stay None) for a
-        reader that shows none of their figures."""
+        reader that shows none of their figures. `slices`: sample only these slice units
+        (the balancer's elastic tenants), walking only the slices that hold them
+        (`a-b.slice` is in `a.slice`, as systemd nests them), not the whole tree."""
         self.root = Path(root)
         self.rediscover_every = rediscover_every
         self.units = units
         self.skip = skip
+        self.slices = slices
+        # The slices above the wanted ones (walked through), and those with the wanted ones.
+        self._above = None if slices is None else frozenset(
+            "-".join(parts[:i]) + ".slice"
+            for name in slices for parts in [name.removesuffix(".slice").split("-")]
+            for i in range(1, len(parts)))
+        self._walk = None if slices is None or self._above is None else slices | self._above
         if not (self.root / "cgroup.controllers").is_file():
             what = "does not exist" if not self.root.exists() else "is not a cgroup v2 root"
             raise SamplerError(
@@ -386,7 +396,9 @@ class Sampler:
         # A cgroup directory lists dozens of interface files: one suffix test each (listdir
         # makes no DirEntry per name), the exact test and a stat only for what passes it.
         suffixes = _TOP_SUFFIXES if not path else _UNIT_SUFFIXES if self.units else (".slice",)
-        for name in [n for n in names if n.endswith(suffixes)]:
+        walk = self._walk
+        for name in [n for n in names if n.endswith(suffixes)
+                     and (walk is None or n in walk)]:
             if not path and not name.endswith(".slice") and name != "init.scope":
                 continue
             if len(os.fsencode(name)) > room:
@@ -408,9 +420,21 @@ class Sampler:
         if children or not path:
             self._watch(path)
         for child, inode in children.items():
-            found[child] = inode
-            if child.endswith(".slice"):
+            if self._wanted(child):
+                found[child] = inode
+            if self._holds_more(child):
                 self._collect(child, found)
+
+    def _wanted(self, path: str) -> bool:
+        """Whether a cgroup found by the walk is sampled (not only walked through)."""
+        return self.slices is None or path.rpartition("/")[2] in self.slices
+
+    def _holds_more(self, path: str) -> bool:
+        """Whether the walk goes on below a cgroup it found: below every slice, or with
+        `slices`, below those that hold a wanted one."""
+        if self._above is None:
+            return path.endswith(".slice")
+        return path.rpartition("/")[2] in self._above
 
     def _same_controllers(self, cg: _Cgroup) -> bool:
         """Whether cg's enabled controllers (hence its set of files) are unchanged."""
@@ -474,8 +498,9 @@ class Sampler:
         found: dict[str, int] = {}
         for child, inode in now.items():
             if known.get(child) != inode:
-                found[child] = inode
-                if child.endswith(".slice"):
+                if self._wanted(child):
+                    found[child] = inode
+                if self._holds_more(child):
                     self._collect(child, found)
         if found:
             self._raise_nofile(len(self._cgroups) + len(found))
