@@ -255,8 +255,8 @@ def _run(args: Namespace, config: Config, topo: Topology, plan: Plan, policy: Ba
          mover: Mover | None, signals: _Signals, sleep: Callable[[float], None],
          out: TextIO) -> int:
     from slicectl.balancer.mover import Outcome
-    from slicectl.core.balance import decide
-    from slicectl.core.balance_input import elastic_tenants, readings, remember, untouchable
+    from slicectl.core.balance import decide, may_be_starved
+    from slicectl.core.balance_input import BalanceInput, remember, untouchable
     from slicectl.core.cpulist import format_cpulist
     from slicectl.core.metrics import MetricsMemo
     from slicectl.host.notify import notify
@@ -264,6 +264,7 @@ def _run(args: Namespace, config: Config, topo: Topology, plan: Plan, policy: Ba
     layout = plan.layout
     interval, window = policy.interval / _US, policy.window / _US
     housekeeping, fixed = untouchable(config, layout)
+    inputs = BalanceInput(config, layout)
     if not args.json:
         what = ("dry run: sampling" if mover is None else "balancing: sampling")
         print(f"{what} every {interval:g}s; a core moves after {window:g}s starved beside an "
@@ -290,14 +291,17 @@ def _run(args: Namespace, config: Config, topo: Topology, plan: Plan, policy: Ba
             last_moves.update({t: now for t, cpus in held.items()
                                if t in expected and expected[t] != cpus})
         metrics = memo.compute(prev, cur)
-        history = remember(history, readings(config, layout, metrics, now, held), now, policy)
+        history = remember(history, inputs.readings(metrics, now, held), now, policy)
         first = now if first is None else first
         # --once: one window of readings (the first comes one interval after the start).
         if args.once and now - first < window - interval:
             expected = held or {}
             continue
-        tenants = elastic_tenants(config, layout, history, last_moves, held)
-        moves: list[Move] = decide(tenants, topo, policy, now, housekeeping, fixed)
+        # Most rounds no tenant is starved: no decision to make (BENCHMARKS.md, balance.100).
+        moves: list[Move] = []
+        if any(may_be_starved(h, now, policy) for h in history.values()):
+            moves = decide(inputs.tenants(history, last_moves, held), topo, policy, now,
+                           housekeeping, fixed)
         outcomes = ([Outcome(m, False) for m in moves] if mover is None or held is None
                     else mover.make(moves, held))
         expected = dict(held or {})

@@ -101,10 +101,11 @@ def _state(t: Elastic, now: float, policy: BalancePolicy) -> _State | None:
     return _State(t, starved, idle, min(uses), max(uses), pressure)
 
 
-def _may_be_starved(t: Elastic, now: float, policy: BalancePolicy) -> bool:
-    """Whether t's latest reading up to `now` is starved: only a tenant that passes this
-    cheap test can be starved over its whole window."""
-    for r in reversed(t.history):
+def may_be_starved(history: Sequence[Reading], now: float, policy: BalancePolicy) -> bool:
+    """Whether the latest reading up to `now` is starved: only a tenant that passes this
+    cheap test can be starved over its whole window, and a round in which no tenant passes
+    it moves nothing (its decision need not be made)."""
+    for r in reversed(history):
         if r.time <= now:
             return r.cpu_percent >= policy.grow_above or (
                 r.pressure is not None and r.pressure >= policy.pressure_above)
@@ -165,7 +166,7 @@ def decide(tenants: Iterable[Elastic], topo: Topology, policy: BalancePolicy, no
     ready = [t for t in sorted(tenants, key=lambda t: t.name) if not _cooling(t, now, policy)]
     # Most rounds nobody is starved: a tenant whose latest reading is not starved is not
     # (every reading of its window must be), and without a receiver no donor is judged.
-    states = {t.name: s for t in ready if _may_be_starved(t, now, policy)
+    states = {t.name: s for t in ready if may_be_starved(t.history, now, policy)
               and (s := _state(t, now, policy)) is not None}
     receivers = sorted((s for s in states.values()
                         if s.starved and len(s.tenant.cpus) < s.tenant.ceiling),

@@ -15,7 +15,7 @@ from typing import Any
 from slicectl.core.balance import Elastic, Move, Reading, fixed_cpus
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.metrics import SliceMetrics
-from slicectl.core.placement import Layout, TenantPlacement
+from slicectl.core.placement import Layout
 from slicectl.core.samples import CgroupSample
 from slicectl.core.tenants import BalancePolicy, Config
 
@@ -39,75 +39,87 @@ def _elastic_of(config: Config) -> Callable[[str, str], str | None]:
     return tenant
 
 
-def _placements(layout: Layout) -> dict[str, TenantPlacement]:
-    """tenant -> its placement, looked up once per round (Layout.of searches the tuple)."""
-    return {p.tenant: p for p in layout.tenants}
+class BalanceInput:
+    """The lookups a round needs, made once per balancer run: which slice is which elastic
+    tenant, and each tenant's placement."""
+
+    def __init__(self, config: Config, layout: Layout) -> None:
+        self.config = config
+        self.layout = layout
+        self.tenant = _elastic_of(config)
+        self._placed = {p.tenant: p for p in layout.tenants}
+        self._elastic = [(t, self._placed[t.name], frozenset(self._placed[t.name].cpu_nodes),
+                          *t.size_range()) for t in config.tenants if t.elastic]
+
+    def readings(self, metrics: Iterable[SliceMetrics], time: float,
+                 held: Mapping[str, frozenset[int]] | None = None) -> dict[str, Reading]:
+        """tenant -> its reading at `time` (seconds, the later sample's) for every elastic
+        tenant whose slice has a CPU rate in `metrics`: a share of the CPUs it holds (`held`,
+        else the CPUs the layout gives it)."""
+        out: dict[str, Reading] = {}
+        for m in metrics:
+            name = self.tenant(m.unit, m.cgroup)
+            if name is None or m.cpu_cores is None:
+                continue
+            count = len(held[name] if held is not None and name in held
+                        else self._placed[name].cpus)
+            if not count:
+                continue
+            pressure = m.cpu_pressure.some.avg10 if m.cpu_pressure is not None else None
+            out[name] = Reading(time, m.cpu_cores / count * 100, pressure)
+        return out
+
+    def tenants(self, history: History, last_moves: Mapping[str, float] | None = None,
+                held: Mapping[str, frozenset[int]] | None = None) -> list[Elastic]:
+        """The elastic tenants as decide() takes them: the nodes the layout gives them, the
+        CPUs they hold (`held`: only the tenants in it; else the layout's), their floor and
+        ceiling, their readings and when a core last moved."""
+        last_moves = last_moves or {}
+        return [Elastic(t.name, nodes, placed.cpus if held is None else held[t.name], floor,
+                        ceiling, history.get(t.name, ()), last_moves.get(t.name))
+                for t, placed, nodes, floor, ceiling in self._elastic
+                if held is None or t.name in held]
 
 
 def readings(config: Config, layout: Layout, metrics: Iterable[SliceMetrics], time: float,
              held: Mapping[str, frozenset[int]] | None = None) -> dict[str, Reading]:
-    """tenant -> its reading at `time` (seconds, the later sample's) for every elastic tenant
-    whose slice has a CPU rate in `metrics`: a share of the CPUs it holds (`held`, else the
-    CPUs `layout` gives it)."""
-    tenant_of = _elastic_of(config)
-    placed = _placements(layout)
-    out: dict[str, Reading] = {}
-    for m in metrics:
-        name = tenant_of(m.unit, m.cgroup)
-        if name is None or m.cpu_cores is None:
-            continue
-        count = len(held[name] if held is not None and name in held else placed[name].cpus)
-        if not count:
-            continue
-        pressure = m.cpu_pressure.some.avg10 if m.cpu_pressure is not None else None
-        out[name] = Reading(time, m.cpu_cores / count * 100, pressure)
-    return out
+    """BalanceInput.readings, for one round."""
+    return BalanceInput(config, layout).readings(metrics, time, held)
 
 
 def current_cpus(config: Config, samples: Iterable[CgroupSample]) -> dict[str, frozenset[int]]:
     """tenant -> the CPUs its slice runs on now (cpuset.cpus.effective), for every elastic
     tenant whose slice is in `samples` with a cpuset."""
-    tenant_of = _elastic_of(config)
-    out = {}
-    for s in samples:
-        name = tenant_of(s.unit, s.path)
-        if name is not None and s.cpus:
-            out[name] = s.cpus
-    return out
+    tenant = _elastic_of(config)
+    return {name: s.cpus for s in samples
+            if (name := tenant(s.unit, s.path)) is not None and s.cpus}
 
 
 def remember(history: History, new: Mapping[str, Reading], now: float,
              policy: BalancePolicy) -> dict[str, tuple[Reading, ...]]:
     """`history` with the `new` readings added, keeping only what a decision at `now` or
-    later may still look at (one window and one interval back)."""
+    later may still look at (one window and one interval back). Each tenant's readings are
+    in time order (each round adds the latest), so only its first ones may be too old."""
     keep_from = now - (policy.window + policy.interval) / _US
     out: dict[str, tuple[Reading, ...]] = {}
-    for name in sorted(set(history) | set(new)):
-        kept = [r for r in history.get(name, ()) if r.time >= keep_from]
-        if name in new:
-            kept.append(new[name])
-        out[name] = tuple(kept)
+    for name, kept in history.items():
+        first = 0
+        while first < len(kept) and kept[first].time < keep_from:
+            first += 1
+        kept = kept[first:] if first else kept
+        reading = new.get(name)
+        out[name] = kept if reading is None else (*kept, reading)
+    for name, reading in new.items():
+        if name not in out:
+            out[name] = (reading,)
     return out
 
 
 def elastic_tenants(config: Config, layout: Layout, history: History,
                     last_moves: Mapping[str, float] | None = None,
                     held: Mapping[str, frozenset[int]] | None = None) -> list[Elastic]:
-    """The elastic tenants of `config` as decide() takes them: the nodes `layout` gives
-    them, the CPUs they hold (`held`: only the tenants in it; else the layout's), their floor
-    and ceiling, their readings and when a core last moved."""
-    last_moves = last_moves or {}
-    placements = _placements(layout)
-    out = []
-    for t in config.tenants:
-        if not t.elastic or (held is not None and t.name not in held):
-            continue
-        placed = placements[t.name]
-        floor, ceiling = t.size_range()
-        cpus = placed.cpus if held is None else held[t.name]
-        out.append(Elastic(t.name, frozenset(placed.cpu_nodes), cpus, floor, ceiling,
-                           history.get(t.name, ()), last_moves.get(t.name)))
-    return out
+    """BalanceInput.tenants, for one round."""
+    return BalanceInput(config, layout).tenants(history, last_moves, held)
 
 
 def untouchable(config: Config, layout: Layout) -> tuple[frozenset[int], frozenset[int]]:
