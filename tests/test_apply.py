@@ -576,3 +576,52 @@ async def test_apply_to_a_read_only_unit_directory_fails_clearly_and_changes_not
     assert snapshot(read_only_units) == files
     assert {name: dict(unit.settings) for name, unit in fake_systemd.units.items()} == live
     assert "SetUnitProperties" not in [m for m, _ in fake_systemd.calls[calls:]]
+
+
+TASKS = """\
+version: 1
+tenants:
+  db1: {cpus: 2, tasks_max: 50%}
+  db2: {cpus: 2, tasks_max: 100%}
+"""
+
+
+async def test_apply_sets_a_share_of_the_task_limit_as_systemd_does(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    """TasksMax=50% stays a share in the unit file; live, slicectl sends TasksMaxScale (as
+    `systemctl set-property TasksMax=50%` does), systemd makes a count of the host's task
+    limit, and the diff compares that count: a second apply and plan see no drift. 100% is
+    sent as the count (systemd refuses a TasksMaxScale of UINT32_MAX)."""
+    from dataclasses import replace
+
+    topo = replace(make_topology(), task_limit=fake_systemd.tasks)
+    report = await apply_plan(config(TASKS), topo, options)  # type: ignore[arg-type]
+    dropin = (options.unit_dir / "tenants-db1.slice.d/50-slicectl.conf").read_text()
+    assert "TasksMax=50%\n" in dropin
+    sent = {k: v for call in fake_systemd.properties_set("tenants-db1.slice")
+            for k, v in call.items()}
+    assert sent["TasksMaxScale"] == 2**31
+    assert "TasksMax" not in sent
+    full = {k: v for call in fake_systemd.properties_set("tenants-db2.slice")
+            for k, v in call.items()}
+    assert full["TasksMax"] == 32767 and "TasksMaxScale" not in full
+    assert cgroup(options, "tenants.slice/tenants-db1.slice", "pids.max") == "16383"
+    assert cgroup(options, "tenants.slice/tenants-db2.slice", "pids.max") == "32767"
+    assert "tenants-db1.slice" in report.verified
+    again = await apply_plan(config(TASKS), topo, options)  # type: ignore[arg-type]
+    assert not again.diff.changed
+    diff = await compute_diff(config(TASKS), topo, options)  # type: ignore[arg-type]
+    assert not diff.props
+
+
+async def test_plan_shows_a_share_of_the_task_limit_and_its_count(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    from dataclasses import replace
+
+    topo = replace(make_topology(), task_limit=fake_systemd.tasks)
+    await apply_plan(config(TASKS), topo, options)  # type: ignore[arg-type]
+    fake_systemd.units["tenants-db1.slice"].settings["TasksMax"] = 4096
+    diff = await compute_diff(config(TASKS), topo, options)  # type: ignore[arg-type]
+    assert [c.describe() for c in diff.props] == [
+        "tenants-db1.slice: TasksMax 4096 -> 50% of the task limit (16383)"
+        "  [slicectl's file is not loaded yet (daemon-reload pending)]"]

@@ -523,7 +523,7 @@ async def test_systemd_never_seen_on_the_bus_is_reported_at_once(dbus_daemon: st
     assert sent == ["Get"]
 
 
-SCALED = [p for p in PROPERTIES if getattr(p.kind, "scale_since", 0)]
+SCALED = [p for p in PROPERTIES if getattr(p.kind, "scale_since", 0) and p.dbus != "TasksMax"]
 
 
 @pytest.mark.parametrize("prop", SCALED, ids=lambda p: p.dbus)
@@ -540,6 +540,22 @@ async def test_a_share_of_ram_travels_as_the_scale_twin(systemd_client: Systemd,
     state = await systemd_client.get_unit_properties(UNIT)
     assert state.props[prop.dbus] == fake_systemd.memory // 2
     assert prop.kind.same(state.props[prop.dbus], want)
+
+
+async def test_a_share_of_the_task_limit_travels_as_tasks_max_scale(
+        systemd_client: Systemd, fake_systemd: Any) -> None:
+    """TasksMax=50% is sent as TasksMaxScale (`u`); systemd reports the count it made of its
+    task limit (the fake: 32767) under TasksMax."""
+    from slicectl.core.kinds import TaskShareLive
+    from slicectl.core.properties import PROP_BY_DBUS
+    from slicectl.core.values import TaskShare
+
+    want = TaskShareLive(TaskShare(5000, "50%"), fake_systemd.tasks)
+    await systemd_client.set_unit_properties(UNIT, {"TasksMax": want}, runtime=True)
+    assert fake_systemd.properties_set(UNIT)[-1] == {"TasksMaxScale": 2**31}
+    state = await systemd_client.get_unit_properties(UNIT)
+    assert state.props["TasksMax"] == 16383
+    assert PROP_BY_DBUS["TasksMax"].kind.same(state.props["TasksMax"], want)
 
 
 async def test_zero_percent_is_sent_as_zero_bytes(systemd_client: Systemd,

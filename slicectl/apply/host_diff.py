@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from slicectl.core.frozen import frozen
+from slicectl.core.kinds import HostLimits
 from slicectl.core.live_values import (
     CgroupExpectation,
     LiveValue,
@@ -165,11 +166,11 @@ async def _states(sd: Systemd, managed: list[tuple[UnitPlan, bool]]) -> list[Uni
 
 
 def _unit_changes(u: UnitPlan, owned: bool, st: UnitState, unit_dir: Path,
-                  notes: list[str], memory: int) -> list[PropChange]:
+                  notes: list[str], host: HostLimits) -> list[PropChange]:
     """The live properties of one unit that differ from the plan, with their sources."""
     ours = str(unit_dir / dropin_path(u.unit))
     texts = _read_texts([st.fragment_path, *st.drop_in_paths])
-    want = desired(u, owned, memory)
+    want = desired(u, owned, host)
     changes = [PropChange(u.unit, prop, st.props.get(prop), value,
                           override_source(prop, ours, texts))
                for prop, value in want.items() if not matches(prop, st.props.get(prop), value)]
@@ -200,7 +201,7 @@ async def live_diff(sd: Systemd, plan: Plan, unit_dir: Path,
         if owned and st.active_state not in ("active", "reloading"):
             start.append(u.unit)
         if st.control_group:  # else no cgroup yet: the files apply when the unit starts
-            changes += _unit_changes(u, owned, st, unit_dir, notes, plan.memory)
+            changes += _unit_changes(u, owned, st, unit_dir, notes, plan.limits)
     return changes, start, states
 
 
@@ -327,7 +328,7 @@ async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
         if not group:
             continue  # no cgroup (a drop-in for a unit that is not running)
         if cgroup_problems(cgroup_root, u.unit, group,
-                           cgroup_expectations(desired(u, owned, plan.memory), block_device)):
+                           cgroup_expectations(desired(u, owned, plan.limits), block_device)):
             suspects.append((u, owned))
         else:
             result.problems[u.unit] = []
@@ -335,7 +336,7 @@ async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
     states = await asyncio.gather(*(sd.get_unit_properties(u.unit, unit_interface=False)
                                     for u, _ in suspects))
     for (u, owned), st in zip(suspects, states, strict=True):
-        want = desired(u, owned, plan.memory)
+        want = desired(u, owned, plan.limits)
         wrong = [PropChange(u.unit, p, st.props.get(p), v) for p, v in want.items()
                  if not matches(p, st.props.get(p), v)]
         if wrong:

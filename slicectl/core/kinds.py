@@ -36,10 +36,21 @@ from slicectl.core.values import (
     UINT64_MAX,
     RamShare,
     Size,
+    TaskShare,
     format_duration_us,
     format_memory,
     parse_memory_size,
 )
+
+
+@frozen
+class HostLimits:
+    """What systemd on the target resolves a share against: its RAM in bytes (MemTotal) and
+    its task limit (system_tasks_max: the least of kernel.threads-max, kernel.pid_max - 1
+    and the root cgroup's pids.max). 0: unknown, and a share then matches no live value."""
+
+    memory: int = 0
+    tasks: int = 0
 
 
 @frozen
@@ -60,10 +71,29 @@ class RamShareLive:
         return frozenset({self.share.bytes_of(self.ram), self.share.bytes_over_dbus(self.ram)})
 
 
+@frozen
+class TaskShareLive:
+    """The live value of a share of the task limit on a host whose limit is `limit`.
+    systemd reports TasksMax as the count it resolved: that of the unit file's "50%"
+    (`TaskShare.tasks_of`), or of the TasksMaxScale slicectl sent (`tasks_over_dbus`), which
+    may differ by one; either means the share is in force. `limit` 0: unknown."""
+
+    share: TaskShare
+    limit: int
+
+    @property
+    def accepted(self) -> frozenset[int]:
+        """The counts systemd may report for it on this host."""
+        if self.limit <= 0:
+            return frozenset()
+        return frozenset({self.share.tasks_of(self.limit), self.share.tasks_over_dbus(self.limit)})
+
+
 # A per-device list, sorted by path: ((path, value), ...); a value may be infinity.
 DeviceValues = tuple[tuple[str, Size], ...]
-PlanValue = frozenset[int] | Size | RamShare | str | DeviceValues  # Size = int | Infinity
-LiveValue = frozenset[int] | int | str | tuple[tuple[str, int], ...] | RamShareLive | None
+PlanValue = frozenset[int] | Size | RamShare | TaskShare | str | DeviceValues  # Size: int | ∞
+LiveValue = (frozenset[int] | int | str | tuple[tuple[str, int], ...] | RamShareLive
+             | TaskShareLive | None)
 DEFAULT_WEIGHT: Final = 100
 DEFAULT_PERIOD_US: Final = 100_000
 WEIGHT_IDLE: Final = 0  # CPUWeight=idle on D-Bus (systemd 252+)
@@ -105,8 +135,8 @@ class Kind:
         assert isinstance(value, int)
         return value
 
-    def live_on(self, value: PlanValue, ram: int) -> LiveValue:
-        """`live` on a host with `ram` bytes of memory (only a share of RAM depends on it)."""
+    def live_on(self, value: PlanValue, host: HostLimits) -> LiveValue:
+        """`live` on the host `host` describes (only a share depends on it)."""
         return self.live(value)
 
     def same(self, live: LiveValue, want: LiveValue) -> bool:
@@ -234,6 +264,64 @@ class Limit(Kind):
         return None if value is INFINITY else super().live(value)
 
 
+class Tasks(Limit):
+    """TasksMax=: a number of tasks, infinity, or a share of the kernel's task limit ("50%").
+    A share is written as it is in unit files, where systemd resolves it on the host, and
+    sent over D-Bus as TasksMaxScale (`u`, UINT32_MAX = 100 %), as `systemctl set-property
+    TasksMax=50%` does; systemd reports the count it made of it (TaskShareLive). systemd
+    refuses a TasksMaxScale of UINT32_MAX (dbus-cgroup.c: 1 to UINT32_MAX - 1), so 100 % is
+    sent as the count it makes on this host: the unit file keeps the share for the next
+    reload. (systemd writes a TasksMaxScale into its runtime drop-in a tenth too small, 4.0%
+    for 40%: slicectl.apply.transaction puts system.control back, so that file never stays.)"""
+
+    def __init__(self, *, scale_since: int = 0) -> None:
+        # The first systemd whose D-Bus API takes TasksMaxScale.
+        self.scale_since = scale_since
+
+    def file(self, value: PlanValue) -> str:
+        return str(value) if isinstance(value, TaskShare) else super().file(value)
+
+    def json(self, value: PlanValue) -> Any:
+        return str(value) if isinstance(value, TaskShare) else super().json(value)
+
+    def from_json(self, data: Any) -> PlanValue:
+        from slicectl.core.parsers import parse_tasks_max
+
+        return parse_tasks_max(data)
+
+    def live_on(self, value: PlanValue, host: HostLimits) -> LiveValue:
+        if isinstance(value, TaskShare):
+            return TaskShareLive(value, host.tasks)
+        return self.live(value)
+
+    def same(self, live: LiveValue, want: LiveValue) -> bool:
+        if isinstance(want, TaskShareLive):
+            return isinstance(live, int) and live in want.accepted
+        return live == want
+
+    def wire_name(self, name: str, live: LiveValue) -> tuple[str, str]:
+        if isinstance(live, TaskShareLive) and live.share.permyriad < 10_000:
+            return f"{name}Scale", "u"
+        return name, self.signature
+
+    def to_wire(self, live: LiveValue) -> Any:
+        if isinstance(live, TaskShareLive) and live.share.permyriad < 10_000:
+            return live.share.scale()
+        if isinstance(live, TaskShareLive):
+            if live.limit <= 0:
+                raise ValueError("100% of the task limit is sent as the count it makes, and "
+                                 "this host's task limit is unknown")
+            return live.limit
+        return super().to_wire(live)
+
+    def show(self, live: LiveValue) -> str:
+        if isinstance(live, TaskShareLive):
+            if live.limit <= 0:
+                return f"{live.share} of the task limit"
+            return f"{live.share} of the task limit ({live.share.tasks_of(live.limit)})"
+        return super().show(live)
+
+
 class Bytes(Limit):
     """A memory size. A *limit* (MemoryMax, MemoryHigh, MemorySwapMax, MemoryZSwapMax) is
     unset when it is infinity (UINT64_MAX on D-Bus, None here); a *protection* (MemoryLow,
@@ -272,9 +360,9 @@ class Bytes(Limit):
         assert isinstance(value, int)
         return value
 
-    def live_on(self, value: PlanValue, ram: int) -> LiveValue:
+    def live_on(self, value: PlanValue, host: HostLimits) -> LiveValue:
         if isinstance(value, RamShare):
-            return RamShareLive(value, ram)
+            return RamShareLive(value, host.memory)
         return self.live(value)
 
     def same(self, live: LiveValue, want: LiveValue) -> bool:
@@ -562,8 +650,21 @@ def memory_file(file: str, live: LiveValue) -> CgroupExpectation:
 
 
 def count_text(live: LiveValue) -> str:
-    """pids.max text: "max" for unset/infinity."""
+    """pids.max text: "max" for unset/infinity; a share of the task limit: the count systemd
+    makes of the unit file's percent."""
+    if isinstance(live, TaskShareLive):
+        return str(live.share.tasks_of(live.limit))
     return "max" if live is None or live == UINT64_MAX else str(live)
+
+
+def tasks_file(live: LiveValue) -> CgroupExpectation:
+    """What pids.max must say for `live`: a share of the task limit may read as either of the
+    counts systemd makes of it (TaskShareLive)."""
+    if isinstance(live, TaskShareLive):
+        accepted = {str(n) for n in live.accepted}
+        return CgroupExpectation("pids.max", count_text(live),
+                                 lambda content, _expected: content in accepted)
+    return CgroupExpectation("pids.max", count_text(live))
 
 
 def cpuset_text(live: LiveValue) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from slicectl.core.kinds import CgroupExpectation, LiveValue
+from slicectl.core.kinds import CgroupExpectation, HostLimits, LiveValue
 from slicectl.core.plan import FileKind, UnitPlan
 from slicectl.core.properties import (
     PROP_BY_DBUS,
@@ -34,11 +34,15 @@ def file_key(prop: str) -> str:
     return PROP_BY_DBUS[prop].name
 
 
-def desired(u: UnitPlan, owned: bool | None = None, memory: int = 0) -> dict[str, LiveValue]:
+UNKNOWN_HOST = HostLimits()  # neither RAM nor task limit known: a share matches nothing
+
+
+def desired(u: UnitPlan, owned: bool | None = None,
+            host: HostLimits = UNKNOWN_HOST) -> dict[str, LiveValue]:
     """The live properties `u` must have, by D-Bus name. For units slicectl owns (its slices)
     every settable property is managed: one not in the plan must be unset. For units slicectl
     only drops into (system.slice, cron.service) only the properties it sets are managed.
-    `memory`: the host's RAM in bytes (Plan.memory), which a share of RAM is resolved
+    `host`: the host's RAM and task limit (Plan.limits), which a share is resolved
     against."""
     if owned is None:
         owned = u.kind is FileKind.UNIT
@@ -47,13 +51,13 @@ def desired(u: UnitPlan, owned: bool | None = None, memory: int = 0) -> dict[str
         want = {p.dbus: p.kind.unset for p in PROPERTIES}
     for key, value in u.properties.items():
         prop = PROP_BY_NAME[key]
-        want[prop.dbus] = prop.kind.live_on(value, memory)
+        want[prop.dbus] = prop.kind.live_on(value, host)
     return want
 
 
 def matches(prop: str, live: LiveValue, want: LiveValue) -> bool:
     """Whether the value systemd reports for a property (by D-Bus name) means the wanted one
-    is in force (a share of RAM: systemd reports bytes)."""
+    is in force (a share: systemd reports the bytes or tasks it made of it)."""
     return PROP_BY_DBUS[prop].kind.same(live, want)
 
 

@@ -21,10 +21,12 @@ from slicectl.core.values import (
     UINT64_MAX,
     MemorySize,
     Size,
+    TaskShare,
     ValueHint,
     format_duration_us,
     parse_duration_us,
     parse_memory_size,
+    parse_task_share,
     quote,
 )
 
@@ -238,17 +240,23 @@ def parse_weight(allow_idle: bool) -> Callable[[Any], int]:
     return parse
 
 
-def parse_tasks_max(value: Any) -> Size:
-    """TasksMax=: a number of tasks (1 or more) or infinity."""
+def parse_tasks_max(value: Any) -> Size | TaskShare:
+    """TasksMax=: a number of tasks (1 or more), a share of the kernel's task limit, or
+    infinity."""
     if isinstance(value, str) and value.strip().lower() == "infinity":
         return INFINITY
-    if isinstance(value, str) and value.strip().endswith("%"):
-        # systemd takes TasksMax=N% of the kernel's task limit (pid_max, threads-max, the
-        # root cgroup's pids.max), which differs from host to host.
-        raise ValueHint(f"{quote(value)}: slicectl takes a number of tasks here, not a share "
-                        "of the kernel's task limit", "write the number, e.g. 4096")
+    if isinstance(value, str) and value.strip().endswith(("%", "‰", "‱")):
+        if (share := parse_task_share(value)) is None:
+            raise ValueHint(f"{quote(value)} is not a number of tasks or a share of the task "
+                            "limit", "write a share as systemd does, 50%, 12.5%, 505‰ or 5050‱ "
+                            "(no space), or a number of tasks such as 4096")
+        if share.permyriad == 0:  # systemd's D-Bus refuses a TasksMaxScale of 0 (pids.max 0)
+            raise ValueHint(f"{quote(value)} is out of range: systemd takes more than 0% here",
+                            "write at least 1 task, or infinity for no limit")
+        return share
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"expected a number of tasks or infinity, got {quote(value)}")
+        raise ValueError(f"expected a number of tasks, a share such as 50%, or infinity, got "
+                         f"{quote(value)}")
     if not 1 <= value < UINT64_MAX:
         raise ValueError(f"{quote(value)} is out of range: systemd takes 1 or more tasks "
                          "(write infinity for no limit)")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import PlacementError
 from slicectl.core.frozen import frozen
-from slicectl.core.kinds import PlanValue
+from slicectl.core.kinds import HostLimits, PlanValue
 from slicectl.core.placement import Layout, TenantPlacement, place
 from slicectl.core.properties import (
     ALLOWED_CPUS,
@@ -140,6 +140,14 @@ class Plan:
     # The host's RAM in bytes (the topology's MemTotal; 0: unknown): what systemd resolves a
     # share of RAM ("MemoryMax=50%") against, so the live diff knows the bytes it will report.
     memory: int = 0
+    # The host's task limit (the topology's; 0: unknown): what systemd resolves a share of it
+    # ("TasksMax=50%") against.
+    tasks: int = 0
+
+    @property
+    def limits(self) -> HostLimits:
+        """What the target's systemd resolves shares against (RAM and task limit)."""
+        return HostLimits(self.memory, self.tasks)
 
     def unit(self, name: str) -> UnitPlan:
         for u in self.units:
@@ -161,6 +169,7 @@ class Plan:
             "profile": self.profile,
             "topology": self.topology,
             "memory_bytes": self.memory,
+            "task_limit": self.tasks,
             "housekeeping_cpus": format_cpulist(lay.housekeeping),
             "shared_pool": format_cpulist(lay.shared_pool),
             "placement_notes": list(lay.notes),
@@ -218,7 +227,7 @@ class Plan:
                 for t in d["tenants"] if "elastic" in t)
         return cls(source=d["source"], profile=d["profile"], topology=d["topology"],
                    layout=layout, units=units, shares=shares, elastic=elastic,
-                   memory=d.get("memory_bytes", 0))
+                   memory=d.get("memory_bytes", 0), tasks=d.get("task_limit", 0))
 
 
 def _elastic_json(r: ElasticRange) -> dict[str, Any]:
@@ -443,4 +452,4 @@ def build_plan(
         predicted = predict_shares(config, layout, topo, competition)
     return Plan(source=config.path, profile=config.profile, topology=topo.source,
                 layout=layout, units=tuple(units), shares=predicted, elastic=elastic,
-                memory=topo.total_memory)
+                memory=topo.total_memory, tasks=topo.task_limit)

@@ -51,7 +51,13 @@ from slicectl.core.parsers import (
     parse_unit_list,
     parse_weight,
 )
-from slicectl.core.values import UINT64_MAX, RamShare, parse_percent
+from slicectl.core.values import (
+    TASK_SHARE_SINCE,
+    UINT64_MAX,
+    RamShare,
+    TaskShare,
+    parse_percent,
+)
 
 __all__ = ["BALANCE_KEYS", "BALANCE_SETTINGS", "BY_KEY", "CONFINE_SETTINGS", "CONFINE_TYPES",
            "EDITABLE_KEYS", "MAX_UNIT_FILE_NAME", "PROFILE_KEYS", "PROPERTIES", "PROP_BY_DBUS",
@@ -168,6 +174,12 @@ ALLOWED_CPUS = Prop("AllowedCPUs", "AllowedCPUs", kinds.CpuSet(), 244,
                     _file("cpuset.cpus", kinds.cpuset_text, kinds.same_cpus))
 ALLOWED_MEMORY_NODES = Prop("AllowedMemoryNodes", "AllowedMemoryNodes", kinds.CpuSet(), 244,
                             _file("cpuset.mems", kinds.cpuset_text, kinds.same_cpus))
+
+
+def _share_needs(value: Any) -> int:
+    """A share of the task limit needs the release that parses its spelling in TasksMax= and
+    takes TasksMaxScale over D-Bus (TaskShare.needs)."""
+    return value.needs() if isinstance(value, TaskShare) else 0
 
 
 def _idle_needs_252(value: Any) -> int:
@@ -310,9 +322,12 @@ SETTINGS: tuple[Setting, ...] = (
             "false: pages zswap would write back to swap stay compressed in memory",
             "unset (true)", scopes=_TPC, editable=True, hint="false"),
     Setting("tasks_max", parse_tasks_max,
-            Prop("TasksMax", "TasksMax", kinds.Limit(), 227, _file("pids.max", kinds.count_text)),
-            "most processes and threads (stops fork bombs), or infinity", scopes=_TPC,
-            editable=True, hint="e.g. 4096"),
+            Prop("TasksMax", "TasksMax", kinds.Tasks(scale_since=TASK_SHARE_SINCE), 227,
+                 lambda live, _want, _devices: [kinds.tasks_file(live)],
+                 since_value=_share_needs),
+            "most processes and threads (stops fork bombs): a number, a share of the kernel's "
+            "task limit (50%, 12.5%), or infinity", scopes=_TPC, editable=True,
+            hint="e.g. 4096 or 10%"),
     Setting("io_weight", parse_int_range(1, 10000),
             Prop("IOWeight", "IOWeight", kinds.Number(), 230,
                  _file("io.weight", lambda live: f"default {kinds.weight_text(live)}",
@@ -431,7 +446,7 @@ def balance_reference_table() -> str:
 def dbus_reference_table() -> str:
     """docs/dbus.md's table of the properties slicectl sets (tests/test_readme.py compares)."""
     lines = ["| unit-file property | D-Bus property | signature | value kind | since systemd "
-             "| needs Linux | a share of RAM (50%) over D-Bus |", "|---|---|---|---|---|---|---|"]
+             "| needs Linux | a share (50%) over D-Bus |", "|---|---|---|---|---|---|---|"]
     for p in PROPERTIES:
         kernel = "{}.{}".format(*p.kernel) if p.kernel else "—"
         since = getattr(p.kind, "scale_since", 0)

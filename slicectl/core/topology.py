@@ -85,6 +85,9 @@ class Topology:
     # The release of the host's systemd when known (`slicectl topology --json` on the host
     # records it), so units generated elsewhere are checked against it (slicectl.core.versions).
     systemd_version: int | None = None
+    # The kernel's task limit as systemd computes it and resolves TasksMax=50% against
+    # (system_tasks_max: threads-max, pid_max - 1, root pids.max; 0: unknown).
+    task_limit: int = 0
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -172,6 +175,7 @@ class Topology:
             "format": FORMAT,
             "source": self.source,
             "systemd_version": self.systemd_version,
+            **({"task_limit": self.task_limit} if self.task_limit else {}),
             "nodes": [_node_json(n) for n in sorted(self.nodes, key=lambda n: n.id)],
             "cpus": [{"id": c.id, "online": c.online, "node": c.node, "package": c.package,
                       "die": c.die, "core": c.core, "siblings": format_cpulist(c.siblings)}
@@ -186,7 +190,7 @@ class Topology:
 
 
 def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
-                   systemd_version: int | None = None) -> Topology:
+                   systemd_version: int | None = None, task_limit: int = 0) -> Topology:
     """A Topology from what a reader found, with nodes that list the same CPUs merged and
     a CPU listed in several distinct nodes kept in one of them.
 
@@ -207,7 +211,7 @@ def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
     node_of = {c: n.id for n in merged for c in n.cpus}
     fixed = tuple(replace(c, node=node_of.get(c.id)) if c.online else c for c in cpus)
     return Topology(nodes=merged, cpus=fixed, source=source, systemd_version=systemd_version,
-                    warnings=warnings)
+                    task_limit=task_limit, warnings=warnings)
 
 
 def merge_shared_cpus(nodes: Sequence[Node]) -> tuple[tuple[Node, ...], tuple[str, ...]]:
@@ -266,6 +270,7 @@ def _merge_warning(group: Sequence[Node]) -> str:
 
 MAX_NODES = 1024  # the kernel's MAX_NUMNODES with the largest NODES_SHIFT (10)
 MAX_BYTES = 2**64  # memory sizes are u64 in the kernel and in systemd
+MAX_TASKS = 2**64  # systemd's task limit is a u64
 MAX_DISTANCE = 255  # SLIT entries are one byte
 
 
@@ -328,7 +333,8 @@ class _ExportReader(JsonReader):
         cpus = tuple(self.cpu(c, f"cpus[{i}]") for i, c in enumerate(self.items(data, "cpus")))
         self.check_ids(nodes, cpus)
         name = self.text(data.get("source", ""), "source")
-        return build_topology(nodes, cpus, source or name, self.release(data))
+        task_limit = self.integer(data.get("task_limit", 0), "task_limit", 0, MAX_TASKS)
+        return build_topology(nodes, cpus, source or name, self.release(data), task_limit)
 
     def release(self, data: dict[str, Any]) -> int | None:
         """systemd_version: null (unknown), or a release number such as 252."""

@@ -7,6 +7,10 @@ what systemd accepts in unit files, so generated files round-trip through system
 ranges are systemd's own (systemd.resource-control(5), measured with `systemd-analyze
 verify` on systemd 252): a value outside them would be ignored by systemd with a warning.
 Formatting for people (24.5G, no limit, rates with /s, local times) is slicectl.core.human.
+
+Why this module runs past 400 lines: it holds each value type of tenants.yaml with its parser
+and its systemd spelling (sizes, shares of RAM and of the task limit, percents, durations), so
+every spelling systemd takes is defined once, beside the others it must not be confused with.
 """
 
 from __future__ import annotations
@@ -57,11 +61,11 @@ UINT32_MAX: Final = 2**32 - 1
 
 
 @frozen
-class RamShare:
-    """A share of the host's physical memory, as systemd reads "50%" in a memory property
-    (systemd.resource-control(5)): kept in permyriad (1/10,000) with the spelling it was
-    written in ("50%", "505‰", "5050‱"), so a unit file says what tenants.yaml says and
-    systemd on the target resolves it against the RAM it finds there."""
+class Share:
+    """A share written as systemd writes one (systemd.resource-control(5)): kept in permyriad
+    (1/10,000) with the spelling it was written in ("50%", "505‰", "5050‱"), so a unit file
+    says what tenants.yaml says and systemd on the target resolves it against what it finds
+    there (a share of RAM: `RamShare`; of the task limit: `TaskShare`)."""
 
     permyriad: int
     text: str
@@ -69,31 +73,68 @@ class RamShare:
     def __str__(self) -> str:
         return self.text
 
+    def scale(self) -> int:
+        """The `u` sent as the property's *Scale twin over D-Bus, UINT32_MAX = 100 %
+        (UINT32_SCALE_FROM_PERMYRIAD of systemd's percent-util.h: rounded to nearest), as
+        `systemctl set-property` sends it."""
+        return (self.permyriad * UINT32_MAX + 5000) // 10_000
+
+    def needs(self) -> int:
+        """The first systemd release that parses this spelling: ‰ from 240 (NEWS), two
+        decimals and ‱ from 248 (systemd PRs #18444 and #18659, which moved percent parsing
+        to permyriad); whole percents with the property itself."""
+        if self.text.endswith("‰"):
+            return 240
+        if self.text.endswith("‱") or "." in self.text:
+            return 248
+        return 0
+
+
+@frozen
+class RamShare(Share):
+    """A share of the host's physical memory, as systemd reads "50%" in a memory property."""
+
     def bytes_of(self, ram: int) -> int:
         """What systemd makes of it on a host with `ram` bytes: physical_memory_scale() of
         systemd's util.c rounds the RAM down to whole pages, scales the page count and
         rounds down again (`ram` is MemTotal: sysconf(_SC_PHYS_PAGES))."""
         return _scale_pages(ram, self.permyriad, 10_000)
 
-    def scale(self) -> int:
-        """The `u` sent as Memory*Scale over D-Bus, UINT32_MAX = 100 %
-        (UINT32_SCALE_FROM_PERMYRIAD of systemd's percent-util.h: rounded to nearest)."""
-        return (self.permyriad * UINT32_MAX + 5000) // 10_000
-
     def bytes_over_dbus(self, ram: int) -> int:
         """What systemd makes of `scale()` (bus_cgroup_set_memory_scale: the same rounding,
         scaled from UINT32_MAX): may differ from `bytes_of` by a page."""
         return _scale_pages(ram, self.scale(), UINT32_MAX)
 
+
+@frozen
+class TaskShare(Share):
+    """A share of the kernel's task limit, as systemd reads TasksMax=50%: systemd resolves
+    it against system_tasks_max() of its limits-util.c, the least of kernel.threads-max,
+    kernel.pid_max - 1 and the root cgroup's pids.max (`TaskLimit`)."""
+
+    def tasks_of(self, limit: int) -> int:
+        """What systemd makes of it where the task limit is `limit`
+        (system_tasks_max_scale: scaled and rounded down; all of it at 100 %)."""
+        return _scale_tasks(limit, self.permyriad, 10_000)
+
+    def tasks_over_dbus(self, limit: int) -> int:
+        """What systemd makes of `scale()` sent as TasksMaxScale (the same rounding, scaled
+        from UINT32_MAX): may differ from `tasks_of` by one."""
+        return _scale_tasks(limit, self.scale(), UINT32_MAX)
+
     def needs(self) -> int:
-        """The first systemd release that parses this spelling in a memory property: ‰ from
-        240 (NEWS), two decimals and ‱ from 248 (systemd PRs #18444 and #18659, which moved
-        percent parsing to permyriad); whole percents with the property itself."""
-        if self.text.endswith("‰"):
-            return 240
-        if self.text.endswith("‱") or "." in self.text:
-            return 248
-        return 0
+        """TasksMax= took whole percents from 231 (NEWS); ‰, decimals and ‱ as in memory
+        properties (systemd parses both with the same function)."""
+        return max(super().needs(), TASK_SHARE_SINCE)
+
+
+# The release whose TasksMax= takes a percent and whose D-Bus API takes TasksMaxScale (NEWS of
+# 231; the Scale twins of TasksMax and of the memory properties came in one change).
+TASK_SHARE_SINCE: Final = 231
+
+
+def _scale_tasks(limit: int, v: int, of: int) -> int:
+    return limit if v == of else limit * v // of
 
 
 def _scale_pages(ram: int, v: int, of: int) -> int:
@@ -112,26 +153,46 @@ _SHARE_DECIMALS = {"%": 2, "‰": 1, "‱": 0}
 _SHARE_FACTOR = {"%": 100, "‰": 10, "‱": 1}
 
 
-def parse_ram_share(value: str) -> RamShare | None:
-    """"50%", "12.5%", "505‰", "5050‱" as a RamShare; None if `value` is not written as a
-    share at all; ValueHint for a share systemd refuses (above 100 %, too many decimals)."""
+def _parse_share(value: str, of: str, whole: str, hint: str) -> tuple[int, str] | None:
+    """(permyriad, spelling) of a share written as systemd's parse_permyriad() takes it; None
+    if `value` is not written as a share at all; ValueHint for a share systemd refuses (above
+    100 %, too many decimals). `of` names what it is a share of ("RAM"), `whole` all of it
+    and `hint` what 100 % is."""
     m = _SHARE_RE.fullmatch(value)
     if m is None:
         return None
-    whole, part, unit = m[1], m[2] or "", m[3]
+    number, part, unit = m[1], m[2] or "", m[3]
     if len(part) > _SHARE_DECIMALS[unit]:
         allowed = {"%": "two decimals (50.25%)", "‰": "one decimal (502.5‰)",
                    "‱": "no decimals (5025‱)"}[unit]
-        raise ValueHint(f"{quote(value)} is not a share of RAM systemd takes: {unit} takes "
+        raise ValueHint(f"{quote(value)} is not a share of {of} systemd takes: {unit} takes "
                         f"{allowed}", "round it, e.g. 50.25%")
     factor = _SHARE_FACTOR[unit]
-    permyriad = int(whole) * factor + (int(part.ljust(_SHARE_DECIMALS[unit], "0"))
-                                       if part else 0)
+    permyriad = int(number) * factor + (int(part.ljust(_SHARE_DECIMALS[unit], "0"))
+                                        if part else 0)
     if permyriad > 10_000:
-        raise ValueHint(f"{quote(value)} is more than all of the host's RAM",
-                        "a share of RAM is 0% to 100% of the host's physical memory")
-    text = f"{int(whole)}{'.' + part if part else ''}{unit}"
-    return RamShare(permyriad, text)
+        raise ValueHint(f"{quote(value)} is more than all of {whole}",
+                        f"a share of {of} is 0% to 100% of {hint}")
+    return permyriad, f"{int(number)}{'.' + part if part else ''}{unit}"
+
+
+def parse_ram_share(value: str) -> RamShare | None:
+    """"50%", "12.5%", "505‰", "5050‱" as a RamShare; None if `value` is not written as a
+    share at all; ValueHint for a share systemd refuses (above 100 %, too many decimals)."""
+    parsed = _parse_share(value, "RAM", "the host's RAM", "the host's physical memory")
+    return None if parsed is None else RamShare(*parsed)
+
+
+# What systemd takes a share of tasks of (system_tasks_max in limits-util.c).
+TASK_LIMIT_TEXT: Final = ("the least of kernel.threads-max, kernel.pid_max - 1 and the root "
+                          "cgroup's pids.max")
+
+
+def parse_task_share(value: str) -> TaskShare | None:
+    """TasksMax=50% (also 12.5%, 505‰, 5050‱, as systemd takes them) as a TaskShare; None if
+    `value` is not written as a share; ValueHint for a share systemd refuses."""
+    parsed = _parse_share(value, "the task limit", "the kernel's task limit", TASK_LIMIT_TEXT)
+    return None if parsed is None else TaskShare(*parsed)
 
 
 class ValueHint(ValueError):

@@ -57,9 +57,10 @@ SETTABLE: dict[str, tuple[str, Any]] = {
     "ManagedOOMMemoryPressure": ("s", "auto"),
     "ManagedOOMMemoryPressureLimit": ("u", 0),
 }
-# Write-only *Scale twins of the memory properties that take a share of RAM ("50%"): a `u`
-# where UINT32_MAX is 100 %, which systemd turns into bytes of its physical memory
-# (bus_cgroup_set_memory_scale in dbus-cgroup.c) and reports under the property itself. Which
+# Write-only *Scale twins of the properties that take a share ("50%" of RAM in a memory
+# property, of the task limit in TasksMax): a `u` where UINT32_MAX is 100 %, which systemd turns
+# into bytes of its physical memory (bus_cgroup_set_memory_scale in dbus-cgroup.c) or into a
+# count of tasks (bus_cgroup_set_tasks_max_scale) and reports under the property itself. Which
 # properties have one is learnt from slicectl's table (a kind with `scale_since`); what systemd
 # does with the value is written out below (FakeSystemd.scaled), apart from slicectl's.
 SCALES: dict[str, str] = {f"{p.dbus}Scale": p.dbus for p in PROPERTIES
@@ -291,7 +292,8 @@ class FakeSystemd:
     """The fake systemd; `start(address)` puts it on a bus as org.freedesktop.systemd1."""
 
     def __init__(self, cgroup_root: Path | None = None, *, cpus: Iterable[int] = range(8),
-                 nodes: Iterable[int] = range(4), memory: int = 4 << 30) -> None:
+                 nodes: Iterable[int] = range(4), memory: int = 4 << 30,
+                 tasks: int = 32767) -> None:
         self.cgroup_root = cgroup_root
         # Where runtime SetUnitProperties leaves UNIT.d/50-PROPERTY.conf, as systemd does in
         # /run/systemd/system.control (None: nowhere).
@@ -299,6 +301,7 @@ class FakeSystemd:
         self.cpus = frozenset(cpus)
         self.nodes = frozenset(nodes)
         self.memory = memory  # physical memory in bytes (the testbed's guest: 4 x 1G)
+        self.tasks = tasks  # the task limit (system_tasks_max: Linux's default pid_max - 1)
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.units: dict[str, FakeUnit] = {}
         self.failures: list[Failure] = []
@@ -421,7 +424,13 @@ class FakeSystemd:
     def scaled(self, name: str, raw: int) -> int:
         """Bytes of physical memory for a *Scale value, as systemd computes them
         (physical_memory_scale: whole pages, rounded down; all of it at UINT32_MAX); systemd
-        refuses a value that comes to no memory at all."""
+        refuses a value that comes to no memory at all. TasksMaxScale: a count of tasks
+        (system_tasks_max_scale: rounded down), from 1 to UINT32_MAX - 1 only."""
+        if name == "TasksMaxScale":
+            if not 1 <= raw < UINT32_MAX:
+                raise DBusError("org.freedesktop.DBus.Error.InvalidArgs",
+                                f"Value specified in {name} is out of range")
+            return self.tasks * raw // UINT32_MAX
         pages = self.memory // PAGE
         value = pages * PAGE if raw == UINT32_MAX else pages * raw // UINT32_MAX * PAGE
         if value <= 0:
@@ -532,6 +541,7 @@ class FakeSystemd:
             "memory.low": str(unit.raw("MemoryLow")),
             "memory.min": str(unit.raw("MemoryMin")),
             "memory.zswap.writeback": "1" if unit.raw("MemoryZSwapWriteback") else "0",
+            "pids.max": limit("TasksMax"),
         }
 
     def _mirror(self, unit: FakeUnit) -> None:

@@ -151,7 +151,7 @@ def drift_rows(plan: Plan, diff: Any, control_groups: dict[str, str]
         if owned:
             rows[(u.unit, ACTIVE)] = float(u.unit in diff.start)
         if control_groups.get(u.unit):
-            for prop in desired(u, owned, plan.memory):
+            for prop in desired(u, owned, plan.limits):
                 rows[(u.unit, prop)] = float((u.unit, prop) in changed)
     for unit in diff.stop:
         rows[(unit, ACTIVE)] = 1.0

@@ -64,12 +64,12 @@ def read_topology(root: str | Path = defaults.SYSFS,
     online, cpu_ids = _cpus(cpu_dir)
     node_dir = root / "devices" / "system" / "node"
     node_ids = _numbered_dirs(node_dir, _NODE_DIR) if node_dir.is_dir() else []
+    proc = Path(proc_root) if proc_root is not None else root.parent / "proc"
     if node_ids:
         nodes = [_read_node(node_dir / f"node{nid}", nid, node_ids, online) for nid in node_ids]
     else:
         # Kernels built without CONFIG_NUMA have no devices/system/node: one node holds
         # every online CPU and all of the machine's memory.
-        proc = Path(proc_root) if proc_root is not None else root.parent / "proc"
         nodes = [Node(0, online, _machine_memory(proc / "meminfo", node_dir),
                       {0: LOCAL_DISTANCE})]
     node_of = {c: n.id for n in nodes for c in n.cpus}
@@ -78,7 +78,32 @@ def read_topology(root: str | Path = defaults.SYSFS,
         else Cpu(id=cid, online=False, node=None)
         for cid in cpu_ids
     )
-    return build_topology(nodes, cpus, str(root))
+    return build_topology(nodes, cpus, str(root),
+                          task_limit=task_limit(proc, root / "fs" / "cgroup"))
+
+
+def task_limit(proc_root: Path, cgroup_root: Path) -> int:
+    """The kernel's task limit as systemd computes it (system_tasks_max in limits-util.c): the
+    least of PROC/sys/kernel/threads-max, PROC/sys/kernel/pid_max - 1 (PIDs are kept below
+    pid_max, and 0 is none) and the pids.max of systemd's root cgroup (absent at the real
+    root, "max" for none); a source that cannot be read is left out, as systemd leaves it
+    out. 0 when none can be read."""
+    kernel = proc_root / "sys" / "kernel"
+    found = [_number(kernel / "threads-max")]
+    pid_max = _number(kernel / "pid_max")
+    found.append(pid_max - 1 if pid_max is not None and pid_max > 0 else pid_max)
+    found.append(_number(cgroup_root / "pids.max"))
+    known = [n for n in found if n is not None]
+    return min(known) if known else 0
+
+
+def _number(path: Path) -> int | None:
+    """A file holding one number; None if it is absent, unreadable, "max" or not a number."""
+    try:
+        text = path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def _cpu_dir(root: Path) -> Path:
