@@ -39,6 +39,7 @@ JSON_FORMAT = "slicectl-balance/1"
 _US = 1_000_000
 # The cgroup files a decision reads (CPU time, cpu.pressure, the CPUs a slice runs on).
 _DECISION_FILES = frozenset({"cpu.stat", "cpu.pressure", "cpuset.cpus.effective"})
+_REDISCOVER = 60.0  # seconds between full walks of the elastic tenants' slices
 
 
 def _policy(policy: BalancePolicy, interval: float | None) -> BalancePolicy:
@@ -237,7 +238,10 @@ def _rounds(args: Namespace, config: Config, policy: BalancePolicy, signals: _Si
     # on), of the elastic tenants' slices only: BENCHMARKS.md, balance.100.
     slices = frozenset(tenant_unit(config, t.name) for t in config.tenants if t.elastic)
     skip = frozenset(f.name for f in FILES) - _DECISION_FILES
-    with Sampler(Path(args.cgroup_root), slices=slices, skip=skip) as sampler:
+    # A slice stopped, started or recreated changes its parent directory, which the sampler
+    # checks every sample; the full walk that also catches what that misses comes once a
+    # minute (not every 5 s as for status): the balancer's slices are few and known.
+    with Sampler(Path(args.cgroup_root), _REDISCOVER, slices=slices, skip=skip) as sampler:
         prev = sampler.sample()
         notify(READY="1", STATUS=ready)
         start, rounds = prev.time, 0

@@ -47,6 +47,7 @@ class BalanceInput:
         self.config = config
         self.layout = layout
         self.tenant = _elastic_of(config)
+        self._known: dict[str, str | None] = {}  # cgroup path -> tenant(unit, path)
         self._placed = {p.tenant: p for p in layout.tenants}
         self._elastic = [(t, self._placed[t.name], frozenset(self._placed[t.name].cpu_nodes),
                           *t.size_range()) for t in config.tenants if t.elastic]
@@ -57,8 +58,10 @@ class BalanceInput:
         tenant whose slice has a CPU rate in `metrics`: a share of the CPUs it holds (`held`,
         else the CPUs the layout gives it)."""
         out: dict[str, Reading] = {}
+        known = self._known
         for m in metrics:
-            name = self.tenant(m.unit, m.cgroup)
+            if (name := known.get(m.cgroup, "")) == "":
+                name = known[m.cgroup] = self.tenant(m.unit, m.cgroup)
             if name is None or m.cpu_cores is None:
                 continue
             count = len(held[name] if held is not None and name in held
