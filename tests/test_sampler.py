@@ -11,6 +11,7 @@ import dataclasses
 import errno
 import os
 import resource
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -474,3 +475,44 @@ def test_only_the_slices_asked_for_are_sampled_and_walked_to(
         tree.add("tenants.slice/tenants-other.slice")
         assert "tenants.slice/tenants-later.slice" in s.sample().cgroups
         assert "tenants.slice/tenants-other.slice" not in s.sample().cgroups
+
+
+def test_the_periodic_walk_waits_while_the_root_counts_as_many_cgroups(
+        tree: MovingTree, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walk is due every sample here (every millisecond; a walk despite a quiet tree only
+    after 1,000 s): while the root's cgroup.stat
+    counts what it counted at the last walk, none is made; a slice created in a leaf slice
+    (no watched directory shows it) changes the count, and the next sample walks and finds
+    it. Where cgroup.stat cannot be read, every due walk is made."""
+    from slicectl.host import sampler as module
+
+    stat = tree.root / "cgroup.stat"
+    stat.write_text("nr_descendants 6\nnr_dying_descendants 0\n")
+    walks = []
+    walk = module.Sampler._discover
+
+    def counted(self: Sampler) -> None:
+        walks.append(1)
+        walk(self)
+
+    monkeypatch.setattr(module.Sampler, "_discover", counted)
+    monkeypatch.setattr(module, "QUIET_WALK_EVERY", 10**6)
+    with Sampler(tree.root, rediscover_every=0.001) as s:
+        for _ in range(3):
+            time.sleep(0.002)
+            s.sample()
+        assert len(walks) == 1  # the first, at the start
+        tree.add("tenants.slice/tenants-web.slice/tenants-web-x.slice")
+        stat.write_text("nr_descendants 7\nnr_dying_descendants 0\n")
+        time.sleep(0.002)
+        assert "tenants.slice/tenants-web.slice/tenants-web-x.slice" in s.sample().cgroups
+        assert len(walks) == 2
+        time.sleep(0.002)
+        s.sample()
+        assert len(walks) == 2
+        stat.unlink()
+    with Sampler(tree.root, rediscover_every=0.001) as s:
+        for _ in range(3):
+            time.sleep(0.002)
+            s.sample()
+    assert len(walks) == 2 + 1 + 3

@@ -48,6 +48,11 @@ _FD_RESERVE = 256
 # pread costs the same few syscalls even for a one-number file, so this is what keeps a
 # refresh of 1,000 mostly idle slices cheap (BENCHMARKS.md, sampler.1000).
 IDLE_FULL_EVERY = 10
+# The periodic full walk (every `rediscover_every`) finds what the watched directories cannot
+# show: a cgroup created in a slice that held none to sample. While the root's cgroup.stat
+# counts as many cgroups as at the last walk, nothing was created, and the walk waits, up to
+# this many periods (a status refresh or a Prometheus scrape then costs no walk of the tree).
+QUIET_WALK_EVERY = 12
 # The kernel refuses a path of PATH_MAX bytes or more (ENAMETOOLONG); a cgroup whose
 # directory path leaves no room for its longest interface file name is not sampled, nor
 # anything below it, and `too_deep` says so (a tree that deep is a runaway, not a tenant).
@@ -145,6 +150,13 @@ class Sampler:
         self.host_cpus = len(cpus) if cpus else os.cpu_count() or 1
         self.host_mems = self._root_list("cpuset.mems.effective")
         self.numa = numa if numa is not None else len(self.host_mems or ()) > 1
+        try:
+            self._stat_fd: int | None = os.open(self.root / "cgroup.stat",
+                                                os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            self._stat_fd = None
+        self._walked: bytes | None = None
+        self._next_full_walk = 0.0
         self._discover()
 
     def __enter__(self) -> Sampler:
@@ -164,6 +176,9 @@ class Sampler:
             self._closed = True
             for cg in self._cgroups.values():
                 self._close(cg)
+            if self._stat_fd is not None:
+                os.close(self._stat_fd)
+                self._stat_fd = None
             self._cgroups.clear()
             self._children.clear()
             self._watched.clear()
@@ -178,7 +193,7 @@ class Sampler:
 
     def _sample(self) -> Snapshot:
         now = time.monotonic()
-        if now >= self._next_discovery:
+        if now >= self._next_discovery and not self._quiet(now):
             self._discover()
         else:
             self._check_watched()
@@ -445,8 +460,33 @@ class Sampler:
         except OSError:
             return False
 
+    def _descendants(self) -> bytes | None:
+        """The root's `nr_descendants` line of cgroup.stat (every live cgroup below it, of
+        every kind), or None where it cannot be read (then every due walk is made)."""
+        if self._stat_fd is None:
+            return None
+        try:
+            return os.pread(self._stat_fd, 256, 0).partition(b"\n")[0] or None
+        except OSError:
+            return None
+
+    def _quiet(self, now: float) -> bool:
+        """Whether the walk that is due can wait: the tree holds as many cgroups as at the
+        last walk, so nothing was created where the watched directories cannot tell (a
+        slice holding none yet). A walk still comes every QUIET_WALK_EVERY × rediscover_every
+        (a cgroup removed and another created between two looks leave the count as it was)."""
+        if now >= self._next_full_walk:
+            return False
+        count = self._descendants()
+        if count is None or count != self._walked:
+            return False
+        self._next_discovery = now + self.rediscover_every
+        return True
+
     def _discover(self) -> None:
         """Full re-discovery: walk the whole tree, keep files of unchanged cgroups open."""
+        self._walked = self._descendants()  # before the walk: what it makes stays unseen
+        self._next_full_walk = time.monotonic() + self.rediscover_every * QUIET_WALK_EVERY
         old = self._cgroups
         self._cgroups, self._children, self._watched = {}, {}, {}
         found: dict[str, int] = {}
