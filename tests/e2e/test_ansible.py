@@ -379,3 +379,43 @@ def test_profile_switch_moves_a_running_process(fleet: Fleet, units: Units) -> N
     # The same process, not restarted, now on the night CPUs.
     assert guest.unit_property("fleet-probe.service", "MainPID") == pid
     assert f"Cpus_allowed_list:\t{night}" in Path(f"/proc/{pid}/status").read_text()
+
+
+def test_role_in_generator_mode_hands_the_host_to_the_generator(fleet: Fleet,
+                                                                units: Units) -> None:
+    """`-e slicectl_mode=generator` on the host the role set up in files mode: the tenants
+    file goes to /etc/slicectl and the generator is enabled once; the slices then come from
+    the generator's units with the CPUs they had, a running process untouched; a second run
+    changes nothing; `slicectl generator disable` hands the host back to files mode."""
+    slicectl = str(VENV / "bin" / "slicectl")
+    link = Path("/etc/systemd/system-generators/slicectl-generator")
+    placed = {u: guest.cgroup_file(u, "cpuset.cpus") for u in TENANT_UNITS[1:]}
+    files_mode = {str(p) for p in ETC.rglob("*") if p.is_file()}
+    guest.run(["systemd-run", "--unit=probe-fleet", "--slice=tenants-db.slice",
+               "sleep", "infinity"])
+    units.track("probe-fleet.service")
+    pid = guest.unit_property("probe-fleet.service", "MainPID")
+    try:
+        first = fleet.role("generator", "-e", "slicectl_mode=generator")
+        assert first.returncode == 0, output(first)
+        assert recap(first)["failed"] == 0, output(first)
+        assert task_status(first, "Enable the generator") == "changed", output(first)
+        assert link.is_symlink() and link.resolve().exists()
+        assert "db:" in Path("/etc/slicectl/tenants.yaml").read_text()
+        for unit, cpus in placed.items():
+            assert guest.unit_property(unit, "FragmentPath") == \
+                f"/run/systemd/generator/{unit}", unit
+            assert guest.cgroup_file(unit, "cpuset.cpus") == cpus, unit
+        assert not (ETC / "tenants-db.slice").exists()  # one owner of each unit
+        assert guest.unit_property("probe-fleet.service", "MainPID") == pid
+
+        again = fleet.role("generator-again", "-e", "slicectl_mode=generator")
+        assert again.returncode == 0, output(again)
+        assert recap(again)["changed"] == 0 and recap(again)["failed"] == 0, output(again)
+    finally:
+        disable = guest.run([slicectl, "generator", "disable"], check=False)
+    assert disable.returncode == 0, disable.stdout + disable.stderr
+    assert not link.exists()
+    assert {str(p) for p in ETC.rglob("*") if p.is_file()} == files_mode
+    assert guest.unit_property("tenants-db.slice", "FragmentPath") == f"{ETC}/tenants-db.slice"
+    assert {u: guest.cgroup_file(u, "cpuset.cpus") for u in placed} == placed

@@ -285,3 +285,48 @@ def test_profile_switch_moves_cpus_and_back(slicectl: Run, tenants: Path,
     assert cgroup_file("tenants-db1.slice", "cpu.weight").strip() == "100"
     assert apply(slicectl, tenants).returncode == 0
     assert {t: cgroup_file(f"tenants-{t}.slice", "cpuset.cpus") for t in ("db1", "db2")} == day
+
+
+SHARES = """\
+version: 1
+tenants:
+  web: {memory_max: 50%, tasks_max: 10%}
+"""
+
+
+def test_shares_of_ram_and_of_the_task_limit_land_as_systemd_resolves_them(
+        slicectl: Run, tmp_path: Path, cgroup_file: Callable[[str, str], str]) -> None:
+    """`memory_max: 50%` and `tasks_max: 10%` from the unit file at the first apply, then
+    changed live over D-Bus (MemoryMaxScale, TasksMaxScale): the cgroup holds what systemd
+    made of them, slicectl resolves them alike (`plan --exit-code` 0), and a reload keeps
+    them (the unit file says the same)."""
+    path = tmp_path / "tenants.yaml"
+    meminfo = Path("/proc/meminfo").read_text().split()
+    ram = int(meminfo[meminfo.index("MemTotal:") + 1]) * 1024
+    page = 4096
+
+    def landed(memory: int, tasks: int) -> None:
+        memory_max = int(cgroup_file("tenants-web.slice", "memory.max"))
+        assert abs(memory_max - ram * memory // 100) <= 2 * page, (memory_max, ram)
+        limit = json.loads(slicectl("plan", str(path), "--json").stdout)["task_limit"]
+        pids_max = int(cgroup_file("tenants-web.slice", "pids.max"))
+        assert limit > 0 and abs(pids_max - limit * tasks // 100) <= 1, (pids_max, limit)
+        assert guest.unit_property("tenants-web.slice", "TasksMax") == str(pids_max)
+        plan = slicectl("plan", str(path), "--exit-code")
+        assert plan.returncode == 0, plan.stdout + plan.stderr
+
+    try:
+        path.write_text(SHARES)
+        proc = slicectl("apply", str(path), "--yes")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        landed(50, 10)
+        path.write_text(SHARES.replace("50%", "40%").replace("10%", "20%"))
+        proc = slicectl("apply", str(path), "--yes", "--json")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        live = {p["property"] for p in json.loads(proc.stdout)["set_live"]}
+        assert {"MemoryMax", "TasksMax"} <= live, proc.stdout
+        landed(40, 20)
+        guest.systemctl("daemon-reload")
+        landed(40, 20)
+    finally:
+        (ETC / ".slicectl-manifest.json").unlink(missing_ok=True)
