@@ -110,7 +110,7 @@ class RamShare(Share):
 class TaskShare(Share):
     """A share of the kernel's task limit, as systemd reads TasksMax=50%: systemd resolves
     it against system_tasks_max() of its limits-util.c, the least of kernel.threads-max,
-    kernel.pid_max - 1 and the root cgroup's pids.max (`TaskLimit`)."""
+    kernel.pid_max - 1 and the root cgroup's pids.max (`kinds.HostLimits.tasks`)."""
 
     def tasks_of(self, limit: int) -> int:
         """What systemd makes of it where the task limit is `limit`
