@@ -485,7 +485,9 @@ class Sampler:
 
     def _discover(self) -> None:
         """Full re-discovery: walk the whole tree, keep files of unchanged cgroups open."""
-        self._walked = self._descendants()  # before the walk: what it makes stays unseen
+        # Counted before the walk: a cgroup made while it runs changes the count, so the
+        # next due walk is made.
+        self._walked = self._descendants()
         self._next_full_walk = time.monotonic() + self.rediscover_every * QUIET_WALK_EVERY
         old = self._cgroups
         self._cgroups, self._children, self._watched = {}, {}, {}
