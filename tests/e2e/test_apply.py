@@ -7,6 +7,7 @@ ControlGroup), /proc/PID/status of a running process, slicectl's own output and 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,6 +33,7 @@ profiles:
     db2: {cpus: 1}
 """
 ETC = Path("/etc/systemd/system")
+RUNTIME_CONTROL = Path("/run/systemd/system.control")
 
 
 @pytest.fixture
@@ -296,10 +298,10 @@ tenants:
 
 def test_shares_of_ram_and_of_the_task_limit_land_as_systemd_resolves_them(
         slicectl: Run, tmp_path: Path, cgroup_file: Callable[[str, str], str]) -> None:
-    """`memory_max: 50%` and `tasks_max: 10%` from the unit file at the first apply, then
-    changed live over D-Bus (MemoryMaxScale, TasksMaxScale): the cgroup holds what systemd
-    made of them, slicectl resolves them alike (`plan --exit-code` 0), and a reload keeps
-    them (the unit file says the same)."""
+    """`memory_max: 50%` and `tasks_max: 10%` from the unit file at the first apply; put
+    back live over D-Bus (MemoryMaxScale, TasksMaxScale) after someone changed them at
+    runtime; then changed in tenants.yaml: the cgroup holds what systemd made of them,
+    slicectl resolves them alike (`plan --exit-code` 0), and a reload keeps them."""
     path = tmp_path / "tenants.yaml"
     meminfo = Path("/proc/meminfo").read_text().split()
     ram = int(meminfo[meminfo.index("MemTotal:") + 1]) * 1024
@@ -320,13 +322,21 @@ def test_shares_of_ram_and_of_the_task_limit_land_as_systemd_resolves_them(
         proc = slicectl("apply", str(path), "--yes")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         landed(50, 10)
-        path.write_text(SHARES.replace("50%", "40%").replace("10%", "20%"))
+        guest.systemctl("set-property", "--runtime", "tenants-web.slice", "MemoryMax=1G",
+                        "TasksMax=100")
+        assert slicectl("plan", str(path), "--exit-code").returncode == 3
         proc = slicectl("apply", str(path), "--yes", "--json")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         live = {p["property"] for p in json.loads(proc.stdout)["set_live"]}
         assert {"MemoryMax", "TasksMax"} <= live, proc.stdout
+        landed(50, 10)
+        shutil.rmtree(RUNTIME_CONTROL / "tenants-web.slice.d")  # the set-property's files
+        path.write_text(SHARES.replace("50%", "40%").replace("10%", "20%"))
+        proc = slicectl("apply", str(path), "--yes")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
         landed(40, 20)
         guest.systemctl("daemon-reload")
         landed(40, 20)
     finally:
+        shutil.rmtree(RUNTIME_CONTROL / "tenants-web.slice.d", ignore_errors=True)
         (ETC / ".slicectl-manifest.json").unlink(missing_ok=True)
