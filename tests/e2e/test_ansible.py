@@ -11,6 +11,10 @@ reads what an operator would: the play recap and diff output, the files, the cgr
 Ansible under TCG is slow (seconds per task), so the playbook runs are few and small: the
 module-scoped `fleet` fixture runs the role twice (the first run and the idempotent second
 run), and each later test adds one playbook of one or two tasks of the module alone.
+
+Why this module runs past 400 lines: every test runs on the host the one `fleet` fixture set
+up (a venv installed by the role, which costs minutes under TCG); split into files, each would
+install it again.
 """
 
 from __future__ import annotations
