@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -375,21 +375,17 @@ def bench_apply(confined: bool = False, change: bool = False) -> dict[str, Any]:
 
 
 def main() -> int:
+    benches: dict[str, Callable[[], dict[str, Any]]] = {
+        "sampler.1000": bench_sampler, "exporter.1000": bench_exporter, "tui.100": bench_tui,
+        "balance.100": bench_balance, "apply.100": bench_apply,
+        "apply.100.confined": lambda: bench_apply(confined=True),
+        "apply.100.change": lambda: bench_apply(change=True)}
     out: dict[str, Any] = {}
-    if "sampler.1000" in ONLY:
-        out["sampler.1000"] = bench_sampler()
-    if "exporter.1000" in ONLY:
-        out["exporter.1000"] = bench_exporter()
-    if "tui.100" in ONLY:
-        out["tui.100"] = bench_tui()
-    if "balance.100" in ONLY:
-        out["balance.100"] = bench_balance()
-    if "apply.100" in ONLY:
-        out["apply.100"] = bench_apply()
-    if "apply.100.confined" in ONLY:
-        out["apply.100.confined"] = bench_apply(confined=True)
-    if "apply.100.change" in ONLY:
-        out["apply.100.change"] = bench_apply(change=True)
+    for name, bench in benches.items():
+        if name in ONLY:
+            out[name] = bench()
+            # a line as each one ends: the testbed takes a long silence for a stuck guest
+            print(f"bench: {name} done", file=sys.stderr, flush=True)
     print("BENCH-JSON " + json.dumps(out), flush=True)
     return 0
 
