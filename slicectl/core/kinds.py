@@ -263,6 +263,12 @@ class Limit(Kind):
     def live(self, value: PlanValue) -> LiveValue:
         return None if value is INFINITY else super().live(value)
 
+    def same(self, live: LiveValue, want: LiveValue) -> bool:
+        # A share (of RAM, of the task limit) is in force at any count systemd may make of it.
+        if isinstance(want, RamShareLive | TaskShareLive):
+            return isinstance(live, int) and live in want.accepted
+        return super().same(live, want)
+
 
 class Tasks(Limit):
     """TasksMax=: a number of tasks, infinity, or a share of the kernel's task limit ("50%").
@@ -293,11 +299,6 @@ class Tasks(Limit):
         if isinstance(value, TaskShare):
             return TaskShareLive(value, host.tasks)
         return self.live(value)
-
-    def same(self, live: LiveValue, want: LiveValue) -> bool:
-        if isinstance(want, TaskShareLive):
-            return isinstance(live, int) and live in want.accepted
-        return live == want
 
     def wire_name(self, name: str, live: LiveValue) -> tuple[str, str]:
         if isinstance(live, TaskShareLive) and live.share.permyriad < 10_000:
@@ -364,11 +365,6 @@ class Bytes(Limit):
         if isinstance(value, RamShare):
             return RamShareLive(value, host.memory)
         return self.live(value)
-
-    def same(self, live: LiveValue, want: LiveValue) -> bool:
-        if isinstance(want, RamShareLive):
-            return isinstance(live, int) and live in want.accepted
-        return live == want
 
     def wire_name(self, name: str, live: LiveValue) -> tuple[str, str]:
         # systemd refuses a Scale that comes to 0 bytes: 0% is sent as 0 bytes.
