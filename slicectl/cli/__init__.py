@@ -10,44 +10,52 @@ imports what it needs inside itself, and `--help` builds only the parser it show
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Mapping
 
-from slicectl.cli.advise import cmd_lint, cmd_recommend
-from slicectl.cli.balance import cmd_balance
 from slicectl.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from slicectl.cli.completion import cmd_completion
-from slicectl.cli.demo import cmd_demo
-from slicectl.cli.exporter import cmd_exporter
-from slicectl.cli.generator import cmd_generator
-from slicectl.cli.install import cmd_install, cmd_uninstall
 from slicectl.cli.parser import build_parser, parser_for
-from slicectl.cli.pipeline import (
-    cmd_apply,
-    cmd_generate,
-    cmd_plan,
-    cmd_topology,
-    cmd_validate,
-    cmd_write,
-)
-from slicectl.cli.watch import cmd_record, cmd_status, cmd_top, cmd_tui
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
     from argparse import Namespace
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from slicectl.core.errors import SlicectlError
 
 __all__ = ["COMMANDS", "build_parser", "main", "report_error"]
 
-COMMANDS: dict[str, Callable[[Namespace], int]] = {
-    "topology": cmd_topology, "validate": cmd_validate, "plan": cmd_plan,
-    "generate": cmd_generate, "apply": cmd_apply, "status": cmd_status, "top": cmd_top,
-    "lint": cmd_lint, "record": cmd_record, "recommend": cmd_recommend, "tui": cmd_tui,
-    "completion": cmd_completion, "write": cmd_write, "exporter": cmd_exporter,
-    "generator": cmd_generator, "balance": cmd_balance, "install": cmd_install,
-    "uninstall": cmd_uninstall, "demo": cmd_demo,
+# verb -> the module of slicectl.cli that holds its `cmd_VERB`: imported when the verb runs, so
+# a verb loads only its own module (start-up; the parser's table is in parser.py).
+_MODULES = {
+    "topology": "pipeline", "validate": "pipeline", "plan": "pipeline", "generate": "pipeline",
+    "apply": "pipeline", "write": "pipeline", "status": "watch", "top": "watch",
+    "tui": "watch", "record": "watch", "lint": "advise", "recommend": "advise",
+    "completion": "completion", "exporter": "exporter", "generator": "generator",
+    "balance": "balance", "install": "install", "uninstall": "install", "demo": "demo",
 }
+
+
+class _Commands(Mapping[str, "Callable[[Namespace], int]"]):
+    """verb -> its function, `cmd_VERB` of its module in `_MODULES`, imported on first use."""
+
+    def __getitem__(self, verb: str) -> Callable[[Namespace], int]:
+        module = importlib.import_module(f"slicectl.cli.{_MODULES[verb]}")
+        command: Callable[[Namespace], int] = getattr(module, f"cmd_{verb}")
+        return command
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+
+COMMANDS: Mapping[str, Callable[[Namespace], int]] = _Commands()
+# Verbs that compute, print or write once and exit: no refresh loop, no server (see main()).
+_ONE_SHOT = frozenset({"topology", "validate", "plan", "generate", "write", "lint", "recommend",
+                       "completion"})
 
 
 def _readable(text: object) -> str:
@@ -102,10 +110,17 @@ def _run(args: Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `slicectl` console script."""
+    as_program = argv is None  # the console script's run: the process exits when it returns
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = parser_for(argv)
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help()
         return EXIT_USAGE
-    return _run(args)
+    if args.verb not in _ONE_SHOT:
+        return _run(args)
+    from slicectl.host.oneshot import one_shot
+
+    # A verb that runs once, without the cyclic garbage collector (start-up: host.oneshot).
+    with one_shot(exiting=as_program):
+        return _run(args)

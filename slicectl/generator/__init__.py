@@ -44,11 +44,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: {NAME} NORMAL_DIR [EARLY_DIR LATE_DIR]\n(a systemd generator: "
               "systemd runs it at boot and at every daemon-reload)", file=sys.stderr)
         return 2
-    try:
-        generate_into(args[0], os.environ.get("SLICECTL_TENANTS") or TENANTS,
-                      os.environ.get("SLICECTL_SYSFS") or "/sys")
-    except BaseException as e:  # never fail a boot, whatever went wrong
-        log(f"internal error: {type(e).__name__}: {e}")
+    from slicectl.host.oneshot import one_shot
+
+    # Without the cyclic garbage collector: start-up (slicectl.host.oneshot).
+    with one_shot(exiting=argv is None):
+        try:
+            generate_into(args[0], os.environ.get("SLICECTL_TENANTS") or TENANTS,
+                          os.environ.get("SLICECTL_SYSFS") or "/sys")
+        except BaseException as e:  # never fail a boot, whatever went wrong
+            log(f"internal error: {type(e).__name__}: {e}")
     return 0
 
 

@@ -10,6 +10,7 @@ in a NUL byte, empty per-CPU `online` files (`cpu/online` is the truth), and no
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def read_topology(root: str | Path = defaults.SYSFS,
                       {0: LOCAL_DISTANCE})]
     node_of = {c: n.id for n in nodes for c in n.cpus}
     cpus = tuple(
-        _read_cpu(cpu_dir / f"cpu{cid}", cid, node_of.get(cid)) if cid in online
+        _read_cpu(os.path.join(cpu_dir, f"cpu{cid}"), cid, node_of.get(cid)) if cid in online
         else Cpu(id=cid, online=False, node=None)
         for cid in cpu_ids
     )
@@ -165,35 +166,55 @@ def _cpu_online(d: Path) -> bool:
     return text == "1"
 
 
-def _read_cpu(d: Path, cid: int, node: int | None) -> Cpu:
-    """One online CPU's package, die, core and SMT siblings from cpuN/topology."""
-    t = d / "topology"
+def _read_cpu(d: str, cid: int, node: int | None) -> Cpu:
+    """One online CPU's package, die, core and SMT siblings from cpuN/topology (paths as
+    strings: this runs for every CPU, at every boot in the generator)."""
+    t = os.path.join(d, "topology")
     # thread_siblings_list is deprecated for core_cpus_list (5.4); kernels before 2.6.25
     # have only the masks.
-    siblings = _read_optional_set(t / "thread_siblings_list", t / "core_cpus_list",
-                                  t / "thread_siblings", t / "core_cpus")
+    siblings = _read_optional_set(*(os.path.join(t, name) for name in (
+        "thread_siblings_list", "core_cpus_list", "thread_siblings", "core_cpus")))
     return Cpu(
         id=cid, online=True, node=node,
-        package=_read_optional_int(t / "physical_package_id"),
-        die=_read_optional_int(t / "die_id"),  # only since Linux 5.2
-        core=_read_optional_int(t / "core_id"),
+        package=_read_optional_int(os.path.join(t, "physical_package_id")),
+        die=_read_optional_int(os.path.join(t, "die_id")),  # only since Linux 5.2
+        core=_read_optional_int(os.path.join(t, "core_id")),
         siblings=siblings if siblings is not None else frozenset({cid}),
     )
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: str | Path) -> str:
+    text = _text(path, absent_ok=False)
+    assert text is not None
+    return text
+
+
+def _read_optional_text(path: str | Path) -> str | None:
+    """A file's text, None when there is no such file (one open, no stat first)."""
+    return _text(path, absent_ok=True)
+
+
+def _text(path: str | Path, absent_ok: bool) -> str | None:
     try:
-        text = path.read_text(encoding="ascii")
+        with open(path, encoding="ascii") as f:
+            text = f.read()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as e:
+        if absent_ok:
+            return None
+        raise _unreadable(path, e) from e
     except (OSError, UnicodeDecodeError) as e:
-        why = e.strerror if isinstance(e, OSError) else "not ASCII text"
-        raise TopologyError(f"{path}: cannot read: {why}",
-                            "check the sysfs root given with --sysfs, or use --topology FILE"
-                            ) from e
+        raise _unreadable(path, e) from e
     # One kernel ended its list files with a NUL byte: it is not part of the value.
     return text.rstrip("\0 \t\n")
 
 
-def _malformed(path: Path, text: str, expected: str, why: str = "") -> TopologyError:
+def _unreadable(path: str | Path, e: OSError | UnicodeDecodeError) -> TopologyError:
+    why = e.strerror if isinstance(e, OSError) else "not ASCII text"
+    return TopologyError(f"{path}: cannot read: {why}",
+                         "check the sysfs root given with --sysfs, or use --topology FILE")
+
+
+def _malformed(path: str | Path, text: str, expected: str, why: str = "") -> TopologyError:
     shown = repr(text.strip()[:60]) if text.strip() else "nothing (the file is empty)"
     return TopologyError(
         f"{path}: holds {shown}, but the kernel writes {expected} there"
@@ -220,11 +241,11 @@ def _read_set(path: Path, *alternatives: Path) -> frozenset[int]:
     return found
 
 
-def _read_optional_set(*paths: Path) -> frozenset[int] | None:
+def _read_optional_set(*paths: str | Path) -> frozenset[int] | None:
     for path in paths:
-        if path.is_file():
-            parse, expected = _MASK if path.name in _MASK_FILES else _LIST
-            text = _read_text(path)
+        text = _read_optional_text(path)
+        if text is not None:
+            parse, expected = _MASK if os.path.basename(path) in _MASK_FILES else _LIST
             try:
                 return parse(text)
             except ValueError as e:
@@ -236,16 +257,16 @@ def _read_cpulist(path: Path) -> frozenset[int]:
     return _read_set(path)
 
 
-def _read_int(path: Path) -> int:
-    text = _read_text(path)
+def _parse_int(path: str | Path, text: str) -> int:
     try:
         return int(text.strip())  # may be -1: physical_package_id on some platforms
     except ValueError as e:
         raise _malformed(path, text, "an integer") from e
 
 
-def _read_optional_int(path: Path) -> int | None:
-    return _read_int(path) if path.is_file() else None
+def _read_optional_int(path: str | Path) -> int | None:
+    text = _read_optional_text(path)
+    return None if text is None else _parse_int(path, text)
 
 
 def _read_memtotal(path: Path) -> int:
