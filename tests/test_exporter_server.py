@@ -22,6 +22,7 @@ from slicectl.exporter.server import (
     SliceCollector,
     manifest_tenants,
     parse_listen,
+    send_pieces,
     serve,
     write_textfile,
     wsgi_app,
@@ -139,6 +140,71 @@ def test_serve_on_a_free_port_and_stop() -> None:
             while chunk := conn.recv(65536):
                 reply += chunk
         assert reply.startswith(b"HTTP/1.0 200 OK") and b"slicectl_exporter_cgroups" in reply
+    finally:
+        stop()
+
+
+def _receive_all(conn: socket.socket) -> bytes:
+    chunks = []
+    while chunk := conn.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize("iov_max", [1024, 3])
+def test_pieces_arrive_whole_in_order_through_a_small_socket_buffer(
+        monkeypatch: pytest.MonkeyPatch, iov_max: int) -> None:
+    """Every byte of every piece, in order, when the kernel takes a few kilobytes per call
+    (partial sends, a piece cut in the middle) and when there are more pieces than one call
+    may carry; empty pieces are skipped."""
+    import threading
+
+    import slicectl.exporter.server as server
+
+    monkeypatch.setattr(server, "_IOV_MAX", iov_max)
+    pieces = [bytes([65 + i % 26]) * (i * 997 % 70000) for i in range(40)] + [b"", b"end"]
+    sender, receiver = socket.socketpair()
+    sender.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    sender.settimeout(60)  # a socket with a timeout: each sendmsg sends what fits, and returns
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(_receive_all(receiver)))
+    reader.start()
+    try:
+        send_pieces(sender, pieces)
+    finally:
+        sender.close()
+        reader.join(60)
+        receiver.close()
+    assert got == [b"".join(pieces)]
+
+
+def test_a_large_scrape_and_an_error_reply_arrive_whole_over_http() -> None:
+    """The server's reply (status line, headers, the exposition's pieces) is sent with one
+    scatter-gather call: a body far larger than the socket buffers arrives whole, as long as
+    Content-Length says; the library's error replies (405) go out the same way."""
+    class Big:
+        def __init__(self) -> None:
+            self.exposition = exposition(Empty())
+
+        def parts(self, om: bool = False) -> list[bytes]:
+            return [b"# a comment line of filler\n" * 40000 for _ in range(30)] + \
+                self.exposition.parts(om)
+
+    big = Big()
+    big.registry = big.exposition.registry  # type: ignore[attr-defined]
+    stop, port = serve(big, "127.0.0.1:0")  # type: ignore[arg-type]
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+            conn.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            reply = _receive_all(conn)
+        head, _, body = reply.partition(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length")))
+        assert head.startswith(b"HTTP/1.0 200 OK") and len(body) == length > 30 * 1_000_000
+        assert b"\nslicectl_exporter_cgroups 0.0\n" in body
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+            conn.sendall(b"DELETE /metrics HTTP/1.0\r\n\r\n")
+            assert _receive_all(conn).startswith(b"HTTP/1.0 405")
     finally:
         stop()
 

@@ -17,8 +17,9 @@ figures with and without, and the command: BENCHMARKS.md, "exporter.1000: the li
 writer"). `SliceText` writes the same lines, byte for byte (tests/test_exporter.py compares
 them with the library's in both formats), once per cgroup, and keeps them while the cgroup
 does not change; the library still writes every header, the exporter's own families and the
-process metrics. The response goes out in pieces, one per family, never joined into one
-buffer unless gzipped, as `make_wsgi_app` gzips, when the scraper asks (`wsgi_app`).
+process metrics. The response is a list of pieces, one per family, never joined into one
+buffer unless gzipped, as `make_wsgi_app` gzips, when the scraper asks (`wsgi_app`); over
+plain HTTP the server sends them with one scatter-gather `sendmsg` (`_Gather`).
 
 A value that cannot be read drops its series and counts in `slicectl_exporter_errors_total`;
 a scrape never fails because of the host (the health metrics are always there).
@@ -440,7 +441,61 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
     return app
 
 
+class _Gather:
+    """A request's `wfile` that keeps what wsgiref writes (status line, headers, the body's
+    pieces) and sends it all with one `sendmsg` (scatter-gather) when the request ends: the
+    megabytes of the exposition are neither joined nor copied in the process, and go out in as
+    few system calls as the socket takes them. (A `sendall` per piece, as wsgiref writes, and
+    joining the pieces first, whose fresh megabytes fault in page by page, both cost the
+    exporter markedly more CPU per scrape: BENCHMARKS.md, "exporter.1000".) wsgiref flushes
+    after every write: `flush` waits for `close`, which `StreamRequestHandler.finish` calls."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._pieces: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        self._pieces.append(data if type(data) is bytes else bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing yet: the response is sent whole by `close`."""
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        pieces, self._pieces = self._pieces, []
+        try:
+            send_pieces(self._sock, pieces)
+        except OSError:
+            pass  # the scraper went away: nobody to tell (as `finish` does with a flush)
+
+
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024
+
+
+def send_pieces(sock: socket.socket, pieces: list[bytes]) -> None:
+    """Send `pieces` one after the other on a blocking socket, in as few `sendmsg` calls as
+    the kernel takes them (IOV_MAX pieces at most each time)."""
+    views = [memoryview(p) for p in pieces if p]
+    first = 0
+    while first < len(views):
+        sent = sock.sendmsg(views[first:first + _IOV_MAX])
+        while sent and sent >= len(views[first]):
+            sent -= len(views[first])
+            first += 1
+        if sent:
+            views[first] = views[first][sent:]
+
+
 class _Quiet(WSGIRequestHandler):
+    def setup(self) -> None:
+        super().setup()
+        if type(self.connection) is socket.socket:  # TLS (an SSLSocket) has no sendmsg
+            self.wfile = _Gather(self.connection)  # type: ignore[assignment]
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
         """No line per request."""
 
