@@ -102,10 +102,17 @@ def test_rereads_open_files_without_reopening(tree: MovingTree, sampler: Sampler
     assert usage[1] - usage[0] == 2_000_000 and usage[2] - usage[1] == 2_000_000
 
 
+def inotify_fds() -> int:
+    """The process's inotify instances (one per sampler: its watches take no descriptor)."""
+    return sum(os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
+               for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}"))
+
+
 def test_keeps_files_open_per_cgroup(tree: MovingTree) -> None:
     before = open_fds()
     with Sampler(tree.root) as s:
-        assert open_fds() - before == len(s.paths) * FILES_PER_CGROUP
+        assert inotify_fds() == 1
+        assert open_fds() - before == len(s.paths) * FILES_PER_CGROUP + 1
     assert open_fds() == before
 
 
@@ -270,6 +277,103 @@ def test_empty_cgroup_is_reread_only_every_nth_refresh_or_after_invalidate(
     assert sampler.sample().cgroups[web].memory_max == 1 << 30
 
 
+def _empty(tree: MovingTree, path: str) -> None:
+    """No task in `path`: pids.current 0 and "populated 0", written in place as the kernel
+    writes them."""
+    tree.cgroups[path].tasks = 0
+    tree.advance(0)
+    (tree.root / path / "cgroup.events").write_text("populated 0\nfrozen 0\n")
+
+
+def _reads_of(monkeypatch: pytest.MonkeyPatch, path: str) -> list[str]:
+    """The names of `path`'s files the sampler reads from now on (its preads)."""
+    reads: list[str] = []
+    pread = os.pread
+
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if f"/{path}/" in name:
+            reads.append(name.rpartition("/")[2])
+        return pread(fd, size, offset)
+
+    monkeypatch.setattr(os, "pread", counting)  # the sampler calls os.pread
+    return reads
+
+
+def test_an_empty_cgroup_whose_events_file_is_not_written_is_not_read(
+        tree: MovingTree, sampler: Sampler, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel writes cgroup.events when a task comes or goes (inotify tells): until
+    then an empty cgroup is not read at all, not even that file, but at its turn for a full
+    read (IDLE_FULL_EVERY)."""
+    from slicectl.host.sampler import IDLE_FULL_EVERY
+
+    web = "tenants.slice/tenants-web.slice"
+    _empty(tree, web)
+    sampler.sample()
+    sampler.sample()  # the write above, seen and answered "populated 0"
+    reads = _reads_of(monkeypatch, web)
+    for _ in range(IDLE_FULL_EVERY):
+        sampler.sample()
+    assert "cgroup.events" not in reads
+    assert reads.count("cpu.stat") == 1  # its one full read in IDLE_FULL_EVERY refreshes
+
+
+def test_a_task_entering_an_empty_cgroup_is_seen_at_the_next_sample(
+        tree: MovingTree, sampler: Sampler) -> None:
+    from slicectl.host.sampler import IDLE_FULL_EVERY
+
+    web = "tenants.slice/tenants-web.slice"
+    _empty(tree, web)
+    for _ in range(3):
+        assert sampler.sample().cgroups[web].tasks == 0
+    for k in range(IDLE_FULL_EVERY):  # whichever refresh it comes at
+        tree.cgroups[web].tasks = 2
+        tree.advance(0)
+        (tree.root / web / "cgroup.events").write_text("populated 1\nfrozen 0\n")
+        assert sampler.sample().cgroups[web].tasks == 2, k
+        _empty(tree, web)
+        assert sampler.sample().cgroups[web].tasks == 0, k
+
+
+def test_without_inotify_an_empty_cgroup_asks_its_events_file(
+        tree: MovingTree, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where inotify cannot be had, cgroup.events is read at every sample instead, and a task
+    entering is seen as soon."""
+    import slicectl.host.sampler as module
+    from slicectl.host.inotify import Unavailable
+
+    def unavailable() -> None:
+        raise Unavailable("no inotify here: test")
+
+    monkeypatch.setattr(module, "Modified", unavailable)
+    web = "tenants.slice/tenants-web.slice"
+    with Sampler(tree.root, rediscover_every=3600) as sampler:
+        assert inotify_fds() == 0
+        _empty(tree, web)
+        sampler.sample()
+        reads = _reads_of(monkeypatch, web)
+        sampler.sample()
+        assert reads.count("cgroup.events") + reads.count("cpu.stat") == 1
+        tree.cgroups[web].tasks = 2
+        tree.advance(0)
+        (tree.root / web / "cgroup.events").write_text("populated 1\nfrozen 0\n")
+        assert sampler.sample().cgroups[web].tasks == 2
+
+
+def test_lost_events_make_every_empty_cgroup_ask(
+        tree: MovingTree, sampler: Sampler, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the kernel's event queue overflowed, any cgroup.events may have changed: each
+    empty cgroup reads its own at the next sample."""
+    web = "tenants.slice/tenants-web.slice"
+    _empty(tree, web)
+    sampler.sample()
+    sampler.sample()
+    reads = _reads_of(monkeypatch, web)
+    monkeypatch.setattr(sampler._events, "changed", lambda: None)
+    sampler.sample()
+    assert reads == ["cgroup.events"] or "cpu.stat" in reads  # asked, or its full read
+
+
 # -- the file table --------------------------------------------------------------------
 
 
@@ -295,7 +399,7 @@ def test_numa_stat_is_read_only_on_hosts_with_several_nodes(tmp_path: Path, node
     with Sampler(tree.root) as s:
         assert s.numa == (nodes > 1) and s.host_mems == frozenset(range(nodes))
         # One descriptor fewer per cgroup where memory.numa_stat cannot matter.
-        assert open_fds() - before == len(s.paths) * (FILES_PER_CGROUP - (nodes == 1))
+        assert open_fds() - before == len(s.paths) * (FILES_PER_CGROUP - (nodes == 1)) + 1
         snap = s.sample()
         assert snap.host_mems == frozenset(range(nodes))
         local = snap.cgroups["tenants.slice/tenants-local.slice"]

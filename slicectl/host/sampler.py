@@ -30,6 +30,7 @@ from slicectl.core import defaults
 from slicectl.core.cgroupfiles import FILES, Values, build_sample, parse_changed, parse_cpulist_file
 from slicectl.core.errors import SamplerError
 from slicectl.core.samples import CgroupSample, Snapshot
+from slicectl.host.inotify import Modified, Unavailable
 
 DEFAULT_ROOT = Path(defaults.CGROUP_ROOT)
 
@@ -71,7 +72,7 @@ class _Cgroup:
 
     __slots__ = (
         "path", "unit", "inode", "fds", "controllers_fd", "controllers", "pinned", "raw",
-        "parsed", "last", "events_fd", "slot",
+        "parsed", "last", "events_fd", "slot", "wd", "stirred",
     )  # fmt: skip
 
     def __init__(self, path: str, inode: int) -> None:
@@ -84,6 +85,10 @@ class _Cgroup:
         self.events_fd = -1
         self.slot = 0
         self.pinned = False
+        # The inotify watch on its cgroup.events (-1: none), and whether that file was
+        # written since the sampler last looked at it (see _still_empty).
+        self.wd = -1
+        self.stirred = True
         # What the previous read returned and how it parsed, so unchanged files are not
         # parsed again, and unchanged cgroups hand back the same sample object.
         self.raw: list[bytes | None] = []
@@ -157,6 +162,13 @@ class Sampler:
             self._stat_fd = None
         self._walked: bytes | None = None
         self._next_full_walk = 0.0
+        # Writes to the pinned cgroups' cgroup.events (a task came or went): an empty
+        # cgroup whose file was not written is not read at all (see _still_empty).
+        try:
+            self._events: Modified | None = Modified()
+        except Unavailable:
+            self._events = None
+        self._by_wd: dict[int, _Cgroup] = {}
         self._discover()
 
     def __enter__(self) -> Sampler:
@@ -179,6 +191,9 @@ class Sampler:
             if self._stat_fd is not None:
                 os.close(self._stat_fd)
                 self._stat_fd = None
+            if self._events is not None:
+                self._events.close()
+                self._stat_fd = None
             self._cgroups.clear()
             self._children.clear()
             self._watched.clear()
@@ -197,6 +212,7 @@ class Sampler:
             self._discover()
         else:
             self._check_watched()
+        self._stir()
         now = time.monotonic()
         self._refresh += 1
         force, self._force_full = self._force_full, False
@@ -237,9 +253,14 @@ class Sampler:
         """Whether an empty cgroup can be handed back as last sampled (not its turn for a
         full read; see IDLE_FULL_EVERY); raises _Vanished."""
         if cg.last is None or cg.events_fd < 0 or not (self._refresh + cg.slot) % IDLE_FULL_EVERY:
+            cg.stirred = False  # read in full now: its task count is fresh
             return False
         if cg.last.tasks:  # it had tasks at its last read: read it in full without asking
+            cg.stirred = False
             return False
+        if cg.wd >= 0 and not cg.stirred:
+            return True  # its cgroup.events was not written since it was empty
+        cg.stirred = False
         try:
             state = os.pread(cg.events_fd, 64, 0)
         except OSError as e:
@@ -293,6 +314,11 @@ class Sampler:
             self._open_files(dfd, fds)
             if pin:
                 cg.events_fd = _open_at("cgroup.events", dfd)
+                if cg.events_fd >= 0 and self._events is not None:
+                    # watched before its first read: no write to it can go unseen
+                    cg.wd = self._events.add(os.path.join(self._root, cg.path, "cgroup.events"))
+                    if cg.wd >= 0:
+                        self._by_wd[cg.wd] = cg
                 cg.controllers_fd = _open_at("cgroup.controllers", dfd)
                 if cg.controllers_fd >= 0:
                     cg.controllers = os.pread(cg.controllers_fd, 4096, 0)
@@ -335,6 +361,13 @@ class Sampler:
         if cg.events_fd >= 0:
             os.close(cg.events_fd)
         cg.events_fd = -1
+        if cg.wd >= 0:
+            if self._by_wd.get(cg.wd) is cg:
+                del self._by_wd[cg.wd]
+                if self._events is not None:
+                    self._events.remove(cg.wd)
+            cg.wd = -1
+        cg.stirred = True
         if cg.pinned:
             self._open_fds -= FILES_PER_CGROUP
         cg.fds = []
@@ -384,6 +417,21 @@ class Sampler:
         self._fd_limit = soft
 
     # -- discovery ----------------------------------------------------------------------
+
+    def _stir(self) -> None:
+        """Mark the cgroups whose cgroup.events was written since the last sample (all of
+        them when the kernel lost events)."""
+        if self._events is None:
+            return
+        changed = self._events.changed()
+        if changed is None:
+            for cg in self._cgroups.values():
+                cg.stirred = True
+            return
+        for wd in changed:
+            written = self._by_wd.get(wd)
+            if written is not None:
+                written.stirred = True
 
     def _root_list(self, name: str) -> frozenset[int] | None:
         """A cpulist file of the root cgroup (its CPUs or memory nodes); None if unreadable."""

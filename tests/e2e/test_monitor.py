@@ -1,4 +1,5 @@
-"""`slicectl status --json` on the real guest: pressure, memory.high events and throttling.
+"""`slicectl status --json` on the real guest: pressure, memory.high events and throttling;
+the sampler told by the kernel when a task enters an idle slice.
 
 A tenant running a memory hog under MemoryHigh must show memory pressure and `high` events
 while a quiet tenant shows none; a CPU-bound tenant under a quota must show throttling.
@@ -81,3 +82,42 @@ def test_status_shows_pressure_high_events_and_throttling(
     top = slicectl("top", "-n", "2", "--interval", "1")
     assert top.returncode == 0, top.stderr
     assert "tenants-hog.slice" in top.stdout and "tenants-burner.slice" in top.stdout
+
+
+def test_a_task_entering_an_idle_slice_is_seen_at_the_next_sample() -> None:
+    """The sampler does not read an empty cgroup's files: the kernel's inotify event on its
+    cgroup.events (kernfs marks it modified when a task comes or goes) is what tells. On the
+    real kernel: the event comes when a task enters and when it leaves, and the sample after
+    it shows the task, then none."""
+    from slicectl.host.inotify import Modified
+    from slicectl.host.sampler import Sampler
+
+    cg = Path("/sys/fs/cgroup/evtest.slice")
+    cg.mkdir()
+    sleeper: subprocess.Popen[bytes] | None = None
+    watch = Modified()
+    try:
+        wd = watch.add(str(cg / "cgroup.events"))
+        assert wd >= 0
+        with Sampler(Path("/sys/fs/cgroup"), slices=frozenset({"evtest.slice"})) as sampler:
+            for _ in range(3):
+                assert sampler.sample().cgroups["evtest.slice"].tasks == 0
+            sleeper = subprocess.Popen(["sleep", "600"])
+            (cg / "cgroup.procs").write_text(f"{sleeper.pid}\n")
+            # kernfs sends the event from a work queue: it comes soon after, not at once
+            guest.wait_until(lambda: wd in (watch.changed() or ()), "cgroup.events written",
+                             interval=0.05)
+            assert sampler.sample().cgroups["evtest.slice"].tasks == 1
+            sleeper.kill()
+            sleeper.wait()
+            guest.wait_until(lambda: wd in (watch.changed() or ()), "cgroup.events written",
+                             interval=0.05)
+            assert sampler.sample().cgroups["evtest.slice"].tasks == 0
+    finally:
+        watch.close()
+        if sleeper is not None and sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
+        guest.wait_until(lambda: b"populated 0" in (cg / "cgroup.events").read_bytes(),
+                         "evtest.slice empty")
+        cg.rmdir()
