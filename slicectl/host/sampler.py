@@ -193,7 +193,6 @@ class Sampler:
                 self._stat_fd = None
             if self._events is not None:
                 self._events.close()
-                self._stat_fd = None
             self._cgroups.clear()
             self._children.clear()
             self._watched.clear()
@@ -314,11 +313,6 @@ class Sampler:
             self._open_files(dfd, fds)
             if pin:
                 cg.events_fd = _open_at("cgroup.events", dfd)
-                if cg.events_fd >= 0 and self._events is not None:
-                    # watched before its first read: no write to it can go unseen
-                    cg.wd = self._events.add(os.path.join(self._root, cg.path, "cgroup.events"))
-                    if cg.wd >= 0:
-                        self._by_wd[cg.wd] = cg
                 cg.controllers_fd = _open_at("cgroup.controllers", dfd)
                 if cg.controllers_fd >= 0:
                     cg.controllers = os.pread(cg.controllers_fd, 4096, 0)
@@ -340,6 +334,11 @@ class Sampler:
         cg.pinned = pin
         if pin:
             self._open_fds += FILES_PER_CGROUP
+            if cg.events_fd >= 0 and self._events is not None:
+                # watched before its first read: no write to it can go unseen
+                cg.wd = self._events.add(os.path.join(self._root, cg.path, "cgroup.events"))
+                if cg.wd >= 0:
+                    self._by_wd[cg.wd] = cg
         return True
 
     def _open_files(self, dfd: int, fds: list[int]) -> None:
