@@ -300,12 +300,16 @@ async def test_a_move_waits_for_the_lock_and_is_made_once_it_is_free(
         for _ in range(10):  # again after a run whose window was not covered (balance_once)
             task = asyncio.ensure_future(asyncio.to_thread(cmd_balance, args,
                                                            sleep=host.load()))
+            printed = ""  # (each look takes what was printed on both streams)
             while "to move core 2,18" not in said and not task.done():
                 await asyncio.sleep(0.02)
-                said += capsys.readouterr().err
+                out, err = capsys.readouterr()
+                said, printed = said + err, printed + out
             if "to move core 2,18" in said:
                 break
-            assert await task == 0 and capsys.readouterr().out.startswith("no move:")
+            assert await task == 0
+            printed += capsys.readouterr().out
+            assert printed.startswith("no move:"), printed
         assert f"waiting for pid {os.getpid()}" in said
         assert "to move core 2,18 (node 0) from batch to web" in said
         assert host.calls_since(mark) == []  # nothing while the lock is held

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.core.errors import SamplerError
-from slicectl.demo.cgtree import Motion, MovingTree
+from slicectl.demo.cgtree import Motion, MovingTree, write_files
 from slicectl.host.sampler import FILES_PER_CGROUP, Sampler
 from slicectl.tui import tui_sampler
 
@@ -333,6 +333,24 @@ def test_a_task_entering_an_empty_cgroup_is_seen_at_the_next_sample(
         assert sampler.sample().cgroups[web].tasks == 2, k
         _empty(tree, web)
         assert sampler.sample().cgroups[web].tasks == 0, k
+
+
+def test_a_populated_cgroup_without_a_task_count_is_read_every_time(
+        tree: MovingTree, sampler: Sampler) -> None:
+    """Where the pids controller is off, pids.current says nothing (0) of a cgroup with
+    tasks: "populated 1" in its cgroup.events keeps it read in full at every sample, whether
+    that file is written again or not."""
+    from slicectl.host.sampler import IDLE_FULL_EVERY
+
+    web = "tenants.slice/tenants-web.slice"
+    tree.cgroups[web].tasks = 0
+    tree.cgroups[web].populated = True
+    tree.advance(0)
+    sampler.sample()
+    sampler.sample()
+    for k in range(IDLE_FULL_EVERY + 2):
+        write_files(tree.root / web, {"memory.current": f"{(200 + k) << 20}\n"})  # that alone
+        assert sampler.sample().cgroups[web].memory_current == (200 + k) << 20, k
 
 
 def test_without_inotify_an_empty_cgroup_asks_its_events_file(

@@ -72,7 +72,7 @@ class _Cgroup:
 
     __slots__ = (
         "path", "unit", "inode", "fds", "controllers_fd", "controllers", "pinned", "raw",
-        "parsed", "last", "events_fd", "slot", "wd", "stirred",
+        "parsed", "last", "events_fd", "slot", "wd", "stirred", "idle",
     )  # fmt: skip
 
     def __init__(self, path: str, inode: int) -> None:
@@ -85,10 +85,12 @@ class _Cgroup:
         self.events_fd = -1
         self.slot = 0
         self.pinned = False
-        # The inotify watch on its cgroup.events (-1: none), and whether that file was
-        # written since the sampler last looked at it (see _still_empty).
+        # The inotify watch on its cgroup.events (-1: none), whether that file was written
+        # since the sampler last read it, and whether it said "populated 0" then (see
+        # _still_empty).
         self.wd = -1
         self.stirred = True
+        self.idle = False
         # What the previous read returned and how it parsed, so unchanged files are not
         # parsed again, and unchanged cgroups hand back the same sample object.
         self.raw: list[bytes | None] = []
@@ -252,21 +254,23 @@ class Sampler:
         """Whether an empty cgroup can be handed back as last sampled (not its turn for a
         full read; see IDLE_FULL_EVERY); raises _Vanished."""
         if cg.last is None or cg.events_fd < 0 or not (self._refresh + cg.slot) % IDLE_FULL_EVERY:
-            cg.stirred = False  # read in full now: its task count is fresh
             return False
         if cg.last.tasks:  # it had tasks at its last read: read it in full without asking
-            cg.stirred = False
             return False
-        if cg.wd >= 0 and not cg.stirred:
-            return True  # its cgroup.events was not written since it was empty
+        if cg.idle and cg.wd >= 0 and not cg.stirred:
+            return True  # "populated 0" when last asked, and cgroup.events not written since
         cg.stirred = False
         try:
             state = os.pread(cg.events_fd, 64, 0)
         except OSError as e:
+            cg.idle = False
             if e.errno not in _GONE:
                 return False  # unreadable: read the cgroup in full, which says what failed
             raise _Vanished from e
-        return state.startswith(b"populated 0")  # no task: nothing but reclaim can move
+        # No task (pids.current may say 0 of a populated cgroup, where the pids controller is
+        # off): nothing but reclaim can move.
+        cg.idle = state.startswith(b"populated 0")
+        return cg.idle
 
     def _read_files(self, cg: _Cgroup) -> tuple[list[bytes | None], list[int]]:
         """The contents of every file of cg, None where it is not open or could not be read,
@@ -367,6 +371,7 @@ class Sampler:
                     self._events.remove(cg.wd)
             cg.wd = -1
         cg.stirred = True
+        cg.idle = False
         if cg.pinned:
             self._open_fds -= FILES_PER_CGROUP
         cg.fds = []
