@@ -378,6 +378,32 @@ def test_without_inotify_an_empty_cgroup_asks_its_events_file(
         assert sampler.sample().cgroups[web].tasks == 2
 
 
+def test_past_its_share_of_inotify_watches_a_cgroup_asks_its_events_file(
+        tree: MovingTree, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A sampler watches at most a sixteenth of the user's inotify watches (root shares them
+    with systemd); the cgroups past that ask cgroup.events at every refresh, and a task
+    entering one is seen as soon."""
+    import slicectl.host.sampler as module
+
+    proc_sys = tmp_path / "inotify"
+    proc_sys.mkdir()
+    (proc_sys / "max_user_watches").write_text("8192\n")
+    assert module.watch_budget(proc_sys) == 512
+    assert module.watch_budget(tmp_path / "none") == 512
+    monkeypatch.setattr(module, "watch_budget", lambda: 0)
+    web = "tenants.slice/tenants-web.slice"
+    with Sampler(tree.root, rediscover_every=3600) as sampler:
+        _empty(tree, web)
+        sampler.sample()
+        reads = _reads_of(monkeypatch, web)
+        sampler.sample()
+        assert reads.count("cgroup.events") + reads.count("cpu.stat") == 1
+        tree.cgroups[web].tasks = 2
+        tree.advance(0)
+        (tree.root / web / "cgroup.events").write_text("populated 1\nfrozen 0\n")
+        assert sampler.sample().cgroups[web].tasks == 2
+
+
 def test_lost_events_make_every_empty_cgroup_ask(
         tree: MovingTree, sampler: Sampler, monkeypatch: pytest.MonkeyPatch) -> None:
     """When the kernel's event queue overflowed, any cgroup.events may have changed: each

@@ -58,6 +58,8 @@ QUIET_WALK_EVERY = 12
 # directory path leaves no room for its longest interface file name is not sampled, nor
 # anything below it, and `too_deep` says so (a tree that deep is a runaway, not a tenant).
 PATH_MAX = 4096
+# A sampler takes at most 1/WATCH_SHARE of the user's inotify watches (see watch_budget).
+WATCH_SHARE = 16
 _FILE_ROOM = 64  # "/" + the longest interface file name ("memory.zswap.writeback") + NUL
 # Descriptors one pinned cgroup may hold: its files, cgroup.controllers and cgroup.events.
 FILES_PER_CGROUP = len(FILES) + 2
@@ -171,6 +173,7 @@ class Sampler:
         except Unavailable:
             self._events = None
         self._by_wd: dict[int, _Cgroup] = {}
+        self._watch_budget = watch_budget()
         self._discover()
 
     def __enter__(self) -> Sampler:
@@ -338,7 +341,8 @@ class Sampler:
         cg.pinned = pin
         if pin:
             self._open_fds += FILES_PER_CGROUP
-            if cg.events_fd >= 0 and self._events is not None:
+            if (cg.events_fd >= 0 and self._events is not None
+                    and len(self._by_wd) < self._watch_budget):
                 # watched before its first read: no write to it can go unseen
                 cg.wd = self._events.add(os.path.join(self._root, cg.path, "cgroup.events"))
                 if cg.wd >= 0:
@@ -609,6 +613,17 @@ class Sampler:
         for table in (self._children, self._watched):
             for p in [p for p in table if p == path or p.startswith(below)]:
                 del table[p]
+
+
+def watch_budget(proc_sys: Path = Path("/proc/sys/fs/inotify")) -> int:
+    """How many cgroup.events files one sampler may watch: a sixteenth of the user's inotify
+    watches (max_user_watches), which root shares with systemd, whose own watch on every
+    unit's cgroup.events tells it that a unit's cgroup emptied. The cgroups past it are asked
+    at every refresh instead."""
+    try:
+        return int((proc_sys / "max_user_watches").read_text()) // WATCH_SHARE
+    except (OSError, ValueError):
+        return 8192 // WATCH_SHARE  # the kernel's smallest default
 
 
 def too_deep_warning(root: Path, too_deep: dict[str, int]) -> str:
