@@ -353,6 +353,25 @@ def test_a_populated_cgroup_without_a_task_count_is_read_every_time(
         assert sampler.sample().cgroups[web].memory_current == (200 + k) << 20, k
 
 
+def _asks_its_events_file(tree: MovingTree, monkeypatch: pytest.MonkeyPatch,
+                          inotify: int) -> None:
+    """An empty cgroup with no watch on its cgroup.events reads that file (or, at its turn,
+    everything) at every sample, and a task entering it is seen at the next one. `inotify`:
+    the inotify instances the process holds while the sampler is open."""
+    web = "tenants.slice/tenants-web.slice"
+    with Sampler(tree.root, rediscover_every=3600) as sampler:
+        assert inotify_fds() == inotify
+        _empty(tree, web)
+        sampler.sample()
+        reads = _reads_of(monkeypatch, web)
+        sampler.sample()
+        assert reads.count("cgroup.events") + reads.count("cpu.stat") == 1
+        tree.cgroups[web].tasks = 2
+        tree.advance(0)
+        (tree.root / web / "cgroup.events").write_text("populated 1\nfrozen 0\n")
+        assert sampler.sample().cgroups[web].tasks == 2
+
+
 def test_without_inotify_an_empty_cgroup_asks_its_events_file(
         tree: MovingTree, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where inotify cannot be had, cgroup.events is read at every sample instead, and a task
@@ -364,18 +383,7 @@ def test_without_inotify_an_empty_cgroup_asks_its_events_file(
         raise Unavailable("no inotify here: test")
 
     monkeypatch.setattr(module, "Modified", unavailable)
-    web = "tenants.slice/tenants-web.slice"
-    with Sampler(tree.root, rediscover_every=3600) as sampler:
-        assert inotify_fds() == 0
-        _empty(tree, web)
-        sampler.sample()
-        reads = _reads_of(monkeypatch, web)
-        sampler.sample()
-        assert reads.count("cgroup.events") + reads.count("cpu.stat") == 1
-        tree.cgroups[web].tasks = 2
-        tree.advance(0)
-        (tree.root / web / "cgroup.events").write_text("populated 1\nfrozen 0\n")
-        assert sampler.sample().cgroups[web].tasks == 2
+    _asks_its_events_file(tree, monkeypatch, inotify=0)
 
 
 def test_past_its_share_of_inotify_watches_a_cgroup_asks_its_events_file(
@@ -391,17 +399,7 @@ def test_past_its_share_of_inotify_watches_a_cgroup_asks_its_events_file(
     assert module.watch_budget(proc_sys) == 512
     assert module.watch_budget(tmp_path / "none") == 512
     monkeypatch.setattr(module, "watch_budget", lambda: 0)
-    web = "tenants.slice/tenants-web.slice"
-    with Sampler(tree.root, rediscover_every=3600) as sampler:
-        _empty(tree, web)
-        sampler.sample()
-        reads = _reads_of(monkeypatch, web)
-        sampler.sample()
-        assert reads.count("cgroup.events") + reads.count("cpu.stat") == 1
-        tree.cgroups[web].tasks = 2
-        tree.advance(0)
-        (tree.root / web / "cgroup.events").write_text("populated 1\nfrozen 0\n")
-        assert sampler.sample().cgroups[web].tasks == 2
+    _asks_its_events_file(tree, monkeypatch, inotify=1)
 
 
 def test_lost_events_make_every_empty_cgroup_ask(
