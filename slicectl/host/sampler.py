@@ -74,7 +74,7 @@ class _Cgroup:
 
     __slots__ = (
         "path", "unit", "inode", "fds", "controllers_fd", "controllers", "pinned", "raw",
-        "parsed", "last", "events_fd", "slot", "wd", "stirred", "idle",
+        "parsed", "last", "events_fd", "slot", "wd", "idle",
     )  # fmt: skip
 
     def __init__(self, path: str, inode: int) -> None:
@@ -87,11 +87,9 @@ class _Cgroup:
         self.events_fd = -1
         self.slot = 0
         self.pinned = False
-        # The inotify watch on its cgroup.events (-1: none), whether that file was written
-        # since the sampler last read it, and whether it said "populated 0" then (see
-        # _still_empty).
+        # The inotify watch on its cgroup.events (-1: none), and whether that file said
+        # "populated 0" when last read and has not been written since (see _still_empty).
         self.wd = -1
-        self.stirred = True
         self.idle = False
         # What the previous read returned and how it parsed, so unchanged files are not
         # parsed again, and unchanged cgroups hand back the same sample object.
@@ -260,9 +258,8 @@ class Sampler:
             return False
         if cg.last.tasks:  # it had tasks at its last read: read it in full without asking
             return False
-        if cg.idle and cg.wd >= 0 and not cg.stirred:
+        if cg.idle and cg.wd >= 0:
             return True  # "populated 0" when last asked, and cgroup.events not written since
-        cg.stirred = False
         try:
             state = os.pread(cg.events_fd, 64, 0)
         except OSError as e:
@@ -374,7 +371,6 @@ class Sampler:
                 if self._events is not None:
                     self._events.remove(cg.wd)
             cg.wd = -1
-        cg.stirred = True
         cg.idle = False
         if cg.pinned:
             self._open_fds -= FILES_PER_CGROUP
@@ -427,19 +423,19 @@ class Sampler:
     # -- discovery ----------------------------------------------------------------------
 
     def _stir(self) -> None:
-        """Mark the cgroups whose cgroup.events was written since the last sample (all of
-        them when the kernel lost events)."""
+        """The cgroups whose cgroup.events was written since the last sample (all of them
+        when the kernel lost events) are no longer known to be idle: each asks its file."""
         if self._events is None:
             return
         changed = self._events.changed()
         if changed is None:
             for cg in self._cgroups.values():
-                cg.stirred = True
+                cg.idle = False
             return
         for wd in changed:
             written = self._by_wd.get(wd)
             if written is not None:
-                written.stirred = True
+                written.idle = False
 
     def _root_list(self, name: str) -> frozenset[int] | None:
         """A cpulist file of the root cgroup (its CPUs or memory nodes); None if unreadable."""
