@@ -15,6 +15,8 @@ PROC = "/proc"
 
 # Where slicectl writes on a host (apply, plan's diff, the TUI).
 UNIT_DIR = "/etc/systemd/system"
+# slicectl's manifest of the files it wrote in a unit directory (and in the placement record).
+MANIFEST_NAME = ".slicectl-manifest.json"
 # systemd's own runtime drop-ins (`set-property --runtime`, SetUnitProperties runtime=true).
 CONTROL_DIR = "/run/systemd/system.control"
 # where a persistent `systemctl set-property` (without --runtime) leaves its drop-ins

@@ -220,10 +220,13 @@ def load_located(text: str, path: str, *, round_trip: bool = False) -> Any:
     def problem(line: int, message: str, hint: str) -> ConfigError:
         return ConfigError([Problem(path, line, "", message, hint)])
 
-    deep = flow_depth_line(text, MAX_FLOW_DEPTH)
+    too_big = size_problem(text)
+    if too_big is not None:
+        raise problem(0, too_big, "a tenants.yaml of thousands of tenants is a few MiB; "
+                      "check that this is the file you meant")
+    deep = depth_problem(text, MAX_DEPTH)
     if deep is not None:
-        raise problem(deep, f"nested more than {MAX_FLOW_DEPTH} levels deep",
-                      "a tenants.yaml needs a few levels of nesting, not hundreds")
+        raise problem(*deep, "a tenants.yaml needs a few levels of nesting, not hundreds")
     try:
         return round_trip_yaml().load(text) if round_trip else load(text)
     except MarkedYAMLError as e:
@@ -242,19 +245,75 @@ def load_located(text: str, path: str, *, round_trip: bool = False) -> Any:
         raise problem(line, f"unacceptable character {char} ({e.reason})",
                       "tenants.yaml must be printable UTF-8 text") from None
     except RecursionError:
-        raise problem(flow_depth_line(text, MAX_C_FLOW_DEPTH) or 0, "nested too deeply to read",
+        raise problem((depth_problem(text, MAX_C_DEPTH) or (0, ""))[0],
+                      "nested too deeply to read",
                       "a tenants.yaml needs a few levels of nesting, not hundreds") from None
     except YAMLError as e:
         raise problem(0, f"invalid YAML: {str(e)[:200]}", "check the file's syntax") from None
 
 
-# libyaml's parser composes flow collections recursively in C: 100,000 nested `[` crash the
-# process (SIGSEGV; 20,000 did not). A file that may nest more than MAX_C_FLOW_DEPTH deep is
-# read by the pure Python parser, which stops at Python's recursion limit with a
-# RecursionError instead; one nesting more than MAX_FLOW_DEPTH is refused before parsing.
-MAX_C_FLOW_DEPTH = 64
-MAX_FLOW_DEPTH = 200
+# libyaml's parser is iterative, but ruamel's C composer builds nested nodes recursively: a
+# document nested tens of thousands deep crashes the process (SIGSEGV), whether the nesting is
+# flow (`[[[[`) or block (`- - - -` on one line, or indentation). A document that may nest more
+# than MAX_C_DEPTH deep is composed by the pure Python parser, which stops at Python's
+# recursion limit with a RecursionError instead; one that may nest more than MAX_DEPTH is
+# refused before parsing. "May nest": the bounds are counted on the text, not parsed, so they
+# are upper bounds (a bracket in a quoted string counts too) and cheap enough for every run.
+MAX_C_DEPTH = 64
+MAX_DEPTH = 200
+# What any document slicectl reads may hold: a tenants.yaml of 32,000 tenants is about 2 MiB.
+MAX_TEXT = 16 << 20
 _BRACKETS = re.compile(r"[][{}]")
+# A line's leading run of indentation and block indicators (`- `, `? `, `: `): every block
+# collection nested inside another starts further right than its parent, on a later line or
+# after an indicator on the same one, so the run's width bounds the line's block nesting: at
+# most one level a column (a sequence that is a mapping's value may share its key's column, and
+# the mapping in its item is two columns further).
+_BLOCK_LEAD = re.compile(r"^(?:[ ]|[-?:](?=[ \t]|$)|\t)+", re.M)
+
+
+def size_problem(text: str) -> str | None:
+    """Why `text` is too large to read as a document of slicectl's, or None."""
+    if len(text) <= MAX_TEXT:
+        return None
+    return f"is {len(text.encode('utf-8', 'surrogatepass')) >> 20} MiB; at most " \
+           f"{MAX_TEXT >> 20} MiB are read"
+
+
+def depth_problem(text: str, limit: int) -> tuple[int, str] | None:
+    """(line, message) where the nesting of `text` may first exceed `limit` levels, or None.
+
+    Flow collections: `[`/`{` counted across the text. Block collections: each line's leading
+    indentation and indicators (see _BLOCK_LEAD). Either bound alone, or the two together on
+    one line, past `limit` is reported."""
+    flow = flow_depth_line(text, limit)
+    if flow is not None:
+        return flow, f"nested more than {limit} levels deep"
+    widest = 0
+    where = 0
+    for m in _BLOCK_LEAD.finditer(text):
+        width = m.end() - m.start()
+        if width > widest:
+            widest, where = width, m.start()
+    if widest + 1 + _flow_depth_max(text) > limit:
+        return text.count("\n", 0, where) + 1, (
+            f"nested more than {limit} levels deep (indented or nested {widest} columns on "
+            "one line)")
+    return None
+
+
+def _flow_depth_max(text: str) -> int:
+    """The deepest `[`/`{` nesting of `text` (a bound, like flow_depth_line)."""
+    if "[" not in text and "{" not in text:
+        return 0
+    depth = deepest = 0
+    for m in _BRACKETS.finditer(text):
+        if m.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(0, depth - 1)
+    return deepest
 
 
 def flow_depth_line(text: str, limit: int) -> int | None:
@@ -275,10 +334,10 @@ def flow_depth_line(text: str, limit: int) -> int | None:
 
 def load(text: str, *, pure: bool = False) -> Any:
     """The YAML document in `text`, parsed by libyaml when available unless `pure` (or the
-    text nests flow collections deeply, MAX_C_FLOW_DEPTH).
+    text may nest deeply, MAX_C_DEPTH).
 
     ruamel's errors propagate (MarkedYAMLError with the line, YAMLError, RecursionError).
     """
-    if not pure and flow_depth_line(text, MAX_C_FLOW_DEPTH) is not None:
+    if not pure and depth_problem(text, MAX_C_DEPTH) is not None:
         pure = True
     return _loader(pure).load(text)

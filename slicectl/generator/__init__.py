@@ -5,7 +5,15 @@ into NORMAL_DIR (/run/systemd/generator), where a file in /etc/systemd/system st
 
 What a generator must never do, and this one does not: fail a boot (it exits 0 whatever
 happens, and logs), write a partial set of units, write outside its output folders (no cache,
-no lock file, no HOME needed), talk to D-Bus, or take long. Its inputs:
+no lock file, no HOME needed), talk to D-Bus, or take long. It runs as root, so it also never
+crashes on what it reads and never acts on what another user could have written: tenants.yaml
+is read only when it is a regular file of bounded size that only root can write (with its
+folders: slicectl.host.trust), the record only once its files match its own manifest's
+digests, and placing runs in a child process stopped after PLAN_TIMEOUT, so that a crash
+there (even by a signal) still leaves the fallback written and a line in the kernel log. Its
+output is written through fresh temporary files renamed into place: a link in the output
+folder is replaced, never followed. Keys this host's systemd or kernel cannot take are
+refused as `plan` refuses them. Its inputs:
 
 - tenants.yaml: `$SLICECTL_TENANTS`, else /etc/slicectl/tenants.yaml;
 - the topology: the sysfs tree `$SLICECTL_SYSFS`, else /sys;
@@ -34,6 +42,9 @@ TENANTS = "/etc/slicectl/tenants.yaml"
 ERROR_FILE = ".slicectl-generator-error"
 KMSG = "/dev/kmsg"
 NAME = "slicectl-generator"
+# How long placing may take before the generator stops it and falls back (systemd stops
+# generators that run past 90 s; `$SLICECTL_GENERATOR_TIMEOUT` sets another bound).
+PLAN_TIMEOUT = 45.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,41 +71,142 @@ def generate_into(out: str, tenants: str, sysfs: str) -> str:
     """Write the units for `tenants` on the topology of `sysfs` into `out`; returns what was
     written: "recorded" (nothing changed since the record), "placed", "fallback" or
     "nothing"."""
+    from slicectl.core.errors import SlicectlError
     from slicectl.host import placement_record as record
 
-    last = record.recorded(tenants)
-    exists = os.path.exists(tenants)
-    if last is not None and exists and record.fingerprint(tenants, sysfs) == last[1]:
-        record.write_files(out, record.recorded_files(last[0]), sync=False)
+    last = _last_record(tenants)
+    try:
+        text = _tenants_bytes(tenants)
+    except SlicectlError as e:
+        return _fallback(out, last, _describe(e))
+    if last is not None and text is not None and \
+            record.fingerprint(tenants, sysfs, text) == last[2]:
+        record.write_files(out, last[1], sync=False)
         return "recorded"
-    if not exists and last is None:
+    if text is None and last is None:
         return "nothing"  # not in generator mode: no tenants file, nothing recorded
     try:
-        files = _placed(tenants, sysfs, last[0] if last else None)
-    except Exception as e:  # any failure: the whole fallback, logged
-        return _fallback(out, last[0] if last else None, _describe(e))
+        files = _placed_apart(tenants, sysfs, last[1] if last else None)
+    except _Failed as e:  # any failure, a crash included: the whole fallback, logged
+        return _fallback(out, last, str(e))
     try:
         record.write_files(out, files, sync=False)
     except OSError as e:
         _remove(out, files)
-        return _fallback(out, last[0] if last else None, f"cannot write {out}: {e.strerror}")
+        return _fallback(out, last, f"cannot write {out}: {e.strerror}")
     return "placed"
 
 
-def _placed(tenants: str, sysfs: str, last: str | None) -> dict[str, bytes]:
+def _last_record(tenants: str) -> tuple[str, dict[str, bytes], bytes] | None:
+    """The recorded placement (its folder, its files, its fingerprint), once it has shown it
+    is what slicectl recorded (placement_record.verified_files); a record that has not is
+    logged and not used."""
+    from slicectl.core.defaults import MANIFEST_NAME
+    from slicectl.host import placement_record as record
+
+    last = record.recorded(tenants)
+    if last is None:
+        return None
+    try:
+        return last[0], record.verified_files(last[0], MANIFEST_NAME), last[1]
+    except OSError as e:
+        log(f"the recorded placement in {last[0]}: {e.strerror or e}; planning without it")
+        return None
+
+
+def _tenants_bytes(tenants: str) -> bytes | None:
+    """tenants.yaml's bytes, None when there is none; a file that is not regular, too large,
+    or that another user could have written (run as root) raises ConfigError."""
+    from slicectl.core.yamldoc import MAX_TEXT
+    from slicectl.host.trust import read_bounded
+
+    if not os.path.lexists(tenants):
+        return None
+    return read_bounded(tenants, "tenants.yaml", MAX_TEXT)
+
+
+class _Failed(Exception):
+    """Planning failed; the message says why, for the log."""
+
+
+def _placed_apart(tenants: str, sysfs: str, last: dict[str, bytes] | None
+                  ) -> dict[str, bytes]:
+    """_placed, run in a child process: whatever it meets (a crash by a signal in a C
+    extension, memory running out, a plan that takes too long), this process still writes
+    the fallback and logs why. Raises _Failed."""
+    import marshal
+    import select
+    import signal
+    import time
+
+    limit = float(os.environ.get("SLICECTL_GENERATOR_TIMEOUT") or PLAN_TIMEOUT)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: plan, send the result, exit without cleaning up the parent's
+        status = 0
+        try:
+            os.close(read_end)
+            try:
+                reply: tuple[str, dict[str, bytes] | str] = (
+                    "files", _placed(tenants, sysfs, last))
+            except BaseException as e:
+                reply = ("error", _describe(e))
+            data = memoryview(marshal.dumps(reply))
+            while data:
+                data = data[os.write(write_end, data):]
+        except BaseException:
+            status = 1
+        os._exit(status)
+    os.close(write_end)
+    chunks = []
+    deadline = time.monotonic() + limit
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise _Failed(f"placing the tenants took longer than {limit:g} s; stopped")
+            chunk = os.read(read_end, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        raise _Failed(f"internal error: placing the tenants died of {name}")
+    try:
+        kind, payload = marshal.loads(b"".join(chunks))
+    except (EOFError, ValueError, TypeError):
+        raise _Failed("internal error: placing the tenants ended without a result "
+                      f"(exit status {os.waitstatus_to_exitcode(status)})") from None
+    if kind != "files":
+        raise _Failed(str(payload))
+    return dict(payload)
+
+
+def _placed(tenants: str, sysfs: str, last: dict[str, bytes] | None) -> dict[str, bytes]:
     """The files `generate` would write for `tenants` on this topology, the manifest
-    included, keeping tenants where the record placed them."""
+    included, keeping tenants where the record (`last`: its files) placed them; refused as
+    plan refuses it where this host's systemd or kernel cannot take a key."""
     from pathlib import Path
 
     from slicectl.core.render import render
+    from slicectl.core.versions import check_version
+    from slicectl.host.hostinfo import systemd_version
     from slicectl.host.planning import load_tenants, plan_for_host
     from slicectl.host.sysfs import read_topology
     from slicectl.host.unitdir import MANIFEST_NAME, Manifest, manifest_text
 
     # No calendar check: it runs systemd-analyze, and the timers check their own calendars.
     config = load_tenants(tenants, check_schedule=False)
+    check_version(config, systemd_version(), "systemd on this host", os.uname().release)
     topology = read_topology(sysfs)
-    previous = Manifest.load(Path(last) / MANIFEST_NAME) if last else None
+    previous = None
+    if last is not None and MANIFEST_NAME in last:
+        previous = Manifest.parse(last[MANIFEST_NAME], Path(MANIFEST_NAME))
     plan = plan_for_host(config, topology, None, _schedule_command(tenants), shares=False,
                          manifest=previous)
     texts = render(plan)
@@ -114,12 +226,12 @@ def _schedule_command(tenants: str) -> ScheduleCommand:
     return ScheduleCommand(executable, os.path.abspath(tenants))
 
 
-def _fallback(out: str, last: str | None, why: str) -> str:
+def _fallback(out: str, last: tuple[str, dict[str, bytes], bytes] | None, why: str) -> str:
     """The recorded placement, whole, or nothing without one; the reason logged and kept."""
     from slicectl.host import placement_record as record
 
     if last is not None:
-        record.write_files(out, record.recorded_files(last), sync=False)
+        record.write_files(out, last[1], sync=False)
         what = "wrote the last good placement instead"
     else:
         what = "no placement recorded: no tenant units written"

@@ -13,13 +13,16 @@ and `current`, a symbolic link to it, is replaced atomically (rename), so a read
 record or the new one whole, never a mix, even after a power cut.
 
 This module is on the generator's fast path: it imports only the standard library's cheapest
-module (os), nothing of the planner; the fingerprint is the material itself, compared whole,
-so no hash library is loaded.
+modules (os, re, stat), nothing of the planner; the fingerprint is the material itself,
+compared whole, and the record's digests are checked without hashlib (see _sha256).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import stat
 
 RECORD = "placement"
 CURRENT = "current"
@@ -38,13 +41,16 @@ def record_dir(tenants: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(tenants)), RECORD)
 
 
-def fingerprint(tenants: str, sysfs: str) -> bytes | None:
+def fingerprint(tenants: str, sysfs: str, text: bytes | None = None) -> bytes | None:
     """Everything a placement depends on, as bytes (a few KiB), or None when something cannot
-    be read (then the generator plans, as without a record)."""
+    be read (then the generator plans, as without a record). `text`: tenants.yaml's bytes,
+    when the caller has read them."""
     parts: list[bytes] = []
     try:
-        with open(tenants, "rb") as f:
-            parts.append(f.read())
+        if text is None:
+            with open(tenants, "rb") as f:
+                text = f.read()
+        parts.append(text)
         _topology_files(parts, sysfs)
         _own_files(parts)
     except OSError:
@@ -106,43 +112,184 @@ def _read(path: str, missing: bytes | None = None) -> bytes:
 
 def recorded(tenants: str) -> tuple[str, bytes] | None:
     """(folder of the recorded unit files, their fingerprint), or None without a record."""
-    current = os.path.join(record_dir(tenants), CURRENT)
+    base = record_dir(tenants)
+    folder = os.path.realpath(os.path.join(base, CURRENT))
+    if os.path.dirname(folder) != os.path.realpath(base):
+        return None  # `current` names a folder elsewhere: no record slicectl made
     try:
-        with open(os.path.join(current, FINGERPRINT), "rb") as f:
-            return os.path.realpath(current), f.read()
+        return folder, _read_regular(os.path.join(folder, FINGERPRINT))
     except OSError:
         return None
 
 
 def recorded_files(folder: str) -> dict[str, bytes]:
     """Every file of a recorded placement (relative path → bytes), the manifest included,
-    the fingerprint not."""
+    the fingerprint not. Only regular files and folders are read: a link, or any other kind
+    of file, is refused (OSError), never followed."""
     files: dict[str, bytes] = {}
-    for parent, dirs, names in os.walk(folder):
-        dirs.sort()
-        for name in sorted(names):
-            path = os.path.join(parent, name)
-            rel = os.path.relpath(path, folder)
-            if rel != FINGERPRINT:
-                with open(path, "rb") as f:
-                    files[rel] = f.read()
+    for rel, _ in _entries(folder):
+        if rel != FINGERPRINT:
+            files[rel] = _read_regular(os.path.join(folder, rel))
     return files
 
 
+def _entries(folder: str) -> list[tuple[str, os.stat_result]]:
+    """(relative path, lstat) of every file under `folder`, folders walked, none followed."""
+    found = []
+    pending = [""]
+    while pending:
+        rel_dir = pending.pop()
+        with os.scandir(os.path.join(folder, rel_dir)) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            rel = os.path.join(rel_dir, entry.name)
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                pending.append(rel)
+            elif stat.S_ISREG(st.st_mode):
+                found.append((rel, st))
+            else:
+                link = stat.S_ISLNK(st.st_mode)
+                raise OSError(errno.ELOOP if link else errno.EINVAL,
+                              "a symbolic link" if link else "not a regular file", entry.path)
+    return sorted(found)
+
+
+def _read_regular(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+# A recorded file's path: a unit or a drop-in folder and its file, in systemd's alphabet.
+_PART = re.compile(r"[A-Za-z0-9:_.@\\-]{1,255}")
+
+
+def verified_files(folder: str, manifest: str) -> dict[str, bytes]:
+    """recorded_files(folder), once the record has shown it is what slicectl wrote: run as
+    root, no other user can have written the record or a folder above it
+    (slicectl.host.trust); every file is listed in the record's manifest (file `manifest`)
+    with its SHA-256, and every file listed is there. Raises OSError saying what is wrong."""
+    from slicectl.host.trust import untrusted, untrusted_status
+
+    why = untrusted(folder)
+    if why is not None:
+        raise OSError(errno.EPERM, f"not used: {why}")
+    files: dict[str, bytes] = {}
+    try:
+        entries = _entries(folder)
+    except OSError as e:
+        raise OSError(e.errno, f"not used: {e.filename} is {e.strerror}") from None
+    for rel, st in entries:
+        why = untrusted_status(st, False)
+        if why is not None:
+            raise OSError(errno.EPERM, f"not used: {rel} {why}")
+        if rel != FINGERPRINT:
+            files[rel] = _read_regular(os.path.join(folder, rel))
+    _check_manifest(files, manifest)
+    return files
+
+
+def _check_manifest(files: dict[str, bytes], manifest: str) -> None:
+    """Every file of `files` but the manifest is a unit file listed in the manifest (file
+    `manifest`) with its SHA-256, and every file listed is there; else OSError."""
+    import json
+
+    try:
+        listed = json.loads(files[manifest])["files"]
+        if not isinstance(listed, dict):
+            raise TypeError("files is not an object")
+    except (KeyError, ValueError, TypeError) as e:
+        raise OSError(errno.EINVAL, f"not used: its manifest cannot be read ({e})") from None
+    for rel, data in files.items():
+        if rel == manifest:
+            continue
+        parts = rel.split(os.sep)
+        if len(parts) > 2 or not all(_PART.fullmatch(p) and p not in (".", "..")
+                                     for p in parts):
+            raise OSError(errno.EINVAL, f"not used: {rel!r} is no unit file slicectl writes")
+        if listed.get(rel) != _sha256(data):
+            raise OSError(errno.EINVAL, f"not used: {rel} is not what its manifest lists "
+                          "(changed since it was recorded, or never recorded)")
+    missing = sorted(set(listed) - set(files))
+    if missing:
+        raise OSError(errno.EINVAL, f"not used: {missing[0]}, listed in its manifest, is "
+                      "missing")
+
+
+def _sha256(data: bytes) -> str:
+    """SHA-256 of `data`, in hex, as the manifest lists it. CPython's own implementation of
+    the one hash, where it has it: hashlib would load OpenSSL first (about 4 ms at every
+    daemon-reload, a fifth of the generator's run when nothing changed; BENCHMARKS.md)."""
+    for module in ("_sha2", "_sha256", "hashlib"):  # Python >= 3.12, 3.11, any other
+        try:
+            return str(__import__(module).sha256(data).hexdigest())
+        except ImportError:
+            continue
+    raise ImportError("no SHA-256")
+
+
 def write_files(root: str, files: dict[str, bytes], *, sync: bool = True) -> None:
-    """Write `files` under `root` (made if missing), each whole: a temporary file renamed,
-    flushed to disk first with `sync` (the generator's output lives on a tmpfs made anew at
-    every run: no need there)."""
+    """Write `files` under `root` (made if missing), each whole: a temporary file created
+    anew (never through a link, never one someone left there) and renamed over the file, so a
+    link in its place is replaced, not followed; a link or file where a folder belongs is
+    replaced by a folder. Flushed to disk first with `sync` (the generator's output lives on
+    a tmpfs made anew at every run: no need there). Files are 0644, folders 0755, whatever
+    the umask."""
+    made: set[str] = set()
     for rel, data in sorted(files.items()):
         path = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        _folders(root, os.path.dirname(rel), made)
         tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(data)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(tmp, flags, 0o644)
+        except FileExistsError:  # left by a process of the same PID, or put there
+            os.unlink(tmp)
+            fd = os.open(tmp, flags, 0o644)
+        try:
+            os.fchmod(fd, 0o644)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             if sync:
-                f.flush()
-                os.fsync(f.fileno())
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            os.unlink(tmp)
+            raise
+        os.close(fd)
         os.replace(tmp, path)
+
+
+def _folders(root: str, rel: str, made: set[str]) -> None:
+    """The folders `rel` under `root`, each a real folder: a link or a file in the way is
+    removed (never followed), a missing one made 0755."""
+    if not os.path.isdir(root):
+        os.makedirs(root, mode=0o755, exist_ok=True)
+    folder = root
+    for part in rel.split(os.sep) if rel else ():
+        folder = os.path.join(folder, part)
+        if folder in made:
+            continue
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            os.unlink(folder)
+            st = None
+        if st is None:
+            os.mkdir(folder, 0o755)
+            os.chmod(folder, 0o755)
+        made.add(folder)
 
 
 def save(tenants: str, files: dict[str, bytes], print_: bytes) -> str:

@@ -26,14 +26,16 @@ __all__ = ["load_tenants", "plan_for_host", "read_text"]
 
 
 def read_text(path: str) -> str:
-    """tenants.yaml's text; a byte that is not UTF-8, or a NUL, is refused with its line."""
+    """tenants.yaml's text; a byte that is not UTF-8, or a NUL, is refused with its line.
+
+    Only a regular file is read (a FIFO or a device is refused without blocking), at most
+    yamldoc.MAX_TEXT of it, and, run as root, only one no other user could have written
+    (slicectl.host.trust)."""
+    from slicectl.core.yamldoc import MAX_TEXT
+    from slicectl.host.trust import read_bounded
+
     name = shown(path)  # bytes that are not UTF-8 as \xNN, on one line
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise ConfigError([Problem(name, 0, "", f"cannot read: {e.strerror}",
-                                   "check the path to tenants.yaml")]) from e
+    raw = read_bounded(path, "tenants.yaml", MAX_TEXT)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from slicectl import __version__
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
+from slicectl.core.defaults import MANIFEST_NAME as MANIFEST_NAME  # re-exported
 from slicectl.core.errors import OutputError, shown
 from slicectl.core.frozen import frozen
 from slicectl.core.parsers import UNIT_NAME_RE
@@ -38,7 +39,6 @@ from slicectl.host.lock import LOCK_TIMEOUT, LockTimeout, locked_dir, make_dirs
 if TYPE_CHECKING:
     pass
 
-MANIFEST_NAME = ".slicectl-manifest.json"
 MANIFEST_FORMAT = "slicectl-manifest/1"
 # Every unit type systemd knows (systemd.unit(5)): slicectl writes slices, drop-ins for
 # services and scopes, the schedule's timers and service, and a drop-in for timers.target.
@@ -152,10 +152,13 @@ class Manifest:
     @classmethod
     def load(cls, path: Path) -> Manifest:
         """Read a manifest; a missing file is an empty manifest (a symlink is refused)."""
+        raw = read_regular(path)
+        return cls() if raw is None else cls.parse(raw, path)
+
+    @classmethod
+    def parse(cls, raw: bytes, path: Path) -> Manifest:
+        """The manifest in `raw`, the bytes of file `path` (named in errors)."""
         try:
-            raw = read_regular(path)
-            if raw is None:
-                return cls()
             data = json.loads(raw.decode("utf-8"))
         except ValueError as e:  # UnicodeDecodeError and JSONDecodeError
             raise OutputError(f"{shown(path)}: cannot read slicectl's manifest: {e}",
