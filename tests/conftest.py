@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
-from examplecounts import QUICK, THOROUGH
+from examplecounts import FUZZ, QUICK, THOROUGH
 from hypothesis import settings
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ sys.dont_write_bytecode = False
 # targets live in bench/run.
 settings.register_profile("thorough", max_examples=THOROUGH, deadline=None)  # tests/run, CI
 settings.register_profile("quick", max_examples=QUICK, deadline=None)  # bare `python -m pytest`
+settings.register_profile("fuzz", max_examples=FUZZ, deadline=None)  # on demand
 settings.load_profile("quick")  # --hypothesis-profile=thorough loads the other one after this
 
 # --- bytecode: slicectl's .pyc files written once, for the many `slicectl` processes -----------

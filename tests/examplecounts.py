@@ -14,6 +14,14 @@ from hypothesis import settings
 # max_examples of the two profiles, registered in conftest.py; a test's count scales with it.
 THOROUGH = 100
 QUICK = 25
+# The fuzz tier on demand: twenty times the full counts, examples drawn anew at every run
+# (`python -m pytest tests/test_fuzz.py --hypothesis-profile=fuzz`; docs/development.md).
+FUZZ = 2000
+
+
+def deterministic() -> bool:
+    """Whether the examples are the same at every run: always, but in the fuzz profile."""
+    return settings().max_examples < FUZZ
 
 
 def examples(full: int) -> int:

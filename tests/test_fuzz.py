@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from examplecounts import examples
+from examplecounts import deterministic, examples
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from unitcheck import systemd_verify
@@ -200,3 +200,71 @@ def test_any_document_keeps_the_contract(tmp_path_factory: Any, doc: dict[str, A
         assert listing(out) == before, "a failed generate changed the output directory"
     else:
         systemd_verify(out, work)
+
+
+# The documents that crashed or exhausted slicectl before its bounds, kept as regression
+# cases: each is refused with a located error, in a process of its own (a crash is a signal).
+REGRESSIONS = {
+    "block sequences 40,000 deep on one line": "- " * 40_000 + "x\n",
+    "block sequences under a key": "version: 1\ntenants:\n  a:\n    " + "- " * 40_000 + "x\n",
+    "explicit keys 20,000 deep": "? " * 20_000 + "x\n",
+    "indentation 300 levels deep": "a:\n" + "".join(" " * i + "- \n" for i in range(0, 600, 2)),
+    "flow sequences 100,000 deep": "[" * 100_000,
+    "flow mappings inside block ones": "- " * 60 + "{a: " * 150 + "x" + "}" * 150 + "\n",
+    "17 MiB of comment": "version: 1\n" + "#" * (17 << 20) + "\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_documents_that_crashed_are_refused_located(tmp_path: Path, name: str) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "t.yaml"
+    path.write_text(REGRESSIONS[name])
+    proc = subprocess.run([sys.executable, "-m", "slicectl", "validate", str(path)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 1, proc.stderr
+    if name.endswith("of comment"):  # refused before any line is read
+        assert proc.stderr.startswith(f"error: {path}: is larger than 16 MiB"), proc.stderr
+    else:
+        check_errors(proc.stderr)
+
+
+def test_an_alias_bomb_is_read_in_linear_memory() -> None:
+    """Aliases share one node: nine levels of ten aliases are 10^9 leaves only if expanded,
+    and an error message quoting the value is bounded (values.quote)."""
+    lines = ["version: 1", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    lines += ["tenants:", "  db: {cpus: *a8}"]
+    from slicectl.core.config import load_yaml, parse_config
+    from slicectl.core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        parse_config(load_yaml("\n".join(lines) + "\n", "t.yaml"), "t.yaml")
+    assert len(str(e.value)) < 4000
+
+
+# Text drawn from YAML's indicators and a few words and numbers, now and then nested deep.
+YAML_PIECES = st.sampled_from(["- ", "? ", ": ", "[", "]", "{", "}", ", ", "\n", "  ", "\t",
+                               "#", "&a ", "*a", "!!int ", "!!str ", "<<: ", "|", ">", "'", '"',
+                               "version: 1", "tenants:", "cpus", "db", "2", "50%", "1G", "---",
+                               "...", "%YAML 1.1\n", "\\u0000", "\u0665", "\ufeff", "\x85"])
+DEEP = st.builds(lambda piece, n: piece * n, st.sampled_from(["- ", "[", "{a: ", "? ", "  "]),
+                 st.integers(50, 3000))
+
+
+@seed(20261128)
+@settings(max_examples=examples(400), deadline=None, derandomize=deterministic(),
+          suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=st.lists(st.one_of(YAML_PIECES, DEEP, st.text(max_size=8)), max_size=40))
+def test_any_text_is_read_or_refused_located(pieces: list[str]) -> None:
+    """Whatever the text, reading and checking it raises a located ConfigError or nothing."""
+    from slicectl.core.config import load_yaml, parse_config
+    from slicectl.core.errors import ConfigError
+
+    text = "".join(pieces)
+    try:
+        parse_config(load_yaml(text, "t.yaml"), "t.yaml")
+    except ConfigError as e:
+        assert e.problems and all(p.file == "t.yaml" for p in e.problems), e

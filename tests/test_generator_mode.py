@@ -139,6 +139,35 @@ async def test_enable_takes_over_apply_in_generator_mode_and_disable_restores(
     assert fake_systemd.members()[-1] == "Reload"
 
 
+@pytest.mark.parametrize("previous", [False, True])
+async def test_disable_puts_back_the_tenants_yaml_enable_found(
+        host: tuple[ApplyOptions, GeneratorPaths, Path], tmp_path: Path,
+        previous: bool) -> None:
+    """The operator's own /etc/slicectl/tenants.yaml (the balancer's and the exporter's
+    default) was deleted by disable."""
+    options, paths, sysfs = host
+    topology = read_topology(sysfs)
+    paths.etc.mkdir(parents=True)
+    own = "# the operator's own\n" + TENANTS.replace("cpu_weight: 300", "cpu_weight: 100")
+    paths.tenants.write_text(own)
+    if previous:
+        paths.previous.write_text("# older\n" + TENANTS)
+    await enable(str(tenants_file(tmp_path)), topology, str(sysfs), options, paths, EXE)
+    await apply_generated(load_tenants(str(tenants_file(
+        tmp_path, TENANTS.replace("cpu_weight: 300", "cpu_weight: 500"), "second.yaml"))),
+        topology, str(sysfs), options, paths)
+    assert paths.tenants.read_text() != own
+    done = await disable(options, paths)
+    assert paths.tenants.read_text() == own
+    assert f"restored {paths.tenants} as it was before generator mode" in done
+    if previous:
+        assert paths.previous.read_text() == "# older\n" + TENANTS
+    else:
+        assert not paths.previous.exists()
+    assert sorted(p.name for p in paths.etc.iterdir()) == \
+        ["tenants.yaml", "tenants.yaml.previous"][:1 + previous]
+
+
 async def test_a_failed_enable_puts_everything_back(
         host: tuple[ApplyOptions, GeneratorPaths, Path], tmp_path: Path,
         fake_systemd: FakeSystemd) -> None:

@@ -63,6 +63,12 @@ class GeneratorPaths:
         return self.etc / "files-mode"
 
     @property
+    def found(self) -> Path:
+        """What enable found in /etc/slicectl (tenants.yaml and its previous copy, those that
+        were there), for disable to put back."""
+        return self.etc / "before-generator-mode"
+
+    @property
     def link(self) -> Path:
         return self.root / "etc/systemd/system-generators" / GENERATOR
 
@@ -164,6 +170,40 @@ def _install_tenants(paths: GeneratorPaths, source: str, undo: _Undo) -> None:
     undo.add(shown(paths.tenants), _restore(paths.tenants, old))
 
 
+def _keep_what_was_there(paths: GeneratorPaths, undo: _Undo) -> None:
+    """The operator's own tenants.yaml (and its previous copy) as enable found them, kept for
+    disable: the balancer and the exporter read /etc/slicectl/tenants.yaml by default. Kept
+    once: enabling again keeps what the first enable found."""
+    if paths.found.is_dir():
+        return
+    kept = {path.name: data for path in (paths.tenants, paths.previous)
+            if (data := _read(path)) is not None}
+    paths.etc.mkdir(parents=True, exist_ok=True)
+    staging = paths.found.with_name(f".{paths.found.name}.{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(mode=0o755)
+    placement_record.write_files(str(staging), kept)
+    os.replace(staging, paths.found)
+    undo.add(shown(paths.found), lambda: shutil.rmtree(paths.found))
+
+
+def _put_back_what_was_there(paths: GeneratorPaths) -> list[str]:
+    """disable's half of _keep_what_was_there: each file as enable found it, or removed
+    where there was none (a host enabled before slicectl kept them: removed)."""
+    done = []
+    kept = placement_record.recorded_files(str(paths.found)) if paths.found.is_dir() else {}
+    for path in (paths.tenants, paths.previous):
+        if path.name in kept:
+            if _read(path) != kept[path.name]:
+                write_atomically(path, kept[path.name])
+                done.append(f"restored {shown(path)} as it was before generator mode")
+        elif path.exists():
+            path.unlink()
+            done.append(f"removed {shown(path)}")
+    shutil.rmtree(paths.found, ignore_errors=True)
+    return done
+
+
 def _take_over(paths: GeneratorPaths, units: UnitDir, undo: _Undo) -> None:
     """The files a files-mode apply wrote, moved under files-mode/ (disable restores them):
     a unit in /etc/systemd/system would win over the generator's."""
@@ -214,6 +254,7 @@ async def enable(source: str, topology: Topology, sysfs: str, options: ApplyOpti
     with units.locked(options.lock_timeout):
         try:
             say(f"writing {shown(paths.tenants)}")
+            _keep_what_was_there(paths, undo)
             _install_tenants(paths, source, undo)
             config = load_tenants(str(paths.tenants))
             _record(paths, config, topology, sysfs, options, undo)
@@ -291,7 +332,8 @@ async def _rolled_back(undo: _Undo, options: ApplyOptions, error: BaseException
 async def disable(options: ApplyOptions, paths: GeneratorPaths,
                   progress: Progress | None = None) -> list[str]:
     """Back to files mode, exactly as before `enable`: the generator unlinked, the files it
-    took over restored, /etc/slicectl's tenants.yaml and record removed; returns what it did."""
+    took over restored, /etc/slicectl's tenants.yaml put back as enable found it (removed
+    where there was none), the record removed; returns what it did."""
     say = progress or (lambda _line: None)
     units = UnitDir(options.unit_dir)
     done = []
@@ -307,10 +349,7 @@ async def disable(options: ApplyOptions, paths: GeneratorPaths,
             units.write(files, manifest)
             shutil.rmtree(paths.files_mode)
             done.append(f"restored {len(files)} file(s) in {shown(units.root)}")
-        for path in (paths.tenants, paths.previous):
-            if path.exists():
-                path.unlink()
-                done.append(f"removed {shown(path)}")
+        done.extend(_put_back_what_was_there(paths))
         record = Path(placement_record.record_dir(str(paths.tenants)))
         if record.exists():
             shutil.rmtree(record)
