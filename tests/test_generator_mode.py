@@ -24,6 +24,7 @@ from slicectl.apply.generator_mode import (
 )
 from slicectl.core.errors import ApplyError
 from slicectl.demo.fakesystemd import FakeSystemd
+from slicectl.host import placement_record
 from slicectl.host.planning import load_tenants
 from slicectl.host.sysfs import read_topology
 
@@ -166,6 +167,41 @@ async def test_disable_puts_back_the_tenants_yaml_enable_found(
         assert not paths.previous.exists()
     assert sorted(p.name for p in paths.etc.iterdir()) == \
         ["tenants.yaml", "tenants.yaml.previous"][:1 + previous]
+
+
+async def test_generator_mode_with_a_schedule_records_what_the_generator_writes(
+        host: tuple[ApplyOptions, GeneratorPaths, Path], tmp_path: Path,
+        fake_systemd: FakeSystemd) -> None:
+    """The record was made by a second copy of the generator's builder: its profile timers ran
+    `apply` on the file given to enable, not on /etc/slicectl/tenants.yaml, and the generator
+    copies the record as it is while nothing changes."""
+    options, paths, sysfs = host
+    topology = read_topology(sysfs)
+    text = TENANTS + "profiles:\n  night:\n    db1: {cpus: 1}\nschedule:\n  night: '22:00'\n"
+    source = tenants_file(tmp_path, text, "given-to-enable.yaml")
+    for timer in ("slicectl-profile@night.timer", "slicectl-profile@default.timer"):
+        fake_systemd.add_unit(timer)  # loaded from the generator's folder by the reload
+    installed = tmp_path / "bin"  # slicectl-generator and slicectl, installed side by side
+    installed.mkdir()
+    (installed / "slicectl-generator").write_text(
+        f"#!{sys.executable}\nimport sys\nfrom slicectl.generator import main\nsys.exit(main())\n")
+    (installed / "slicectl").write_text("#!/bin/sh\n")
+    for name in ("slicectl-generator", "slicectl"):
+        (installed / name).chmod(0o755)
+    await enable(str(source), topology, str(sysfs), options, paths,
+                 str(installed / "slicectl-generator"))
+    folder, _ = placement_record.recorded(str(paths.tenants)) or ("", b"")
+    recorded = placement_record.recorded_files(folder)
+    service = recorded["slicectl-profile@.service"].decode()
+    assert f"ExecStart={installed / 'slicectl'} apply " in service
+    assert str(paths.tenants) in service and str(source) not in service
+    # What the generator writes when it plans (the record set aside) is the record itself.
+    shutil.move(folder, tmp_path / "aside")
+    shutil.rmtree(paths.output)
+    subprocess.run([str(paths.link), str(paths.output)], check=True, timeout=60, env={
+        "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "SLICECTL_TENANTS": str(paths.tenants),
+        "SLICECTL_SYSFS": str(sysfs), "SLICECTL_KMSG": str(tmp_path / "kmsg")})
+    assert files(paths.output) == recorded
 
 
 async def test_a_failed_enable_puts_everything_back(

@@ -30,7 +30,7 @@ from slicectl.core.errors import ApplyError, SlicectlError, shown
 from slicectl.core.frozen import frozen
 from slicectl.host import placement_record
 from slicectl.host.atomic import write_atomically
-from slicectl.host.unitdir import MANIFEST_NAME, Manifest, UnitDir, manifest_text
+from slicectl.host.unitdir import MANIFEST_NAME, Manifest, UnitDir
 
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions, ApplyReport, Progress
@@ -127,21 +127,18 @@ def _read(path: Path) -> bytes | None:
 
 
 def _record(paths: GeneratorPaths, config: Config, topology: Topology, sysfs: str,
-            options: ApplyOptions, undo: _Undo) -> None:
-    """Place `config` (read from paths.tenants) as the generator will, keeping the recorded
-    placement, and record it as the last good one."""
-    from slicectl.core.render import render
-    from slicectl.host.planning import plan_for_host
+            options: ApplyOptions, generator: str, undo: _Undo) -> None:
+    """Place `config` (read from paths.tenants) as the generator (`generator`, the
+    executable the link names) will, with its own builder, keeping the recorded placement,
+    and record it as the last good one."""
+    from slicectl.host.planning import generator_command, generator_files
 
     last = placement_record.recorded(str(paths.tenants))
     previous = Manifest.load(Path(last[0]) / MANIFEST_NAME) if last else \
         UnitDir(options.unit_dir).manifest()
-    plan = plan_for_host(config, topology, None, options.schedule_command, shares=False,
-                         manifest=previous)
-    texts = render(plan, options.templates)
-    files = {rel: text.encode() for rel, text in texts.items()}
-    files[MANIFEST_NAME] = manifest_text(texts, Manifest(placements=plan.placements(),
-                                                         source=paths.tenants.name))
+    files = generator_files(config, topology, previous,
+                            generator_command(generator, str(paths.tenants)),
+                            options.templates)
     fingerprint = placement_record.fingerprint(str(paths.tenants), sysfs) or b""
     if last is None:
         def forget() -> None:
@@ -257,7 +254,7 @@ async def enable(source: str, topology: Topology, sysfs: str, options: ApplyOpti
             _keep_what_was_there(paths, undo)
             _install_tenants(paths, source, undo)
             config = load_tenants(str(paths.tenants))
-            _record(paths, config, topology, sysfs, options, undo)
+            _record(paths, config, topology, sysfs, options, executable, undo)
             say(f"taking over slicectl's files in {shown(units.root)}")
             _take_over(paths, units, undo)
             say(f"linking {shown(paths.link)} -> {executable}; reloading systemd")
@@ -289,7 +286,7 @@ async def apply_generated(config: Config, topology: Topology, sysfs: str,
             say(f"writing {shown(paths.tenants)} (the previous one kept)")
             _install_tenants(paths, config.path, undo)
             installed = load_tenants(str(paths.tenants), config.profile)
-            _record(paths, installed, topology, sysfs, options, undo)
+            _record(paths, installed, topology, sysfs, options, str(paths.link), undo)
             say("reloading systemd (the generator places the tenants)")
             await _reload(options)
             return await _apply_live(installed, topology, options, paths, progress)

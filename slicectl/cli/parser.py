@@ -515,7 +515,17 @@ DOCS: dict[str, tuple[str, str]] = {
     "completion": ("Print a shell completion script for bash, zsh or fish.",
                    "source <(slicectl completion bash)"),
     "generator": ("enable: let systemd's generator place the tenants at every boot and "
-                  "daemon-reload; disable: put back the files-mode units. Needs root.",
+                  "daemon-reload; disable: put back the files-mode units and the "
+                  "/etc/slicectl/tenants.yaml enable found. Needs root. The generator "
+                  "(slicectl-generator) never fails a boot and never crashes or hangs on what "
+                  "it reads: a tenants.yaml that is broken, not a regular file, over 16 MiB or "
+                  "nested over 200 levels, a placement that fails or takes over 45 s (in a "
+                  "child process: even a crash by a signal), all write the last good "
+                  "placement whole and log why to the kernel log. It trusts nothing another "
+                  "user could write: a tenants.yaml, /etc/slicectl or record not root's alone "
+                  "is refused (as sshd's StrictModes), the record is used only when its files "
+                  "match its manifest's SHA-256s, and links in its output are replaced, never "
+                  "followed.",
                   "slicectl generator enable tenants.yaml"),
     "install": ("Place slicectl's units (ExecStart= running this slicectl), shell completion "
                 "for bash, zsh and fish, the man pages and links to the commands under "

@@ -34,10 +34,6 @@ from __future__ import annotations
 import os
 import sys
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
-if TYPE_CHECKING:
-    from slicectl.core.plan import ScheduleCommand
-
 TENANTS = "/etc/slicectl/tenants.yaml"
 ERROR_FILE = ".slicectl-generator-error"
 KMSG = "/dev/kmsg"
@@ -193,12 +189,11 @@ def _placed(tenants: str, sysfs: str, last: dict[str, bytes] | None) -> dict[str
     plan refuses it where this host's systemd or kernel cannot take a key."""
     from pathlib import Path
 
-    from slicectl.core.render import render
     from slicectl.core.versions import check_version
     from slicectl.host.hostinfo import systemd_version
-    from slicectl.host.planning import load_tenants, plan_for_host
+    from slicectl.host.planning import generator_command, generator_files, load_tenants
     from slicectl.host.sysfs import read_topology
-    from slicectl.host.unitdir import MANIFEST_NAME, Manifest, manifest_text
+    from slicectl.host.unitdir import MANIFEST_NAME, Manifest
 
     # No calendar check: it runs systemd-analyze, and the timers check their own calendars.
     config = load_tenants(tenants, check_schedule=False)
@@ -207,23 +202,7 @@ def _placed(tenants: str, sysfs: str, last: dict[str, bytes] | None) -> dict[str
     previous = None
     if last is not None and MANIFEST_NAME in last:
         previous = Manifest.parse(last[MANIFEST_NAME], Path(MANIFEST_NAME))
-    plan = plan_for_host(config, topology, None, _schedule_command(tenants), shares=False,
-                         manifest=previous)
-    texts = render(plan)
-    files = {rel: text.encode() for rel, text in texts.items()}
-    files[MANIFEST_NAME] = manifest_text(texts, Manifest(placements=plan.placements(),
-                                                         source=Path(config.path).name))
-    return files
-
-
-def _schedule_command(tenants: str) -> ScheduleCommand:
-    """The schedule's timers run the slicectl installed beside this generator."""
-    from slicectl.core.plan import ScheduleCommand
-
-    here = os.path.dirname(os.path.realpath(sys.argv[0]))
-    beside = os.path.join(here, "slicectl")
-    executable = (beside,) if os.path.isfile(beside) else (sys.executable, "-m", "slicectl")
-    return ScheduleCommand(executable, os.path.abspath(tenants))
+    return generator_files(config, topology, previous, generator_command(sys.argv[0], tenants))
 
 
 def _fallback(out: str, last: tuple[str, dict[str, bytes], bytes] | None, why: str) -> str:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from slicectl.core.topology import Topology
     from slicectl.host.unitdir import Manifest
 
-__all__ = ["load_tenants", "plan_for_host", "read_text"]
+__all__ = ["generator_command", "generator_files", "load_tenants", "plan_for_host",
+           "read_text"]
 
 
 def read_text(path: str) -> str:
@@ -96,3 +97,35 @@ def plan_for_host(config: Config, topology: Topology, unit_dir: Path | None,
 
         placements = UnitDir(unit_dir).manifest().placements
     return build_plan(config, topology, placements, command, shares=shares)
+
+
+def generator_command(generator: str, tenants: str) -> ScheduleCommand:
+    """How the schedule's timers run slicectl on a host in generator mode: the slicectl
+    installed beside `generator` (the slicectl-generator systemd runs, links followed), else
+    this interpreter with -m slicectl; on `tenants`, the host's tenants.yaml."""
+    import os
+    import sys
+
+    from slicectl.core.plan import ScheduleCommand
+
+    beside = os.path.join(os.path.dirname(os.path.realpath(generator)), "slicectl")
+    executable = (beside,) if os.path.isfile(beside) else (sys.executable, "-m", "slicectl")
+    return ScheduleCommand(executable, os.path.abspath(tenants))
+
+
+def generator_files(config: Config, topology: Topology, previous: Manifest | None,
+                    command: ScheduleCommand, templates: str | None = None
+                    ) -> dict[str, bytes]:
+    """The files the generator writes for `config` on `topology`, the manifest included,
+    each tenant kept where `previous` (the record's manifest) placed it: the one builder of
+    them, for the generator at boot and for generator mode's record, which the generator
+    copies as they are while nothing changes."""
+    from slicectl.core.render import render
+    from slicectl.host.unitdir import MANIFEST_NAME, Manifest, manifest_text
+
+    plan = plan_for_host(config, topology, None, command, shares=False, manifest=previous)
+    texts = render(plan, templates)
+    files = {rel: text.encode() for rel, text in texts.items()}
+    files[MANIFEST_NAME] = manifest_text(texts, Manifest(placements=plan.placements(),
+                                                         source=Path(config.path).name))
+    return files
