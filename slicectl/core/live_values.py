@@ -83,13 +83,18 @@ def cgroup_expectations(want: Mapping[str, LiveValue],
 
 
 def settings_in(text: str, key: str) -> str | None:
-    """The last value a unit file or drop-in assigns to `key` (None: not set there)."""
-    value = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith(f"{key}="):
-            value = line.partition("=")[2].strip()
-    return value
+    """The last value a unit file or drop-in assigns to `key` in a resource-control section,
+    read as systemd reads it (slicectl.core.unitfile; "" for a reset, None: not set there)."""
+    from slicectl.core.unitfile import assigned
+
+    return assigned(text, key)
+
+
+def keys_set(text: str) -> frozenset[str]:
+    """The keys a unit file or drop-in assigns in a resource-control section."""
+    from slicectl.core.unitfile import RESOURCE_SECTIONS, assignments
+
+    return frozenset(a.key for a in assignments(text) if a.section in RESOURCE_SECTIONS)
 
 
 def is_control_file(path: str) -> bool:
@@ -130,6 +135,6 @@ def later_dropins(ours: str, paths: list[tuple[str, str]]) -> list[tuple[str, st
         name = p.rsplit("/", 1)[-1]
         if p == ours or is_control_file(p) or not name.endswith(".conf") or name <= ours_name:
             continue
-        found += [(p, prop.name) for prop in PROPERTIES
-                  if settings_in(text, prop.name) is not None]
+        keys = keys_set(text)
+        found += [(p, prop.name) for prop in PROPERTIES if prop.name in keys]
     return found
