@@ -57,6 +57,7 @@ class Held:
         self.config = config
         self.mover = mover
         self.told: dict[str, frozenset[int]] = {}
+        self.unwritten = ""  # why the state file could not be written, said last
 
     def __call__(self, cur: Snapshot) -> Mapping[str, frozenset[int]]:
         from dataclasses import replace
@@ -99,8 +100,12 @@ class Held:
         try:
             self.mover.record(adopt)
         except (SlicectlError, OSError) as e:  # the next move is not made without it
-            print(f"state file not written: {getattr(e, 'message', None) or e}",
-                  file=sys.stderr, flush=True)
+            why = f"state file not written: {getattr(e, 'message', None) or e}"
+            if why != self.unwritten:  # said once, not every round while it lasts
+                print(why, file=sys.stderr, flush=True)
+            self.unwritten = why
+        else:
+            self.unwritten = ""
 
 
 @dataclass
