@@ -115,6 +115,28 @@ def test_reconcile_tells_ours_a_reload_and_someone_elses_apart() -> None:
     assert found.foreign == {"far": cpus("6")}
 
 
+def test_a_move_under_way_counts_either_side_as_the_balancers() -> None:
+    """Recorded before it is made: until its outcome is recorded, each tenant of the move may
+    hold its CPUs before it or after it, balanced either way; reconcile says which it was."""
+    ranges = {r.tenant: r for r in plan().elastic}
+    pending = state().with_pending(MOVE)
+    web = pending.tenants["web"]
+    assert (web.cpus, web.pending, web.grown) == (cpus("3,4,19,20"), cpus("2-4,18-20"), 0)
+    assert BalanceState.from_json(pending.to_json(), "f") == pending
+    assert pending.to_json()["tenants"]["batch"]["pending"] == "1,17"
+    for live in ("3,4,19,20", "2-4,18-20"):
+        assert is_balanced(ranges["web"], cpus(live), pending)
+    assert not is_balanced(ranges["web"], cpus("1-4,18-20"), pending)
+    found = reconcile(pending, {"web": cpus("2-4,18-20"), "batch": cpus("1,2,17,18")})
+    assert found.taking_part == found.settled == {"web": cpus("2-4,18-20"),
+                                                  "batch": cpus("1,2,17,18")}
+    assert found.restored == () and found.foreign == {}
+    done = pending.with_move(MOVE, 1000.0)
+    assert done.tenants["web"].pending is None and done == state().with_move(MOVE, 1000.0)
+    assert "pending" not in done.to_json()["tenants"]["web"]
+    assert pending.declared(plan().elastic).tenants["web"].pending is None
+
+
 def test_the_state_file_round_trips_and_is_written_atomically(tmp_path: Path) -> None:
     path = tmp_path / "run" / "balance.json"
     assert read_state(path) is None

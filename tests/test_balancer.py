@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -453,3 +454,99 @@ async def test_a_garbage_state_file_is_a_located_error_not_a_traceback(
     code, out, err = await balance_once(host, capsys)
     assert code == 0, err
     assert host.state_json()["tenants"]["web"]["cpus"] == MOVED["web"]
+
+
+def refuse_to_write(path: Path, state: Any) -> None:
+    raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+
+async def test_a_move_the_state_file_cannot_record_first_is_not_made(
+        host: Host, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Write-ahead: a move the state file does not know of could not be undone by a stop."""
+    from slicectl.balancer import mover
+
+    monkeypatch.setattr(mover, "write_state", refuse_to_write)
+    mark = len(host.fake.calls)
+    code, out, err = await balance_once(host, capsys)
+    assert code == 1 and out == ""
+    assert "not moved: core 2,18 (node 0) from batch to web: web starved" in err
+    assert err.rstrip().endswith(
+        f": cannot record it in the state file first ({host.state}: Read-only file system), "
+        "so it was not made")
+    assert host.calls_since(mark) == []
+    assert {t: host.allowed(t) for t in DECLARED} == DECLARED
+
+
+async def test_a_move_made_whose_record_after_fails_is_still_undone_by_a_stop(
+        host: Host, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state file takes the move as under way, then refuses its outcome: the move stands
+    and is said to, `plan` counts it as the balancer's, and a stop returns it."""
+    from slicectl.apply.applier import ApplyOptions
+    from slicectl.balancer import mover
+    from slicectl.balancer.mover import Mover
+    from slicectl.host.balance_state import write_state
+    from slicectl.host.planning import load_tenants, plan_for_host
+    from slicectl.host.sysfs import load_topology
+
+    def refuse_a_move_made(path: Path, state: Any) -> None:
+        if any(t.cpus != t.declared for t in state.tenants.values()):
+            refuse_to_write(path, state)
+        write_state(path, state)
+
+    monkeypatch.setattr(mover, "write_state", refuse_a_move_made)
+    code, out, err = await balance_once(host, capsys)
+    assert code == 0, err
+    assert out.startswith("move core 2,18 (node 0) from batch to web: ")
+    assert (f"note: core 2,18 from batch to web: the state file could not be updated "
+            f"({host.state}: Read-only file system): it still records the move as under way, "
+            "which a stop undoes") in err
+    assert {t: host.allowed(t) for t in MOVED} == MOVED
+    state = host.state_json()["tenants"]
+    assert {t: (s["cpus"], s["pending"]) for t, s in state.items()} == {
+        t: (DECLARED[t], MOVED[t]) for t in MOVED}
+    assert await asyncio.to_thread(main, host.args("plan", "--exit-code")) == 0
+    capsys.readouterr()
+
+    monkeypatch.undo()  # the stop, as a SIGTERM runs it, with a writable state file
+    config = load_tenants(str(host.tenants))
+    options = ApplyOptions(unit_dir=host.tmp / "units", cgroup_root=host.tree.root,
+                           bus_address=host.bus, control_dir=host.tmp / "control",
+                           balance_state=host.state)
+    stop = Mover(config, plan_for_host(config, load_topology(XEON, None), options.unit_dir),
+                 options)
+    assert await asyncio.to_thread(stop.restore) == [
+        "restored web to its declared 4 CPUs (3,4,19,20; it held 6: 2-4,18-20)",
+        "restored batch to its declared 4 CPUs (1,2,17,18; it held 2: 1,17)"]
+    assert {t: host.allowed(t) for t in DECLARED} == DECLARED
+    assert "pending" not in host.state_json()["tenants"]["web"]
+
+
+async def test_a_running_balancer_plans_again_when_tenants_yaml_changes(host: Host) -> None:
+    """An apply resizes web while the balancer runs: its next rounds balance web at its new
+    declared size (not "left alone" as someone else's change), and a stop returns that."""
+    from slicectl.core.cpulist import parse_cpulist
+    from slicectl.demo.cgtree import Motion
+
+    web = "tenants.slice/tenants-web.slice"
+    host.tree.motion[web] = Motion(cpu_cores=0.1)  # nothing to move until it is resized
+    async with balancer(host) as proc:
+        assert proc.stderr is not None
+        said = (await asyncio.wait_for(proc.stderr.readline(), 60)).decode()
+        assert said.startswith("balancing: sampling every 0.2s"), said
+        host.tenants.write_text(YAML.replace("web: {cpus: 4,", "web: {cpus: 6,"))
+        assert await asyncio.to_thread(main, host.args("apply", "--yes")) == 0
+        resized = host.allowed("web")
+        assert len(parse_cpulist(resized)) == 6
+        host.tree.motion[web] = Motion(cpu_cores=6.0, psi_some={"cpu": 30.0})
+        grown = format_cpulist(parse_cpulist(resized) | {2, 18})
+        await host.run_load(lambda: host.allowed("web") == grown, timeout=30)
+        assert host.allowed("web") == grown  # a core more than its new declared size
+        out, err = await stop(proc)
+    assert "left alone" not in err
+    assert (f"{host.tenants} changed: planned again; elastic tenants and their declared CPUs: "
+            "web 6, batch 4\n") in err
+    moves = [line for line in out.splitlines() if line.startswith("move ")]
+    assert len(moves) == 1 and moves[0].startswith("move core 2,18 (node 0) from batch to "
+                                                   "web: web starved")
+    assert f"restored web to its declared 6 CPUs ({resized};" in out
+    assert host.allowed("web") == resized

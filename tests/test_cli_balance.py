@@ -13,9 +13,8 @@ import pytest
 
 from slicectl.balancer.mover import Outcome
 from slicectl.cli import main
-from slicectl.cli.balance import _policy, _print_round
+from slicectl.cli.balance import _print_round
 from slicectl.core.balance import Move
-from slicectl.core.errors import UsageError
 from slicectl.core.tenants import BalancePolicy
 
 XEON = str(Path(__file__).parent / "fixtures" / "topologies" / "xeon-2s-smt.json")
@@ -32,17 +31,6 @@ def test_a_file_without_elastic_tenants(tmp_path: Path,
     assert capsys.readouterr().err == (
         f"error: {tenants}: no elastic tenant, nothing to balance\n"
         "  hint: give a tenant cpus_min or cpus_max (docs/balance.md)\n")
-
-
-def test_the_interval_lies_between_the_rate_window_and_the_balance_window() -> None:
-    assert _policy(POLICY, None) is POLICY
-    assert _policy(POLICY, 0.05).interval == 50_000
-    assert _policy(POLICY, 0.3).interval == 300_000
-    for bad in (0.01, 0.5):
-        with pytest.raises(UsageError) as e:
-            _policy(POLICY, bad)
-        assert e.value.message == (f"--interval {bad:g}: must be at least 0.03 s and at most "
-                                   "balance.window (0.3 s)")
 
 
 def printed(outcomes: list[Outcome], as_json: bool, once: bool, dry_run: bool = True,

@@ -89,7 +89,7 @@ def test_the_profile_in_force(config: Config, monkeypatch: pytest.MonkeyPatch,
 def test_schedule_json(config: Config, monkeypatch: pytest.MonkeyPatch) -> None:
     nexts = {"Mon..Fri 22:00": NIGHT_STARTED + 86400, "Mon..Fri 06:00": NIGHT_STARTED + 3600,
              "Sat 08:00": None}
-    monkeypatch.setattr(systemd_calendar, "next_elapse", lambda e: nexts[e])
+    monkeypatch.setattr(systemd_calendar, "next_elapses", lambda es: {e: nexts[e] for e in es})
     monkeypatch.setattr(systemd_calendar, "in_force",
                         lambda schedule, base_name=None: InForce(None, None))
     assert schedule_json(config) == {

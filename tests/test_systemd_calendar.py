@@ -98,3 +98,47 @@ def test_the_schedule_table_shows_local_time_and_utc(monkeypatch: pytest.MonkeyP
     text = out.getvalue()
     assert "since Fri 2026-11-20 22:00:00 CET (21:00 UTC)" in text
     assert "Mon 2026-11-23 22:00:00 CET (21:00 UTC)" in text
+
+
+def test_many_expressions_take_a_few_runs_and_each_invalid_one_is_located(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """320 calendar events (40 profiles of 8, every fourth profile with one systemd refuses
+    among them) are checked in a few runs of systemd-analyze, not one each; each refused
+    one is reported at its profile's line with systemd's own words."""
+    import subprocess
+
+    from slicectl.core.config import load_yaml, parse_config
+
+    runs: list[list[str]] = []
+    real = subprocess.run
+
+    def counted(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        runs.append(cmd)
+        return real(cmd, **kw)  # type: ignore[call-overload,no-any-return]
+
+    profiles, schedule, bad = [], [], {}
+    for p in range(40):
+        events = [f"*-*-* {(8 * p + k) // 60:02d}:{(8 * p + k) % 60:02d}" for k in range(8)]
+        if p % 4 == 0:
+            events[p % 8] = bad[f"p{p}"] = f"Mon..Fri 25:{p:02d}"
+        profiles.append(f"  p{p}: {{db: {{cpus: 1}}}}")
+        schedule.append(f"  p{p}: [{', '.join(repr(e) for e in events)}]")
+    text = "\n".join(["version: 1", "tenants:", "  db: {cpus: 2}", "profiles:", *profiles,
+                      "schedule:", *schedule]) + "\n"
+    config = parse_config(load_yaml(text, "t.yaml"), "t.yaml")
+    monkeypatch.setattr(subprocess, "run", counted)
+    problems = systemd_calendar.schedule_problems(config)
+    assert len(runs) <= 6, [len(r) for r in runs]
+    first = text.splitlines().index("schedule:") + 2  # line numbers count from 1
+    assert [(p.line, p.key, p.message) for p in problems] == [
+        (first + int(name[1:]), f"schedule.{name}",
+         f"{e!r} is not a calendar event systemd understands (Failed to parse calendar "
+         f"specification {e!r}: Invalid argument)") for name, e in bad.items()]
+
+
+def test_an_expression_that_looks_like_an_option_is_an_expression() -> None:
+    got = systemd_calendar.evaluate_all(["-1", "Mon..Fri 22:00", "--help"], base=NOW)
+    assert got["-1"] == "Failed to parse calendar specification '-1': Invalid argument"
+    assert got["--help"] == "Failed to parse calendar specification '--help': Invalid argument"
+    assert isinstance(got["Mon..Fri 22:00"], Elapses)
+    assert got["Mon..Fri 22:00"].times == (utc(2026, 11, 23, 22, 0, 0),)

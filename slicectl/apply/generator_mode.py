@@ -33,7 +33,7 @@ from slicectl.host.atomic import write_atomically
 from slicectl.host.unitdir import MANIFEST_NAME, Manifest, UnitDir
 
 if TYPE_CHECKING:
-    from slicectl.apply.applier import ApplyOptions, ApplyReport, Progress
+    from slicectl.apply.applier import ApplyOptions, ApplyReport, Confirm, Progress
     from slicectl.core.config import Config
     from slicectl.core.topology import Topology
 
@@ -267,9 +267,12 @@ async def enable(source: str, topology: Topology, sysfs: str, options: ApplyOpti
 
 async def apply_generated(config: Config, topology: Topology, sysfs: str,
                           options: ApplyOptions, paths: GeneratorPaths, dry_run: bool = False,
+                          confirm: Confirm | None = None,
                           progress: Progress | None = None) -> ApplyReport:
     """`apply` on a host in generator mode: tenants.yaml and the record replaced, a reload (the
-    generator places it), running cgroups made to match; all put back on failure."""
+    generator places it), running cgroups made to match; all put back on failure.
+    `confirm`, if given, is called with what would change (as `plan` shows it) before anything
+    does, unless nothing would, and returns False to cancel."""
     from slicectl.apply.applier import compute_diff
     from slicectl.host.planning import load_tenants
 
@@ -282,6 +285,11 @@ async def apply_generated(config: Config, topology: Topology, sysfs: str,
     units = UnitDir(options.unit_dir)
     undo = _Undo()
     with units.locked(options.lock_timeout):
+        if confirm is not None:
+            diff = await compute_diff(config, topology, _generated(options, paths))
+            same = _read(paths.tenants) == Path(config.path).read_bytes()
+            if (diff.changed or not same) and not confirm(diff):
+                raise ApplyError("cancelled; nothing was changed", "")
         try:
             say(f"writing {shown(paths.tenants)} (the previous one kept)")
             _install_tenants(paths, config.path, undo)

@@ -4,9 +4,12 @@ A move is made under the unit directory's one lock (the lock `apply` and `genera
 slicectl.host.lock), taken per move with a timeout and never held between moves: apply waits
 for one move at most, and a move apply holds off past the timeout is skipped. Under the lock:
 the two tenants' CPUs are read again (a move decided on CPUs that changed since is skipped),
-the donor's AllowedCPUs shrinks, then the receiver's grows (so no CPU is in both), each as a
-runtime property (SetUnitProperties, runtime=true), then both cgroups' cpuset.cpus.effective
-must show the new CPUs, and the state file records the move. A failure puts both back.
+the state file records the move as under way (write-ahead: if it cannot be written, the move
+is not made), the donor's AllowedCPUs shrinks, then the receiver's grows (so no CPU is in
+both), each as a runtime property (SetUnitProperties, runtime=true), then both cgroups'
+cpuset.cpus.effective must show the new CPUs, and the state file records the move as made. A
+failure puts both back and records that. Whatever of this could not be recorded, the record
+of the move under way covers: each tenant may hold either side of it, and a stop undoes it.
 
 Runtime only: systemd records a runtime property in /run/systemd/system.control/UNIT.d/
 50-AllowedCPUs.conf; that file is removed again at once, as apply does with its own runtime
@@ -54,6 +57,7 @@ class Outcome:
     move: Move
     made: bool
     why_not: str = ""
+    note: str = ""  # for a move made: what went wrong after it (the state file)
 
 
 class Mover:
@@ -124,23 +128,32 @@ class Mover:
             want = {donor: held[m.donor] - m.cpus, receiver: held[m.receiver] | m.cpus}
             before = {u: (await sd.get_unit_properties(u, unit_interface=False)).props[ALLOWED]
                       for u in (donor, receiver)}
+            try:  # write-ahead: no move the state file does not know of
+                write_state(self.options.balance_state, self._held(m, held).with_pending(m))
+            except OSError as e:
+                return Outcome(m, False, f"cannot record it in the state file first "
+                               f"({_why(e)}), so it was not made")
             try:
                 for unit in (donor, receiver):  # shrink first: no CPU is ever in both
                     await set_live(sd, unit, {ALLOWED: want[unit]}, self.options.control_dir)
                 await self._verify(want, groups)
             except (SlicectlError, OSError) as e:  # OSError: the control drop-in's folder
                 failed = await self._put_back(sd, before)
-                why = e.message if isinstance(e, SlicectlError) else str(e)
-                return Outcome(m, False, why + (f"; could not put back: {failed}"
-                                                if failed else "; put back"))
-        self.record_move(m, held)
-        return Outcome(m, True)
+                why = _why(e) + (f"; could not put back: {failed}" if failed else "; put back")
+                if not failed:
+                    why += _unrecorded(lambda: write_state(self.options.balance_state,
+                                                           self._held(m, held)))
+                return Outcome(m, False, why)
+        note = _unrecorded(lambda: self.record_move(m, held))
+        return Outcome(m, True, note=note.removeprefix("; "))
+
+    def _held(self, m: Move, held: Mapping[str, frozenset[int]]) -> BalanceState:
+        """The state with the move's two tenants holding what the decision saw."""
+        return self.state().adopt(m.donor, held[m.donor]).adopt(m.receiver, held[m.receiver])
 
     def record_move(self, m: Move, held: Mapping[str, frozenset[int]]) -> None:
-        """The move in the state file (the lock is held by the caller)."""
-        state = (self.state().adopt(m.donor, held[m.donor]).adopt(m.receiver, held[m.receiver])
-                 .with_move(m, time.time()))
-        write_state(self.options.balance_state, state)
+        """The move, made, in the state file (the lock is held by the caller)."""
+        write_state(self.options.balance_state, self._held(m, held).with_move(m, time.time()))
 
     def effective(self, control_group: str) -> frozenset[int] | None:
         """The CPUs a cgroup runs on now (cpuset.cpus.effective), read at once."""
@@ -208,7 +221,7 @@ class Mover:
                 assert isinstance(cpus, frozenset)
                 if cpus == e.declared:
                     continue
-                if cpus != state.tenants[name].cpus:
+                if not state.tenants[name].holds(cpus):
                     lines.append(f"left {name} as it is: its CPUs {format_cpulist(cpus)} were "
                                  "not set by the balancer (apply restores them)")
                     continue
@@ -225,3 +238,22 @@ class Mover:
                       for e, _ in todo}
             await self._verify({self.units[e.tenant]: e.declared for e, _ in todo}, groups)
         return lines
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, SlicectlError):
+        return e.message
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    return str(e)
+
+
+def _unrecorded(write: Callable[[], None]) -> str:
+    """write(), a record of how a move ended; "" or, when it cannot be written, why, and that
+    the record of the move under way stands (a stop undoes either side of it)."""
+    try:
+        write()
+    except OSError as e:
+        return (f"; the state file could not be updated ({_why(e)}): it still records the "
+                "move as under way, which a stop undoes")
+    return ""

@@ -25,6 +25,7 @@ from slicectl.core import defaults
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
     from argparse import Namespace
+    from pathlib import Path
 
     from slicectl.apply.applier import ApplyOptions, ApplyReport, Diff
     from slicectl.core.config import Config
@@ -301,12 +302,17 @@ def diff_json(diff: Diff) -> dict[str, object]:
     }
 
 
-def _ask(options: ApplyOptions, diff: Diff) -> bool:
-    """Show the changes and ask the user to confirm them."""
+def _ask(unit_dir: Path, first: list[str], diff: Diff) -> bool:
+    """Show the changes (`first`, then the diff's with its files in `unit_dir`) and ask the
+    user to confirm them; end of input (Ctrl-D) is a no."""
     print("slicectl will make these changes:")
-    for line in diff.lines(options.unit_dir):
+    for line in [*first, *diff.lines(unit_dir)]:
         print(f"  {line}")
-    answer = input("Apply them? [y/N] ").strip().lower()
+    try:
+        answer = input("Apply them? [y/N] ").strip().lower()
+    except EOFError:
+        print()  # the answer's line, which Ctrl-D did not end
+        return False
     return answer in ("y", "yes")
 
 
@@ -367,12 +373,16 @@ def cmd_apply(args: Namespace) -> int:
 
     paths = paths_of(args)
     if generator_mode.enabled(paths):  # tenants.yaml to /etc/slicectl, then a reload
+        written = [f"write  {paths.tenants} (the previous one kept as {paths.previous.name}), "
+                   "then reload systemd (the generator places the tenants)"]
         report = asyncio.run(generator_mode.apply_generated(
             config, topo, args.sysfs or "/sys", options, paths, dry_run=args.dry_run,
+            confirm=partial(_ask, paths.output, written) if ask else None,
             progress=None if args.json else _progress))
     else:
         report = asyncio.run(apply_plan(config, topo, options, dry_run=args.dry_run,
-                                        confirm=partial(_ask, options) if ask else None,
+                                        confirm=partial(_ask, options.unit_dir, []) if ask
+                                        else None,
                                         progress=None if args.json else _progress))
     if args.json:
         _report_json(args, config, report)

@@ -71,9 +71,10 @@ def schedule_json(config: Config) -> dict[str, object]:
         return None if t is None else strftime("%Y-%m-%dT%H:%M:%SZ", gmtime(t))
 
     now = systemd_calendar.in_force(config.schedule, base_name=_base_name(config))
+    elapses = systemd_calendar.next_elapses(e for es in config.schedule.values() for e in es)
     timers = []
     for profile, expressions in config.schedule.items():
-        nexts = [t for e in expressions if (t := systemd_calendar.next_elapse(e)) is not None]
+        nexts = [t for e in expressions if (t := elapses[e]) is not None]
         timers.append({"profile": profile, "timer": f"slicectl-profile@{profile}.timer",
                        "calendars": list(expressions),
                        "next_elapse": stamp(min(nexts) if nexts else None)})
