@@ -50,8 +50,9 @@ def _lock_timeout(args: Namespace) -> float:
     return LOCK_TIMEOUT if timeout is None else float(timeout)
 
 
-def apply_options(args: Namespace) -> ApplyOptions:
-    """Where plan, apply and the TUI act on the host: unit dir, cgroups, bus, lock."""
+def apply_options(args: Namespace, config: Config | None = None) -> ApplyOptions:
+    """Where plan, apply and the TUI act on the host: unit dir, cgroups, bus, lock; the
+    schedule's timers run the `target:` of `config` where it declares one."""
     from pathlib import Path
 
     from slicectl.apply.applier import ApplyOptions
@@ -63,7 +64,8 @@ def apply_options(args: Namespace) -> ApplyOptions:
         control_dir=Path(getattr(args, "control_dir", defaults.CONTROL_DIR)),
         lock_timeout=_lock_timeout(args),
         templates=getattr(args, "templates", None),
-        schedule_command=schedule_command(args) if getattr(args, "tenants", None) else None,
+        schedule_command=schedule_command(args, config) if getattr(args, "tenants", None)
+        else None,
         force=getattr(args, "force", False),
         balance_state=Path(getattr(args, "balance_state", defaults.BALANCE_STATE)),
     )

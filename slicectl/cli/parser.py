@@ -161,10 +161,13 @@ def plan(p: Parser) -> None:
                    help="exit 3 when the host differs from the plan, 0 when it matches (a "
                    "tenant the balancer moved counts as matching), "
                    "4 when there is no host to compare with (--topology or --sysfs without "
-                   "--unit-dir or --bus)")
+                   "--unit-dir or --bus); with --unit-dir and no system bus to ask (a config "
+                   "repo's CI), the files alone are compared: 0 when DIR holds what generate "
+                   "writes, 3 when not")
     p.add_argument("--contents", action="store_true",
                    help="with --json: add each changed file's text before and after")
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR (as apply will)")
+    _targets(p)
     _host(p)
     _generator_root(p)
 
@@ -215,14 +218,19 @@ def generate(p: Parser) -> None:
     p.add_argument("--out", metavar="DIR", required=True, type=directory,
                    help="directory laid out like /etc/systemd/system")
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
-    p.add_argument("--target-slicectl", metavar="PATH",
-                   help="the slicectl the schedule's timers run on the target host (default: "
-                   "this slicectl)")
-    p.add_argument("--target-tenants", metavar="PATH",
-                   help="where tenants.yaml lives on the target host, for the schedule's "
-                   "timers (default: TENANTS's absolute path here)")
+    _targets(p)
     _force(p)
     _lock_timeout(p, "DIR")
+
+
+def _targets(p: Parser) -> None:
+    p.add_argument("--target-slicectl", metavar="PATH",
+                   help="the slicectl the schedule's timers run on the target host (default: "
+                   "target.slicectl in TENANTS, else this slicectl)")
+    p.add_argument("--target-tenants", metavar="PATH",
+                   help="where tenants.yaml lives on the target host, for the schedule's "
+                   "timers (default: target.tenants in TENANTS, else TENANTS's absolute path "
+                   "here)")
 
 
 def _lock_timeout(p: Parser, where: str) -> None:

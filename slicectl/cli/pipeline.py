@@ -19,7 +19,12 @@ from slicectl.cli.common import (
     load_config,
     load_topology,
 )
-from slicectl.cli.schedule import check_target_version, in_force, schedule_command
+from slicectl.cli.schedule import (
+    check_target_version,
+    in_force,
+    local_paths_note,
+    schedule_command,
+)
 from slicectl.core import defaults
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -133,7 +138,7 @@ def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[
     from slicectl.core.errors import SlicectlError
     from slicectl.host.unitdir import UnitDir
 
-    options = apply_options(args)
+    options = apply_options(args, config)
     from slicectl.apply import generator_mode
     from slicectl.cli.generator import paths_of
 
@@ -145,14 +150,29 @@ def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[
     plan, files = load_plan(config, topo, options)
     if not (args.topology or args.sysfs):  # this host: count its actual competitors for CPU
         plan = _live_shares(args, config, topo, plan)
+    elif args.bus is None:  # another host's units (a config repo): no live state is theirs
+        return plan, Diff(files=UnitDir(options.unit_dir).diff(files, force=True)), (
+            f"files only: compared {options.unit_dir} with what generate writes (a plan for "
+            "--topology or --sysfs asks no systemd; --bus names one to ask)"), files
     try:
         return plan, asyncio.run(diff_plan(plan, files, options)), "", files
     except SlicectlError as e:
-        if args.exit_code:
+        # No systemd to ask (a config repo's CI, a build host, a container, not root): compare
+        # the files alone, and say so. --exit-code then says whether the unit directory holds
+        # what generate would write; only a bus named with --bus must answer.
+        if args.exit_code and not _no_bus(e, args):
             raise
-        # No systemd to ask (not root, a container, a build host): compare files only.
-        diff = Diff(files=UnitDir(options.unit_dir).diff(files))
-        return plan, diff, f"live state not compared: {e.message}", files
+        diff = Diff(files=UnitDir(options.unit_dir).diff(files, force=True))
+        return plan, diff, (f"live state not compared: {e.message}; compared the files in "
+                            f"{options.unit_dir} only"), files
+
+
+def _no_bus(error: Exception, args: Namespace) -> bool:
+    """Whether `error` says there is no system bus to ask (none was named with --bus)."""
+    from slicectl.core.errors import SystemdError
+
+    return (args.bus is None and isinstance(error, SystemdError)
+            and error.dbus_error == "org.freedesktop.DBus.Error.Disconnected")
 
 
 def _live_shares(args: Namespace, config: Config, topo: Topology, plan: Plan) -> Plan:
@@ -274,7 +294,8 @@ def cmd_plan(args: Namespace) -> int:
         plan = plan_for_host(config, topo, None)
     _print_plan(args, config, plan, topo, diff, files)
     if warning:
-        print(f"warning: {warning}", file=sys.stderr)
+        kind = "note" if warning.startswith("files only") else "warning"
+        print(f"{kind}: {warning}", file=sys.stderr)
     if args.exit_code and diff is None:
         print("slicectl: offline: nothing compared with a host (--topology or --sysfs without "
               "--unit-dir or --bus); exit 4", file=sys.stderr)
@@ -366,7 +387,7 @@ def cmd_apply(args: Namespace) -> int:
     if args.if_in_force and not in_force(config):
         return EXIT_OK
     topo = load_topology(args)
-    options = apply_options(args)
+    options = apply_options(args, config)
     ask = sys.stdin.isatty() and not args.yes and not args.dry_run and not args.json
     from slicectl.apply import generator_mode
     from slicectl.cli.generator import paths_of
@@ -424,7 +445,7 @@ def cmd_generate(args: Namespace) -> int:
     # Locked from reading the manifest (placements) to writing it: runs never interleave.
     timeout = LOCK_TIMEOUT if args.lock_timeout is None else args.lock_timeout
     with unit_dir.locked(timeout, on_wait=waiting):
-        plan = plan_for_host(config, topo, unit_dir.root, schedule_command(args),
+        plan = plan_for_host(config, topo, unit_dir.root, schedule_command(args, config),
                              shares=False)  # files only: no guaranteed CPU to show
         files = render(plan, args.templates)
         changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
@@ -433,4 +454,7 @@ def cmd_generate(args: Namespace) -> int:
     _print_changes(changes, shown(args.out.rstrip("/")))
     for note in plan.layout.notes:
         print(f"note: {note}", file=sys.stderr)
+    local = local_paths_note(args, config)
+    if local is not None:
+        print(f"note: {local}", file=sys.stderr)
     return EXIT_OK

@@ -82,20 +82,42 @@ def schedule_json(config: Config) -> dict[str, object]:
             "in_force": {"profile": now.profile, "since": stamp(now.since)}}
 
 
-def schedule_command(args: Namespace) -> ScheduleCommand:
+def schedule_command(args: Namespace, config: Config | None = None) -> ScheduleCommand:
     """How the schedule's timers run slicectl on the host: `--target-slicectl` and
-    `--target-tenants` when given (generate, for another host), else this slicectl (the
-    installed console script when that is what runs, else this interpreter with -m slicectl)
-    on the tenants file by its absolute path."""
+    `--target-tenants` when given, else the `target:` section of tenants.yaml (`config`),
+    else this slicectl (the installed console script when that is what runs, else this
+    interpreter with -m slicectl) on the tenants file by its absolute path."""
     import os
 
     from slicectl.core.plan import ScheduleCommand
 
-    tenants = getattr(args, "target_tenants", None) or os.path.abspath(args.tenants)
-    target = getattr(args, "target_slicectl", None)
+    tenants = (getattr(args, "target_tenants", None)
+               or (config.target_tenants if config is not None else None)
+               or os.path.abspath(args.tenants))
+    target = (getattr(args, "target_slicectl", None)
+              or (config.target_slicectl if config is not None else None))
     if target:
         return ScheduleCommand((target,), tenants)
     return ScheduleCommand(this_slicectl(), tenants)
+
+
+def local_paths_note(args: Namespace, config: Config) -> str | None:
+    """What generate says when the units it writes run paths of this machine (the schedule's
+    service, with no target declared), or None."""
+    if not config.schedule:
+        return None
+    command = schedule_command(args, config)
+    local = [p for p, declared in (
+        (" ".join(command.executable), getattr(args, "target_slicectl", None) or
+         config.target_slicectl),
+        (command.tenants, getattr(args, "target_tenants", None) or config.target_tenants))
+        if not declared]
+    if not local:
+        return None
+    return (f"slicectl-profile@.service runs {' and '.join(local)}: "
+            f"{'paths' if len(local) > 1 else 'a path'} of this machine; for units meant for "
+            "other hosts, declare `target: {slicectl: PATH, tenants: PATH}` in tenants.yaml "
+            "(or give --target-slicectl/--target-tenants)")
 
 
 def this_slicectl() -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from slicectl.core.properties import (
     HOUSEKEEPING_KEYS,
     MAX_UNIT_FILE_NAME,
     PROFILE_KEYS,
+    TARGET_KEYS,
     TENANT_NAME_RE,
     TENANT_SETTINGS,
     TOP_KEYS,
@@ -495,6 +496,34 @@ def _parse_housekeeping(c: _Collector, data: Mapping[Any, Any]) -> tuple[
     return hk_cpus, hk_line
 
 
+def _parse_target(c: _Collector, data: Mapping[Any, Any]) -> dict[str, str]:
+    """target.slicectl and target.tenants: absolute paths on the hosts the units are for."""
+    line = _key_line(data, "target", 0)
+    target = data.get("target")
+    if target is None:
+        return {}
+    if not isinstance(target, Mapping):
+        c.add(line, "target", f"expected a mapping, got {_kind(target)}",
+              "e.g. `target: {slicectl: /usr/local/bin/slicectl, tenants: "
+              "/etc/slicectl/tenants.yaml}`")
+        return {}
+    found = {}
+    for key, value in target.items():
+        kline = _key_line(target, key, line)
+        if key not in TARGET_KEYS:
+            c.add(kline, f"target.{_name(key)}", "unknown key",
+                  c.unknown_key_hint(key, TARGET_KEYS))
+        elif not isinstance(value, str) or not value.startswith("/"):
+            c.add(kline, f"target.{key}", f"expected an absolute path, got {quote(value)}",
+                  "the path on the hosts the units are for, e.g. /usr/local/bin/slicectl")
+        elif not value.isprintable() or len(value) > 4096:
+            c.add(kline, f"target.{key}", f"{quote(value)} is not a path systemd can run",
+                  "use a path of printable characters (no newline or control character)")
+        else:
+            found[key] = value
+    return found
+
+
 def parse_config(data: Any, path: str) -> Config:
     """Validate a loaded YAML document (its mappings know their lines: load_yaml)."""
     c = _Collector(path)
@@ -518,12 +547,15 @@ def parse_config(data: Any, path: str) -> Config:
     balance = _parse_balance(c, data)
     schedule, slines = _parse_schedule(c, data.get("schedule"), _key_line(data, "schedule", 1),
                                        profiles)
+    target = _parse_target(c, data)
     if c.problems:
         raise ConfigError(c.problems)
     return Config(path=path, slice=slice_name, housekeeping_cpus=hk_cpus,
                   schedule=schedule, schedule_lines=slines,
                   housekeeping_line=hk_line, confine=tuple(confine), tenants=tuple(tenants),
-                  profiles=profiles, profile_lines=plines, balance=balance)
+                  profiles=profiles, profile_lines=plines, balance=balance,
+                  target_slicectl=target.get("slicectl"), target_tenants=target.get("tenants"),
+                  target_line=_key_line(data, "target", 0))
 
 
 def load_yaml(text: str, path: str, *, round_trip: bool = False) -> Any:

@@ -408,8 +408,10 @@ BALANCE_SETTINGS: tuple[Setting, ...] = (
 BALANCE_KEYS: Final[Mapping[str, Setting]] = {s.key: s for s in BALANCE_SETTINGS}
 
 TOP_KEYS = ("version", "slice", "housekeeping", "confine", "tenants", "profiles", "schedule",
-            "balance")
+            "balance", "target")
 HOUSEKEEPING_KEYS = ("cpus",)
+# target: the paths on the hosts the units are for (the schedule's timers run them).
+TARGET_KEYS = ("slicectl", "tenants")
 
 
 def reference_rows(settings: tuple[Setting, ...]

@@ -182,6 +182,11 @@ class Config:
     schedule: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     schedule_lines: Mapping[str, int] = field(default_factory=dict, compare=False)
     balance: BalancePolicy = field(default_factory=BalancePolicy)
+    # target: the slicectl and tenants.yaml paths on the hosts the units are for (None: not
+    # declared), and the line of the section
+    target_slicectl: str | None = None
+    target_tenants: str | None = None
+    target_line: int = 0
 
     def tenant(self, name: str) -> Tenant:
         for t in self.tenants:
