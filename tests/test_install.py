@@ -344,3 +344,160 @@ def test_uninstall_that_cannot_remove_a_file_says_so(root: Path, monkeypatch: py
     assert "error: uninstall stopped: " in err and "Permission denied" in err
     assert "hint: run as root, then run uninstall again" in err
     assert (root / PREFIX / "lib/slicectl/install-manifest.json").exists()
+
+
+def test_an_absolute_link_in_the_root_is_taken_inside_the_root(
+        root: Path, tmp_path: Path) -> None:
+    """A link to /SOMEWHERE in an image means the image's /SOMEWHERE (as `systemctl --root`
+    reads it): install writes there, never on this host."""
+    host = tmp_path / "host-share"
+    host.mkdir()
+    (root / PREFIX).mkdir(parents=True)
+    (root / PREFIX / "share").symlink_to(host)
+    inside = root / str(host).lstrip("/")
+    inside.mkdir(parents=True)
+    assert install(root) == 0
+    assert list(host.iterdir()) == []
+    assert (inside / "man/man5/slicectl-tenants.5").is_file()
+    assert (inside / "bash-completion/completions/slicectl").is_file()
+    assert main(["uninstall", "--root", str(root)]) == 0
+    assert list(host.iterdir()) == [] and list(inside.iterdir()) == []
+    assert (root / PREFIX / "share").is_symlink()
+
+
+def test_a_link_that_leads_out_of_the_root_is_refused_before_anything_is_written(
+        root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    host = tmp_path / "host-share"
+    host.mkdir()
+    (root / PREFIX).mkdir(parents=True)
+    (root / PREFIX / "share").symlink_to("../../../host-share")  # root/.. is tmp_path
+    before = tree(root)
+    assert install(root) == 1
+    assert tree(root) == before and list(host.iterdir()) == []
+    err = capsys.readouterr().err
+    assert (f"error: refusing /usr/local/share/bash-completion/completions/slicectl: the "
+            f"symbolic link {root}/usr/local/share -> ../../../host-share leads out of {root}, "
+            "and slicectl never follows a link there") in err
+    assert "hint: replace that link with a folder" in err
+
+
+def test_a_link_loop_in_the_root_is_refused(root: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`usr/local -> /usr/local` in an image is that very link again, not this host's."""
+    (root / "usr").mkdir()
+    (root / PREFIX).symlink_to("/usr/local")
+    assert install(root) == 1
+    assert "too many symbolic links under" in capsys.readouterr().err
+    assert tree(root) == {"/usr": "dir", "/usr/local": "-> /usr/local"}
+
+
+def test_uninstall_refuses_a_link_that_now_leads_out_of_the_root(
+        root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert install(root) == 0
+    outside = tmp_path / "outside"
+    shutil.copytree(root / PREFIX / "share", outside)
+    shutil.rmtree(root / PREFIX / "share")
+    (root / PREFIX / "share").symlink_to("../../../outside")
+    before, kept = tree(root), tree(outside)
+    assert main(["uninstall", "--root", str(root)]) == 1
+    assert tree(root) == before and tree(outside) == kept
+    assert "leads out of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("listed", "kind"), [
+    ("/usr/local/../../victim", "file"), ("/usr/local/lib/../../../victim", "file"),
+    ("/victim", "file"), ("/usr/local/./lib/victim", "file"), ("/usr/local//victim", "file"),
+    ("/usr/local/../..", "dir"), ("/etc", "dir"),
+])
+def test_uninstall_refuses_a_manifest_path_outside_the_prefix_and_removes_nothing(
+        root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], listed: str,
+        kind: str) -> None:
+    assert install(root) == 0
+    victim = tmp_path / "victim"
+    victim.write_text("not slicectl's\n")
+    (root / "victim").write_text("not slicectl's\n")
+    (root / "etc").mkdir()
+    manifest_path = root / PREFIX / "lib/slicectl/install-manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    if kind == "file":
+        manifest["files"][listed] = {"sha256": hashlib.sha256(b"not slicectl's\n").hexdigest()}
+    else:
+        manifest["dirs"].append(listed)
+    manifest_path.write_text(json.dumps(manifest))
+    before = tree(root)
+    capsys.readouterr()
+    assert main(["uninstall", "--root", str(root)]) == 1
+    assert tree(root) == before and victim.read_text() == "not slicectl's\n"
+    err = capsys.readouterr().err
+    assert f"error: {manifest_path} lists {listed!r}, a " in err, err
+    assert "refusing to install or uninstall anything" in err
+    assert "hint: the manifest was edited or damaged" in err
+    assert install(root) == 1  # a reinstall, which removes what is no longer shipped, too
+    assert tree(root) == before
+
+
+def test_folders_are_0755_and_files_0644_whatever_the_umask(root: Path) -> None:
+    old = os.umask(0o077)
+    try:
+        assert install(root) == 0
+    finally:
+        os.umask(old)
+    modes = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder, name)
+            if not path.is_symlink():
+                modes["/" + str(path.relative_to(root))] = path.stat().st_mode & 0o7777
+    assert {m for p, m in modes.items() if tree(root)[p] == "dir"} == {0o755}
+    assert {m for p, m in modes.items() if tree(root)[p] != "dir"} == {0o644}
+
+
+@pytest.mark.parametrize("bad", ["\n", "\r", "\t", "\x00", "\x1b", "\x9b"])
+def test_a_slicectl_path_with_a_control_character_is_refused_before_anything_is_written(
+        root: Path, capsys: pytest.CaptureFixture[str], bad: str) -> None:
+    """A newline in ExecStart='s path would inject a directive into every installed unit."""
+    value = f"/opt/x{bad}ExecStartPre=/bin/sh"
+    assert main(["install", "--root", str(root), "--slicectl", value]) == 1
+    assert tree(root) == {}
+    err = capsys.readouterr().err
+    assert f"error: --slicectl /opt/x{ascii(bad)[1:-1]}ExecStartPre=/bin/sh: contains a " \
+        f"control character (U+{ord(bad):04X})" in err, err
+
+
+def test_the_running_slicectls_path_with_a_newline_is_refused(
+        root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    venv = root / "opt/a\nExecStartPre=/bin/sh/bin"
+    venv.mkdir(parents=True)
+    (venv / "slicectl").write_text("#!/bin/sh\n")
+    before = tree(root)
+    monkeypatch.setattr(sys, "argv", [str(venv / "slicectl"), "install"])
+    assert main(["install", "--root", str(root)]) == 1
+    assert tree(root) == before
+    err = capsys.readouterr().err
+    assert "error: this slicectl's path (give --slicectl PATH) /opt/a\\nExecStartPre=" in err
+
+
+@pytest.mark.parametrize("executable", ["-/opt/slicectl", "@/opt/slicectl", "+/x", "|/x"])
+def test_an_executable_systemd_would_read_a_prefix_off_is_refused(executable: str) -> None:
+    from slicectl.core.errors import RenderError
+
+    with pytest.raises(RenderError) as e:
+        unit_text("[Service]\nExecStart=/usr/local/bin/slicectl x\n", (executable,))
+    assert "as a prefix of ExecStart=" in e.value.message
+
+
+def test_a_dollar_is_a_variable_in_an_argument_only() -> None:
+    """systemd expands $VAR in ExecStart='s arguments, not in the executable's path."""
+    text = "[Service]\nExecStart=/usr/local/bin/slicectl record --once\n"
+    assert "ExecStart=/opt/$HOME/slicectl record" in unit_text(text, ("/opt/$HOME/slicectl",))
+    assert 'ExecStart=/usr/bin/python3 -m "/opt/$$x y" record' in unit_text(
+        text, ("/usr/bin/python3", "-m", "/opt/$x y"))
+
+
+@pytest.mark.parametrize("executable", ['/opt/"x"/slicectl', "/opt/x\\y/slicectl"])
+def test_an_executable_with_a_quote_or_backslash_is_refused(executable: str) -> None:
+    from slicectl.core.errors import RenderError
+
+    with pytest.raises(RenderError) as e:
+        unit_text("[Service]\nExecStart=/usr/local/bin/slicectl x\n", (executable,))
+    assert "systemd refuses an executable whose name holds" in e.value.message

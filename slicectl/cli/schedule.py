@@ -90,11 +90,14 @@ def schedule_command(args: Namespace) -> ScheduleCommand:
 
     from slicectl.core.plan import ScheduleCommand
 
-    tenants = getattr(args, "target_tenants", None) or os.path.abspath(args.tenants)
+    given = getattr(args, "target_tenants", None)
+    tenants = given or os.path.abspath(args.tenants)
+    tenants_from = "--target-tenants" if given else "TENANTS's absolute path"
     target = getattr(args, "target_slicectl", None)
     if target:
-        return ScheduleCommand((target,), tenants)
-    return ScheduleCommand(this_slicectl(), tenants)
+        return ScheduleCommand((target,), tenants, "--target-slicectl", tenants_from)
+    return ScheduleCommand(this_slicectl(), tenants,
+                           "this slicectl's path (give --target-slicectl PATH)", tenants_from)
 
 
 def this_slicectl() -> tuple[str, ...]:
