@@ -282,8 +282,9 @@ class ScheduleCommand:
 
 SCHEDULE_SERVICE = "slicectl-profile@.service"
 # The schedule's service runs `apply` as root (systemd takes SetUnitProperties from root
-# without polkit), but needs only: the system bus (AF_UNIX), to write the unit directory (its
-# lock is a flock on the directory itself), systemd's runtime control drop-ins (apply puts
+# without polkit), but needs only: the system bus (AF_UNIX), to write the unit directory,
+# its lock (a file in /run/slicectl/locks, made if missing: RuntimeDirectory=, kept at stop
+# as the balancer's state beside it), systemd's runtime control drop-ins (apply puts
 # /run/systemd/system.control/UNIT.d back as it found it after its runtime calls) and, in
 # generator mode, /etc/slicectl. Everything else is read-only or gone, and no capability is
 # kept: root writes its own files without CAP_DAC_OVERRIDE. tests/test_units.py bounds
@@ -292,6 +293,8 @@ SCHEDULE_SANDBOX: tuple[tuple[str, str], ...] = (
     ("UMask", "0022"),  # unit files are world-readable, as systemd's own
     ("ProtectSystem", "strict"),
     ("ReadWritePaths", "/etc/systemd/system -/etc/slicectl -/run/systemd/system.control"),
+    ("RuntimeDirectory", "slicectl"), ("RuntimeDirectoryMode", "0755"),
+    ("RuntimeDirectoryPreserve", "yes"),
     # The tenants file may live anywhere the operator put it: /home (read-only here), /tmp
     # (no PrivateTmp, which would hide it).
     ("ProtectHome", "read-only"),
