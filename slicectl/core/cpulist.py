@@ -24,14 +24,15 @@ def parse_cpulist(text: str) -> frozenset[int]:
             raise ValueError(f"empty element in cpulist {text!r}")
         if "-" in part:
             lo_s, _, hi_s = part.partition("-")
-            if not (lo_s.isdigit() and hi_s.isdigit()):
+            # isascii: str.isdigit() takes every script's digits (٣, ３), the kernel 0-9
+            if not (lo_s.isascii() and lo_s.isdigit() and hi_s.isascii() and hi_s.isdigit()):
                 raise ValueError(f"bad range {part!r} in cpulist {text!r}")
             lo, hi = int(lo_s), int(hi_s)
             if lo > hi:
                 raise ValueError(f"range {part!r} runs backwards in cpulist {text!r}")
             result.update(range(lo, hi + 1))
         else:
-            if not part.isdigit():
+            if not (part.isascii() and part.isdigit()):
                 raise ValueError(f"bad number {part!r} in cpulist {text!r}")
             result.add(int(part))
     return frozenset(result)
