@@ -24,14 +24,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slicectl.core.errors import SlicectlError, shown
+from slicectl.core.errors import OutputError, SlicectlError, shown
 from slicectl.core.frozen import frozen
 from slicectl.host.atomic import write_atomically
+from slicectl.host.rootpath import is_folder, under_root
 
 FORMAT = "slicectl-install/1"
 
@@ -128,65 +128,6 @@ def _bad_entry(manifest: Path, listed: str, what: str) -> InstallError:
                         "remove that entry (and the file, by hand, if it is slicectl's)")
 
 
-_MAX_LINKS = 40  # as the kernel's path walk (ELOOP)
-
-
-def _on_host(root: Path, path: str, *, follow: bool = False) -> Path:
-    """Where target path `path` is under `root`: each folder on the way resolved inside the
-    root (an absolute link names the root's own folder, a relative one is taken from the
-    folder it is in), so that what is placed stays in the root whatever links it holds. The
-    last component is followed only with `follow` (a folder); else it is what install places
-    or removes. A link that
-    climbs out of the root, or loops, is refused and not followed."""
-    if ".." in path.split("/"):
-        raise InstallError(f"refusing {shown(path)}: a path with '..' could lead out of "
-                           f"{shown(root)}", "give plain absolute paths")
-    todo = [part for part in path.split("/") if part not in ("", ".")]
-    name = "" if follow or not todo else todo.pop()
-    done: list[str] = []  # components resolved so far, under the root
-    links = 0
-    link = ""  # the last link followed, for the error
-    todo.reverse()
-    while todo:
-        part = todo.pop()
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not done:
-                raise _escape(root, path, link)
-            done.pop()
-            continue
-        real = root.joinpath(*done, part)
-        try:
-            st = os.lstat(real)
-        except (FileNotFoundError, NotADirectoryError):
-            done.append(part)
-            done.extend(p for p in reversed(todo) if p not in ("", "."))
-            if ".." in done:
-                raise _escape(root, path, link) from None
-            break
-        if stat.S_ISLNK(st.st_mode):
-            links += 1
-            if links > _MAX_LINKS:
-                raise InstallError(f"refusing {shown(path)}: too many symbolic links under "
-                                   f"{shown(root)} (a loop?)", "replace them with folders")
-            target = os.readlink(real)
-            link = f"{shown(real)} -> {shown(target)}"
-            if target.startswith("/"):
-                done = []  # the root's own "/" (chroot's view of an absolute link)
-            todo.extend(reversed(target.split("/")))
-            continue
-        done.append(part)
-    return root.joinpath(*done, name) if name else root.joinpath(*done)
-
-
-def _escape(root: Path, path: str, link: str) -> InstallError:
-    return InstallError(f"refusing {shown(path)}: the symbolic link {link} leads out of "
-                        f"{shown(root)}, and slicectl never follows a link there",
-                        "replace that link with a folder (or a link inside the root), or "
-                        "install with another --root or --prefix")
-
-
 def _state(real: Path) -> dict[str, str] | None:
     """What is at `real` now, in the manifest's terms; {"other": kind} for anything else."""
     if real.is_symlink():
@@ -212,7 +153,7 @@ def _plan(root: Path, entries: Iterable[Entry], old: Manifest
     wanted_paths = set()
     for entry in entries:
         wanted_paths.add(entry.path)
-        now = _state(_on_host(root, entry.path))
+        now = _state(under_root(root, entry.path))
         recorded = old.files.get(entry.path)
         if now is None:
             steps.append((Step("link" if entry.link else "write", entry.path,
@@ -233,7 +174,7 @@ def _plan(root: Path, entries: Iterable[Entry], old: Manifest
     for path, recorded in sorted(old.files.items()):
         if path in wanted_paths:
             continue
-        now = _state(_on_host(root, path))
+        now = _state(under_root(root, path))
         if now is None:
             continue
         steps.append((Step("remove", path, "(no longer installed)") if now == recorded else
@@ -293,28 +234,20 @@ def _make_dirs(root: Path, path: str, made: list[str], undo: _Undo) -> None:
     and pages in them are for every user) and recorded (target paths)."""
     missing = []
     parent = Path(path).parent
-    while not _is_folder(_on_host(root, str(parent), follow=True)):
+    while not is_folder(under_root(root, str(parent), follow=True)):
         missing.append(parent)
         parent = parent.parent
     for folder in reversed(missing):
-        real = _on_host(root, str(folder), follow=True)
+        real = under_root(root, str(folder), follow=True)
         real.mkdir(mode=0o755)
         undo.steps.append(real.rmdir)
         made.append(str(folder))
         os.chmod(real, 0o755)
 
 
-def _is_folder(real: Path) -> bool:
-    """A folder itself, not a link to one (which may lead anywhere)."""
-    try:
-        return stat.S_ISDIR(os.lstat(real).st_mode)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-
-
 def _loaded(root: Path, manifest: str, prefix: str) -> Manifest | None:
     """The manifest at target path `manifest`, its paths checked against `prefix`."""
-    real = _on_host(root, manifest)
+    real = under_root(root, manifest)
     old = Manifest.load(real)
     if old is not None:
         old.check(real, prefix)
@@ -327,7 +260,7 @@ def install(root: Path, entries: list[Entry], manifest: str, *, prefix: str,
     `manifest` (under `prefix`); see the module for the rules. Returns the steps, in order.
     Every path is resolved, and refused if it leads out of `root`, before anything is
     written."""
-    manifest_real = _on_host(root, manifest)
+    manifest_real = under_root(root, manifest)
     old = _loaded(root, manifest, prefix) or Manifest()
     steps, foreign = _plan(root, entries, old)
     if foreign:
@@ -338,7 +271,7 @@ def install(root: Path, entries: list[Entry], manifest: str, *, prefix: str,
             "another --prefix")
     for folder in {str(Path(step.path).parent) for step, _ in steps} | {
             str(Path(manifest).parent)}:
-        _on_host(root, folder, follow=True)  # refused here, before any write, if it leads out
+        under_root(root, folder, follow=True)  # refused here, before any write, if it leads out
     if dry_run:
         return [step for step, _ in steps]
     undo = _Undo()
@@ -347,7 +280,7 @@ def install(root: Path, entries: list[Entry], manifest: str, *, prefix: str,
         _make_dirs(root, manifest, new.dirs, undo)
         undo.saved(manifest_real)
         write_atomically(manifest_real, new.text(), 0o644)
-    except InstallError as e:  # a link changed under us since the paths were resolved
+    except (InstallError, OutputError) as e:  # a link changed since the paths were resolved
         failed = undo.run()
         raise InstallError(e.message + ("; could not put back: " + "; ".join(failed) if failed
                                         else "; nothing was changed"), e.hint) from e
@@ -368,9 +301,9 @@ def _carry_out(root: Path, steps: list[tuple[Step, Entry | None]], old: Manifest
                undo: _Undo) -> Manifest:
     """Write, link and remove as the steps say, each change recorded in `undo`; returns the
     new manifest (the manifest file itself is the caller's)."""
-    new = Manifest(dirs=[d for d in old.dirs if _is_folder(_on_host(root, d, follow=True))])
+    new = Manifest(dirs=[d for d in old.dirs if is_folder(under_root(root, d, follow=True))])
     for step, entry in steps:
-        real = _on_host(root, step.path)
+        real = under_root(root, step.path)
         if step.action in ("keep", "skip"):
             if step.path in old.files:
                 new.files[step.path] = old.files[step.path]
@@ -399,13 +332,13 @@ def uninstall(root: Path, manifest: str, *, prefix: str, dry_run: bool = False
     A file changed since is kept (a "keep" step); nothing else is touched. A manifest path
     outside the prefix, or one that leads out of `root`, is refused before anything is
     removed."""
-    manifest_real = _on_host(root, manifest)
+    manifest_real = under_root(root, manifest)
     old = _loaded(root, manifest, prefix)
     if old is None:
         raise InstallError(f"nothing to uninstall: no install manifest at {shown(manifest_real)}",
                            "give the --prefix and --root that install was given")
-    files = {path: _on_host(root, path) for path in sorted(old.files)}
-    folders = {folder: _on_host(root, folder, follow=True) for folder in old.dirs}
+    files = {path: under_root(root, path) for path in sorted(old.files)}
+    folders = {folder: under_root(root, folder, follow=True) for folder in old.dirs}
     try:
         return _uninstall(old, files, folders, (manifest, manifest_real), dry_run)
     except OSError as e:
@@ -437,7 +370,7 @@ def _uninstall(old: Manifest, files: dict[str, Path], folders: dict[str, Path],
     gone = {step.path for step in steps if step.action in ("remove", "gone")}
     for folder in sorted(folders, key=lambda d: d.count("/"), reverse=True):
         real = folders[folder]
-        left = ({str(Path(folder, name)) for name in os.listdir(real)} if _is_folder(real)
+        left = ({str(Path(folder, name)) for name in os.listdir(real)} if is_folder(real)
                 else None)
         if left is not None and (not left or dry_run and left <= gone):
             steps.append(Step("rmdir", folder))

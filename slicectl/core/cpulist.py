@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from slicectl.core.values import check_ascii
+
 # The largest NR_CPUS a Linux build allows (x86 MAXSMP, powerpc): no CPU id reaches it.
 KERNEL_MAX_CPUS = 8192
 
@@ -14,6 +16,7 @@ def parse_cpulist(text: str) -> frozenset[int]:
 
     Raises ValueError with a readable message on malformed input.
     """
+    check_ascii(text)  # str.isdigit() and int() take every script's digits (٣, ３), the kernel 0-9
     result: set[int] = set()
     text = text.strip()
     if not text:
@@ -24,15 +27,14 @@ def parse_cpulist(text: str) -> frozenset[int]:
             raise ValueError(f"empty element in cpulist {text!r}")
         if "-" in part:
             lo_s, _, hi_s = part.partition("-")
-            # isascii: str.isdigit() takes every script's digits (٣, ３), the kernel 0-9
-            if not (lo_s.isascii() and lo_s.isdigit() and hi_s.isascii() and hi_s.isdigit()):
+            if not (lo_s.isdigit() and hi_s.isdigit()):
                 raise ValueError(f"bad range {part!r} in cpulist {text!r}")
             lo, hi = int(lo_s), int(hi_s)
             if lo > hi:
                 raise ValueError(f"range {part!r} runs backwards in cpulist {text!r}")
             result.update(range(lo, hi + 1))
         else:
-            if not (part.isascii() and part.isdigit()):
+            if not part.isdigit():
                 raise ValueError(f"bad number {part!r} in cpulist {text!r}")
             result.add(int(part))
     return frozenset(result)

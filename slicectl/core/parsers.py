@@ -18,7 +18,6 @@ from slicectl.core.values import (
     INFINITY,
     MAX_PERIOD_US,
     MIN_PERIOD_US,
-    SHARE_SIGNS,
     UINT64_MAX,
     MemorySize,
     Size,
@@ -84,8 +83,7 @@ def parse_bool(value: Any) -> bool:
 def parse_bounded_list(value: str, limit: int, what: str) -> frozenset[int]:
     """A kernel-style list ("0-3,8") whose members are below `limit`, checked before any range
     is expanded (a cpulist "0-2147483648" would take gigabytes)."""
-    check_ascii(value)
-    for number in re.findall(r"[0-9]+", value):
+    for number in re.findall(r"[0-9]+", value):  # parse_cpulist refuses other digits
         if len(number) > 6 or int(number) >= limit:
             raise ValueError(f"{what} {quote(number)} is out of range: at most {limit - 1}")
     return parse_cpulist(value)
@@ -246,8 +244,6 @@ def parse_weight(allow_idle: bool) -> Callable[[Any], int]:
 def parse_tasks_max(value: Any) -> Size | TaskShare:
     """TasksMax=: a number of tasks (1 or more), a share of the kernel's task limit, or
     infinity."""
-    if isinstance(value, str):
-        check_ascii(value, SHARE_SIGNS)
     if isinstance(value, str) and value.strip().lower() == "infinity":
         return INFINITY
     if isinstance(value, str) and value.strip().endswith(("%", "‰", "‱")):
@@ -301,9 +297,7 @@ _RATE_FACTORS = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4}
 def parse_rate(value: Any) -> Size:
     """An IO limit: bytes or operations per second, K/M/G/T base 1000 as systemd reads them
     (IOReadBandwidthMax=), or infinity; 0 is refused (systemd does at the next reload)."""
-    if isinstance(value, str):
-        check_ascii(value)
-    if isinstance(value, str) and value.strip().lower() == "infinity":
+    if isinstance(value, str) and check_ascii(value) and value.strip().lower() == "infinity":
         return INFINITY
     if isinstance(value, int) and not isinstance(value, bool):
         rate = value
@@ -372,8 +366,7 @@ def parse_share(lo: int, hi: int) -> Callable[[Any], int]:
         if isinstance(value, int) and not isinstance(value, bool):
             pct = value
         else:
-            m = _SHARE_RE.fullmatch(value) if isinstance(value, str) and check_ascii(
-                value) else None
+            m = _SHARE_RE.fullmatch(value) if isinstance(value, str) else None
             if m is None:
                 raise ValueError(f"{quote(value)} is not a percent (write it like 90%)")
             pct = int(m[1])
