@@ -129,3 +129,22 @@ def test_folders_are_0755_and_files_0644_whatever_the_umask(root: Path) -> None:
     assert {m for p, m in modes.items() if tree(root)[p] == "dir"} == {0o755}
     assert {m for p, m in modes.items() if tree(root)[p] != "dir"} == {0o644}
 
+
+
+def test_a_copy_in_the_roots_etc_is_noted_and_a_link_out_of_it_is_not_followed(
+        root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    etc = root / "etc/systemd/system"
+    etc.mkdir(parents=True)
+    (etc / "slicectl-record.service").write_text("[Service]\nExecStart=/bin/true\n")
+    assert install(root) == 0
+    assert ("note: /etc/systemd/system/slicectl-record.service overrides the installed "
+            "/usr/local/lib/systemd/system/slicectl-record.service") in capsys.readouterr().err
+    assert main(["uninstall", "--root", str(root)]) == 0
+    shutil.rmtree(root / "etc")
+    outside = tmp_path / "outside"
+    (outside / "system").mkdir(parents=True)
+    (outside / "system/slicectl-record.service").write_text("[Service]\nExecStart=/bin/true\n")
+    (root / "etc").mkdir()
+    (root / "etc/systemd").symlink_to("../../outside")
+    assert install(root) == 0
+    assert "overrides" not in capsys.readouterr().err

@@ -170,13 +170,22 @@ def _say(line: str) -> None:
 def _notes(root: Path, prefix: str, steps: list[Step]) -> None:
     """What the operator should know: a folder systemd does not search, a copy in /etc that
     overrides an installed unit."""
+    import os
+
     if prefix not in SEARCHED_PREFIXES:
         _say(f"note: systemd, man and the shells do not look under {prefix}; "
              f"--prefix {PREFIX} is where they do")
+    from slicectl.core.errors import OutputError
+    from slicectl.host.rootpath import under_root
+
     for step in steps:
         if "/lib/systemd/system/" in step.path:
             name = step.path.rsplit("/", 1)[1]
-            if (root / "etc/systemd/system" / name).exists():
+            try:  # looked for in the root, not through a link out of it
+                there = os.path.lexists(under_root(root, f"/etc/systemd/system/{name}"))
+            except OutputError:
+                there = False
+            if there:
                 _say(f"note: /etc/systemd/system/{name} overrides the installed "
                      f"{step.path}: remove it to use the installed one")
 
