@@ -230,3 +230,24 @@ def scratch() -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- the unit directories' lock files: in this session's own folder, not /run ------------------
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_lock_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every lock slicectl takes in the host tests (and in the processes they start) is a
+    file in a folder of this session (SLICECTL_LOCK_DIR), not in the host's
+    /run/slicectl/locks. Not in the testbed guest (SLICECTL_TESTBED): there the e2e tier's
+    applies share the real lock with the balancer's and the schedule's services."""
+    from slicectl.host.lock import LOCK_DIR_ENV
+
+    if LOCK_DIR_ENV in os.environ or os.environ.get("SLICECTL_TESTBED"):
+        yield
+        return
+    os.environ[LOCK_DIR_ENV] = str(tmp_path_factory.mktemp("locks"))
+    try:
+        yield
+    finally:
+        del os.environ[LOCK_DIR_ENV]

@@ -236,7 +236,7 @@ async def test_dry_run_changes_nothing(options: ApplyOptions,
 
 async def test_apply_gives_up_on_a_unit_directory_another_run_holds(
         options: ApplyOptions) -> None:
-    """One lock per unit directory, whoever writes it: a generate, an apply, `flock DIR`."""
+    """One lock per unit directory, whoever writes it: a generate, an apply, a balancer move."""
     from dataclasses import replace
 
     from slicectl.core.errors import OutputError

@@ -88,3 +88,23 @@ def test_no_command_links_for_python_m_or_a_script_on_the_prefix_already() -> No
     assert not [e for e in as_module if e.link is not None]
     on_prefix = entries("/usr/local", ("/usr/local/bin/slicectl",))
     assert not [e for e in on_prefix if e.link is not None]
+
+
+def test_units_running_a_slicectl_with_spaces_percent_and_dollar_pass_verify(
+        tmp_path: Path) -> None:
+    """What systemd reads back is the path as it is: quoted for the space, %% for the
+    specifier sign, `$` kept (the executable's path is not expanded)."""
+    from unitcheck import systemd_verify
+
+    executable = tmp_path / "my tools" / "100%" / "$HOME" / "slicectl"
+    executable.parent.mkdir(parents=True)
+    executable.write_text("#!/bin/sh\n")
+    executable.chmod(0o755)
+    units = tmp_path / "units"
+    units.mkdir()
+    for entry in entries("/usr/local", (str(executable),)):
+        if entry.path.endswith(".service") and entry.data is not None:
+            (units / entry.path.rsplit("/", 1)[1]).write_bytes(entry.data)
+            quoted = str(executable).replace("%", "%%")
+            assert f'ExecStart="{quoted}" ' in entry.data.decode()
+    systemd_verify(units, tmp_path)

@@ -118,3 +118,65 @@ def test_else_this_slicectl_on_the_absolute_tenants_path(
     assert schedule_command(args()) == ScheduleCommand((str(script),), str(tmp_path / "t.yaml"))
     monkeypatch.setattr(sys, "argv", ["-m"])  # python -m slicectl
     assert schedule_command(args()).executable == (sys.executable, "-m", "slicectl")
+
+
+SCHEDULE_CASE = str(Path(__file__).resolve().parent / "cases" / "schedule.yaml")
+XEON = str(Path(__file__).resolve().parent / "fixtures" / "topologies" / "xeon-2s-smt.json")
+
+
+@pytest.mark.parametrize("flag", ["--target-slicectl", "--target-tenants"])
+@pytest.mark.parametrize("bad", ["\n", "\r", "\x1b", "\x7f", "\x85"])
+def test_a_target_path_with_a_control_character_is_refused_before_anything_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, bad: str) -> None:
+    """A newline in a path written into ExecStart= would start a directive of its own."""
+    from slicectl.cli import main
+
+    out = tmp_path / "out"
+    value = f"/opt/x{bad}ExecStartPre=/bin/sh -c id"
+    assert main(["generate", SCHEDULE_CASE, "--topology", XEON, "--out", str(out),
+                 flag, value]) == 1
+    assert not out.exists()
+    err = capsys.readouterr().err
+    shown = value.replace(bad, ascii(bad)[1:-1])
+    assert (f"error: {flag} {shown}: contains a control character (U+{ord(bad):04X}), which "
+            "cannot be written into a unit's ExecStart= line") in err, err
+    assert "hint: use a path without control characters" in err
+
+
+def test_target_paths_are_quoted_for_systemd(tmp_path: Path) -> None:
+    """Spaces, `%` (a specifier), `$` (a variable in an argument) and quotes reach the
+    command as given: systemd-analyze verify finds the executable by the name written."""
+    from unitcheck import systemd_verify
+
+    from slicectl.cli import main
+
+    executable = tmp_path / "my tools" / "100%" / "$HOME" / "slicectl"
+    executable.parent.mkdir(parents=True)
+    executable.write_text("#!/bin/sh\n")
+    executable.chmod(0o755)
+    out = tmp_path / "out"
+    assert main(["generate", SCHEDULE_CASE, "--topology", XEON, "--out", str(out),
+                 "--target-slicectl", str(executable),
+                 "--target-tenants", '/etc/slice ctl/100% $x "y".yaml']) == 0
+    service = (out / "slicectl-profile@.service").read_text()
+    quoted = str(executable).replace("%", "%%")  # the executable's path is not expanded
+    assert (f'ExecStart="{quoted}" apply "/etc/slice ctl/100%% $$x \\"y\\".yaml" --profile %i '
+            "--if-in-force --yes\n") in service
+    systemd_verify(out, tmp_path)
+
+
+def test_this_slicectls_path_with_a_newline_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from slicectl.cli import main
+
+    script = tmp_path / "a\nb" / "slicectl"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    monkeypatch.setattr(sys, "argv", [str(script)])
+    out = tmp_path / "out"
+    assert main(["generate", SCHEDULE_CASE, "--topology", XEON, "--out", str(out)]) == 1
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "error: this slicectl's path (give --target-slicectl PATH) " in err
+    assert "contains a control character (U+000A)" in err

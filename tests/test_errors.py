@@ -8,7 +8,6 @@ import pytest
 from slicectl.core.errors import (
     ApplyError,
     ConfigError,
-    LockError,
     PlacementError,
     Problem,
     SlicectlError,
@@ -55,7 +54,7 @@ def test_systemd_error_names_unit_property_and_dbus_error() -> None:
 
 
 @pytest.mark.parametrize(("error", "code"), [
-    (SlicectlError("x"), 1), (ApplyError("x"), 1), (LockError("x"), 1), (TopologyError("x"), 1),
+    (SlicectlError("x"), 1), (ApplyError("x"), 1), (TopologyError("x"), 1),
     (UsageError("x"), 2),  # as argparse's usage errors
 ])
 def test_exit_codes(error: SlicectlError, code: int) -> None:
@@ -64,7 +63,7 @@ def test_exit_codes(error: SlicectlError, code: int) -> None:
 
 def test_every_error_is_a_slicectl_error_with_a_hint() -> None:
     for cls in (ConfigError, TopologyError, PlacementError, SystemdError, ApplyError,
-                LockError, UsageError):
+                UsageError):
         assert issubclass(cls, SlicectlError)
     assert SlicectlError("message").hint == ""
 

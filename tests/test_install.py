@@ -344,3 +344,54 @@ def test_uninstall_that_cannot_remove_a_file_says_so(root: Path, monkeypatch: py
     assert "error: uninstall stopped: " in err and "Permission denied" in err
     assert "hint: run as root, then run uninstall again" in err
     assert (root / PREFIX / "lib/slicectl/install-manifest.json").exists()
+
+
+@pytest.mark.parametrize("bad", ["\n", "\r", "\t", "\x00", "\x1b", "\x9b"])
+def test_a_slicectl_path_with_a_control_character_is_refused_before_anything_is_written(
+        root: Path, capsys: pytest.CaptureFixture[str], bad: str) -> None:
+    """A newline in ExecStart='s path would inject a directive into every installed unit."""
+    value = f"/opt/x{bad}ExecStartPre=/bin/sh"
+    assert main(["install", "--root", str(root), "--slicectl", value]) == 1
+    assert tree(root) == {}
+    err = capsys.readouterr().err
+    assert f"error: --slicectl /opt/x{ascii(bad)[1:-1]}ExecStartPre=/bin/sh: contains a " \
+        f"control character (U+{ord(bad):04X})" in err, err
+
+
+def test_the_running_slicectls_path_with_a_newline_is_refused(
+        root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    venv = root / "opt/a\nExecStartPre=/bin/sh/bin"
+    venv.mkdir(parents=True)
+    (venv / "slicectl").write_text("#!/bin/sh\n")
+    before = tree(root)
+    monkeypatch.setattr(sys, "argv", [str(venv / "slicectl"), "install"])
+    assert main(["install", "--root", str(root)]) == 1
+    assert tree(root) == before
+    err = capsys.readouterr().err
+    assert "error: this slicectl's path (give --slicectl PATH) /opt/a\\nExecStartPre=" in err
+
+
+@pytest.mark.parametrize("executable", ["-/opt/slicectl", "@/opt/slicectl", "+/x", "|/x"])
+def test_an_executable_systemd_would_read_a_prefix_off_is_refused(executable: str) -> None:
+    from slicectl.core.errors import RenderError
+
+    with pytest.raises(RenderError) as e:
+        unit_text("[Service]\nExecStart=/usr/local/bin/slicectl x\n", (executable,))
+    assert "as a prefix of ExecStart=" in e.value.message
+
+
+def test_a_dollar_is_a_variable_in_an_argument_only() -> None:
+    """systemd expands $VAR in ExecStart='s arguments, not in the executable's path."""
+    text = "[Service]\nExecStart=/usr/local/bin/slicectl record --once\n"
+    assert "ExecStart=/opt/$HOME/slicectl record" in unit_text(text, ("/opt/$HOME/slicectl",))
+    assert 'ExecStart=/usr/bin/python3 -m "/opt/$$x y" record' in unit_text(
+        text, ("/usr/bin/python3", "-m", "/opt/$x y"))
+
+
+@pytest.mark.parametrize("executable", ['/opt/"x"/slicectl', "/opt/x\\y/slicectl"])
+def test_an_executable_with_a_quote_or_backslash_is_refused(executable: str) -> None:
+    from slicectl.core.errors import RenderError
+
+    with pytest.raises(RenderError) as e:
+        unit_text("[Service]\nExecStart=/usr/local/bin/slicectl x\n", (executable,))
+    assert "systemd refuses an executable whose name holds" in e.value.message

@@ -77,6 +77,10 @@ def test_plan_json(kind: Kind, value: PlanValue, data: Any) -> None:
     (Bool(default=True), "yes", "expected true or false, got 'yes'"),
     (Choice("auto", "kill"), "stop", "expected one of auto, kill, got 'stop'"),
     (Devices(), ["/dev/sda"], "expected a mapping of device paths, got ['/dev/sda']"),
+    (Devices(), {"/dev/sda": "５"},  # int() takes any script's digits, systemd 0-9 only
+     "expected whole numbers or infinity, got {'/dev/sda': '５'}"),
+    (CpuSet(), "٠-٣", "'٠-٣' holds '٠' (U+0660 ARABIC-INDIC DIGIT ZERO), a digit other than "
+     "0-9: systemd reads only the ASCII digits 0-9 and would ignore the setting"),
 ])
 def test_plan_json_refused(kind: Kind, data: Any, message: str) -> None:
     with pytest.raises(ValueError) as e:

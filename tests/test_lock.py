@@ -1,5 +1,5 @@
-"""One writer per directory: the lock on the folder itself, and two real
-`slicectl generate` processes into one directory."""
+"""One writer per directory: the lock file of a directory, in a folder no other user can
+write, and two real `slicectl generate` processes into one directory."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from slicectl.core.errors import OutputError
 from slicectl.host import lock
-from slicectl.host.lock import LockTimeout, holder_of, locked_dir
+from slicectl.host.lock import LockTimeout, escaped_path, holder_of, lock_file, locked_dir
 from slicectl.host.unitdir import MANIFEST_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,10 +59,15 @@ def test_lock_on_a_file_is_refused(tmp_path: Path) -> None:
 
 @contextmanager
 def holder(folder: Path) -> Iterator[subprocess.Popen[str]]:
-    """util-linux `flock .` in FOLDER, holding the folder's lock until we close its stdin (run
-    there so its command line stays short, whatever the temporary folder's path)."""
-    proc = subprocess.Popen(["flock", ".", "sh", "-c", "echo locked; read _"], cwd=folder,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    """util-linux `flock` on FOLDER's lock file, holding it until we close its stdin (through
+    a link of a short name beside FOLDER, so that its command line stays short, whatever the
+    temporary folder's path)."""
+    path = lock_file(folder)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    (folder.parent / "held").symlink_to(path)
+    proc = subprocess.Popen(["flock", "held", "sh", "-c", "echo locked; read _"],
+                            cwd=folder.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "locked\n"
         yield proc
@@ -69,18 +75,61 @@ def holder(folder: Path) -> Iterator[subprocess.Popen[str]]:
         if proc.stdin:
             proc.stdin.close()
         proc.wait(timeout=60)
+        (folder.parent / "held").unlink()
 
 
 def test_holder_is_named_from_proc_locks(tmp_path: Path) -> None:
-    with holder(tmp_path) as proc:
-        fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    """util-linux flock writes nothing into the file: /proc/locks names it."""
+    with holder(tmp_path / "out") as proc:
+        fd = os.open(lock_file(tmp_path / "out"), os.O_RDONLY)
         try:
-            assert holder_of(fd) == f"pid {proc.pid} (flock . sh -c echo locked; read _)"
+            assert holder_of(fd) == f"pid {proc.pid} (flock held sh -c echo locked; read _)"
         finally:
             os.close(fd)
-        with pytest.raises(LockTimeout) as e, locked_dir(tmp_path, timeout=0.2):
+        with pytest.raises(LockTimeout) as e, locked_dir(tmp_path / "out", timeout=0.2):
             pass
         assert e.value.holder.startswith(f"pid {proc.pid} (flock ")
+
+
+def test_a_slicectl_holder_is_named_from_what_it_wrote_into_the_lock_file(
+        tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code = ("import sys; from pathlib import Path; from slicectl.host.lock import locked_dir\n"
+            "with locked_dir(Path(sys.argv[1])):\n print('locked', flush=True); input()")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(out), "apply"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "locked\n"
+        assert lock_file(out).read_text().splitlines()[0] == str(proc.pid)
+        with pytest.raises(LockTimeout) as e, locked_dir(out, timeout=0.2):
+            pass
+        command = f"{sys.executable} -c {code} {out} apply".replace("\n", "?")
+        assert e.value.holder == f"pid {proc.pid} ({command[:100]}…)"
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert lock_file(out).read_text() == ""  # released: no holder named
+
+
+def test_a_user_who_can_open_the_unit_directory_cannot_hold_it(tmp_path: Path) -> None:
+    """A flock on the directory itself (anyone may open /etc/systemd/system) is not the lock:
+    generate goes ahead at once."""
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen(["flock", str(out), "sh", "-c", "echo locked; read _"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "locked\n"
+        gen = slicectl("generate", "examples/web-batch.yaml", "--topology", XEON,
+                       "--out", str(out), "--lock-timeout", "0")
+        _, stderr = gen.communicate(timeout=120)
+        assert gen.returncode == 0, stderr
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert (out / MANIFEST_NAME).exists()
 
 
 def slicectl(*args: str) -> subprocess.Popen[str]:
@@ -96,7 +145,7 @@ def test_generate_waits_for_the_holder_then_writes(tmp_path: Path) -> None:
                        "--out", str(out))
         assert gen.stderr is not None
         waiting = gen.stderr.readline()  # returns once generate reports that it waits
-        assert waiting == (f"slicectl: {out} is in use by pid {proc.pid} (flock . sh -c "
+        assert waiting == (f"slicectl: {out} is in use by pid {proc.pid} (flock held sh -c "
                            "echo locked; read _); waiting for it\n")
         assert gen.poll() is None and list(out.iterdir()) == []  # still waiting, nothing written
     stdout, stderr = gen.communicate(timeout=120)
@@ -109,18 +158,18 @@ def test_generate_gives_up_after_its_lock_timeout_naming_the_holder(tmp_path: Pa
     out = tmp_path / "out"
     out.mkdir()
     (out / "local.service").write_text("[Service]\n")
-    before = listing(tmp_path)
+    before = listing(out)
     with holder(out) as proc:
         gen = slicectl("generate", "examples/web-batch.yaml", "--topology", XEON,
                        "--out", str(out), "--lock-timeout", "0.3")
         stdout, stderr = gen.communicate(timeout=120)
     assert gen.returncode == 1
     assert stderr.splitlines()[1:] == [
-        f"error: {out} is in use by pid {proc.pid} (flock . sh -c echo locked; read _): "
+        f"error: {out} is in use by pid {proc.pid} (flock held sh -c echo locked; read _): "
         "gave up after waiting 0.3 s",
         "  hint: slicectl writes a directory one run at a time, so that its manifest matches "
         "its files: let that run finish, then run again"]
-    assert listing(tmp_path) == before
+    assert listing(out) == before
 
 
 @pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon"])
@@ -179,10 +228,10 @@ def test_concurrent_generates_with_different_inputs_leave_one_runs_files(
         assert not [p for p in out.rglob("*") if p.is_dir() and not any(p.iterdir())]
 
 
-def test_a_run_waiting_on_a_folder_that_the_holder_removes_starts_over(
+def test_a_run_waiting_on_a_folder_that_the_holder_removes_makes_it_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first run made the folder and fails: it removes the folder before releasing the
-    lock; the run that waited must not write into the removed folder, but make it again."""
+    lock; the run that waited makes it once it holds the lock, and writes into it."""
     out = tmp_path / "a" / "out"
     waiting = threading.Event()
     result: list[str] = []
@@ -208,6 +257,103 @@ def test_a_run_waiting_on_a_folder_that_the_holder_removes_starts_over(
     # the lock was released.
     thread.join(timeout=60)
     assert result == ["written"]
-    # first run: made both; second: found them (then waited), made both again after the lock
-    assert made == [[tmp_path / "a", out], [], [tmp_path / "a", out]]
+    # each run makes the folders once it holds the lock
+    assert made == [[tmp_path / "a", out], [tmp_path / "a", out]]
     assert (out / "x.slice").read_text() == "x\n"
+
+
+def test_the_lock_file_is_private_to_its_user(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "locks"
+    monkeypatch.setenv(lock.LOCK_DIR_ENV, str(folder))
+    old = os.umask(0)
+    try:
+        with locked_dir(tmp_path / "out"):
+            pass
+    finally:
+        os.umask(old)
+    assert folder.stat().st_mode & 0o7777 == 0o700
+    assert lock_file(tmp_path / "out").stat().st_mode & 0o7777 == 0o600
+    assert lock_file(tmp_path / "out").parent == folder
+
+
+def refused(out: Path) -> str:
+    with pytest.raises(OutputError) as e, locked_dir(out, timeout=0):
+        pytest.fail("locked")
+    assert "hint: " not in e.value.message and e.value.hint.startswith(
+        "slicectl takes its lock only where no other user can: remove ")
+    assert not out.exists()
+    return e.value.message
+
+
+def test_a_lock_folder_others_may_write_is_refused(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "locks"
+    folder.mkdir()
+    folder.chmod(0o777)
+    monkeypatch.setenv(lock.LOCK_DIR_ENV, str(folder))
+    assert refused(tmp_path / "out") == (
+        f"refusing the lock folder {folder}: is writable by other users (mode 0777)")
+    folder.chmod(0o700)
+    folder.rmdir()
+    folder.symlink_to(tmp_path)
+    assert refused(tmp_path / "out") == (
+        f"refusing the lock folder {folder}: is not a folder (a link, or a file)")
+
+
+def test_a_lock_folder_or_file_of_another_user_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "locks"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv(lock.LOCK_DIR_ENV, str(folder))
+    me = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: me + 4242)
+    assert refused(tmp_path / "out") == (
+        f"refusing the lock folder {folder}: is owned by uid {me}, not by this user "
+        f"(uid {me + 4242})")
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o660, 0o606])
+def test_a_lock_file_others_may_open_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               mode: int) -> None:
+    """Anyone who can open the file, even to read, can flock it."""
+    monkeypatch.setenv(lock.LOCK_DIR_ENV, str(tmp_path))
+    path = lock_file(tmp_path / "out")
+    path.write_text("")
+    path.chmod(mode)
+    assert refused(tmp_path / "out") == (
+        f"refusing the lock file {path}: other users may open it (mode {mode:04o})")
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere")
+    assert refused(tmp_path / "out") == f"refusing the lock file {path}: it is a symbolic link"
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_where_the_lock_files_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(lock.LOCK_DIR_ENV)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert lock_file(Path("/etc/systemd/system")) == Path(
+        "/run/slicectl/locks/etc-systemd-system.lock")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+    assert lock.lock_folder() == Path("/run/user/1000/slicectl/locks")
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    monkeypatch.setenv("TMPDIR", "/var/tmp")
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert lock.lock_folder() == Path("/var/tmp/slicectl-1000-locks")
+
+
+@pytest.mark.parametrize("path", ["/etc/systemd/system", "/", "/srv/a-b/c d/.x/é", "/a//b/"])
+def test_lock_names_are_systemd_escape_path(path: str) -> None:
+    proc = subprocess.run(["systemd-escape", "--path", path], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert escaped_path(path.replace("//", "/")) == proc.stdout.strip()
+
+
+def test_a_long_path_gets_a_name_that_fits(tmp_path: Path) -> None:
+    long = "/" + "/".join(["d" * 60] * 10)
+    name = escaped_path(long)
+    assert len(name) <= 200 and name != escaped_path(long + "x")

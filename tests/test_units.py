@@ -144,6 +144,10 @@ def test_generated_profile_service_sets_the_sandboxing_directives(profile_servic
     assert service["RestrictAddressFamilies"] == "AF_UNIX"  # the system bus, nothing else
     assert service["ReadWritePaths"].split() == [
         "/etc/systemd/system", "-/etc/slicectl", "-/run/systemd/system.control"]
+    # the unit directory's lock is in /run/slicectl/locks, which /run (read-only) may lack;
+    # kept at stop, with the balancer's state beside it
+    assert (service["RuntimeDirectory"], service["RuntimeDirectoryMode"],
+            service["RuntimeDirectoryPreserve"]) == ("slicectl", "0755", "yes")
     assert service["PrivateNetwork"] == "yes" and service["AmbientCapabilities"] == ""
 
 

@@ -348,3 +348,4 @@ def test_parse_description() -> None:
         S.parse_description("x" * 201)
     with pytest.raises(ValueError, match="expected text, got 5"):
         S.parse_description(5)
+

@@ -11,7 +11,12 @@ this module places it under a root (`/`, or an image being built) and keeps the 
 - every file is written atomically (temp + rename); on an error midway everything this run
   changed is put back;
 - the manifest records each file's SHA-256 (a link's target) and the folders install made, so
-  uninstall removes exactly those, and a folder only once it is empty.
+  uninstall removes exactly those, and a folder only once it is empty;
+- everything stays under the root: a path is resolved one component at a time inside it (an
+  absolute link means the root's own folder, as for `systemctl --root`), a link that would
+  climb out of it is refused and never followed, and a manifest path that is not a plain path
+  under the prefix (`..`, `.`, a path elsewhere) is refused before anything is removed;
+- folders install makes are 0755 and files 0644, whatever the umask.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slicectl.core.errors import SlicectlError, shown
+from slicectl.core.errors import OutputError, SlicectlError, shown
 from slicectl.core.frozen import frozen
 from slicectl.host.atomic import write_atomically
+from slicectl.host.rootpath import is_folder, under_root
 
 FORMAT = "slicectl-install/1"
 
@@ -91,13 +97,35 @@ class Manifest:
                                "listed by hand")
         return cls(files=dict(raw["files"]), dirs=[str(d) for d in raw["dirs"]])
 
+    def check(self, path: Path, prefix: str) -> None:
+        """Refuse a manifest listing a file outside `prefix`, or a folder neither under it nor
+        above it (install makes the missing folders above the prefix too), or any path that is
+        not plain (`..`, `.`, `//`): uninstall would remove it, wherever it points."""
+        for listed in self.files:
+            if not (_plain(listed) and listed.startswith(prefix.rstrip("/") + "/")):
+                raise _bad_entry(path, listed, f"a file outside {prefix}")
+        for folder in self.dirs:
+            if not (_plain(folder) and (folder.startswith(prefix.rstrip("/") + "/")
+                                        or f"{prefix}/".startswith(folder + "/"))):
+                raise _bad_entry(path, folder, f"a folder neither under nor above {prefix}")
+
     def text(self) -> str:
         return json.dumps({"format": FORMAT, "files": dict(sorted(self.files.items())),
                            "dirs": sorted(self.dirs)}, indent=2) + "\n"
 
 
-def _on_host(root: Path, path: str) -> Path:
-    return root / path.lstrip("/")
+def _plain(path: str) -> bool:
+    """An absolute path with no `..`, `.` or empty component, nor a control character."""
+    return (path.startswith("/") and path != "/" and os.path.normpath(path) == path
+            and not path.startswith("//") and ".." not in path.split("/")
+            and path.isprintable())
+
+
+def _bad_entry(manifest: Path, listed: str, what: str) -> InstallError:
+    return InstallError(f"{shown(manifest)} lists {shown(listed)!r}, {what}: refusing to "
+                        "install or uninstall anything",
+                        "the manifest was edited or damaged: restore it from a backup, or "
+                        "remove that entry (and the file, by hand, if it is slicectl's)")
 
 
 def _state(real: Path) -> dict[str, str] | None:
@@ -125,7 +153,7 @@ def _plan(root: Path, entries: Iterable[Entry], old: Manifest
     wanted_paths = set()
     for entry in entries:
         wanted_paths.add(entry.path)
-        now = _state(_on_host(root, entry.path))
+        now = _state(under_root(root, entry.path))
         recorded = old.files.get(entry.path)
         if now is None:
             steps.append((Step("link" if entry.link else "write", entry.path,
@@ -146,7 +174,7 @@ def _plan(root: Path, entries: Iterable[Entry], old: Manifest
     for path, recorded in sorted(old.files.items()):
         if path in wanted_paths:
             continue
-        now = _state(_on_host(root, path))
+        now = _state(under_root(root, path))
         if now is None:
             continue
         steps.append((Step("remove", path, "(no longer installed)") if now == recorded else
@@ -202,25 +230,38 @@ def _link(real: Path, target: str) -> None:
 
 
 def _make_dirs(root: Path, path: str, made: list[str], undo: _Undo) -> None:
-    """The folders above `path` that are missing, made and recorded (target paths)."""
+    """The folders above `path` that are missing, made 0755 (whatever the umask: the units
+    and pages in them are for every user) and recorded (target paths)."""
     missing = []
     parent = Path(path).parent
-    while not _on_host(root, str(parent)).exists():
+    while not is_folder(under_root(root, str(parent), follow=True)):
         missing.append(parent)
         parent = parent.parent
     for folder in reversed(missing):
-        real = _on_host(root, str(folder))
+        real = under_root(root, str(folder), follow=True)
         real.mkdir(mode=0o755)
-        made.append(str(folder))
         undo.steps.append(real.rmdir)
+        made.append(str(folder))
+        os.chmod(real, 0o755)
 
 
-def install(root: Path, entries: list[Entry], manifest: str, *, dry_run: bool = False
-            ) -> list[Step]:
+def _loaded(root: Path, manifest: str, prefix: str) -> Manifest | None:
+    """The manifest at target path `manifest`, its paths checked against `prefix`."""
+    real = under_root(root, manifest)
+    old = Manifest.load(real)
+    if old is not None:
+        old.check(real, prefix)
+    return old
+
+
+def install(root: Path, entries: list[Entry], manifest: str, *, prefix: str,
+            dry_run: bool = False) -> list[Step]:
     """Place `entries` under `root` and record them in the manifest at target path
-    `manifest`; see the module for the rules. Returns the steps, in order."""
-    manifest_real = _on_host(root, manifest)
-    old = Manifest.load(manifest_real) or Manifest()
+    `manifest` (under `prefix`); see the module for the rules. Returns the steps, in order.
+    Every path is resolved, and refused if it leads out of `root`, before anything is
+    written."""
+    manifest_real = under_root(root, manifest)
+    old = _loaded(root, manifest, prefix) or Manifest()
     steps, foreign = _plan(root, entries, old)
     if foreign:
         raise InstallError(
@@ -228,34 +269,21 @@ def install(root: Path, entries: list[Entry], manifest: str, *, dry_run: bool = 
             " and never overwrites such a file",
             "move it away (it may be an earlier copy made by hand), or install into "
             "another --prefix")
+    for folder in {str(Path(step.path).parent) for step, _ in steps} | {
+            str(Path(manifest).parent)}:
+        under_root(root, folder, follow=True)  # refused here, before any write, if it leads out
     if dry_run:
         return [step for step, _ in steps]
-    new = Manifest(dirs=[d for d in old.dirs if _on_host(root, d).is_dir()])
     undo = _Undo()
     try:
-        for step, entry in steps:
-            real = _on_host(root, step.path)
-            if step.action in ("keep", "skip"):
-                if step.path in old.files:
-                    new.files[step.path] = old.files[step.path]
-                continue
-            if step.action == "remove":
-                undo.saved(real)
-                real.unlink()
-                continue
-            assert entry is not None
-            new.files[entry.path] = _wanted(entry)
-            if step.action == "unchanged":
-                continue
-            _make_dirs(root, entry.path, new.dirs, undo)
-            undo.saved(real)
-            if entry.link is not None:
-                _link(real, entry.link)
-            else:
-                write_atomically(real, entry.data or b"", 0o644)
+        new = _carry_out(root, steps, old, undo)
         _make_dirs(root, manifest, new.dirs, undo)
         undo.saved(manifest_real)
         write_atomically(manifest_real, new.text(), 0o644)
+    except (InstallError, OutputError) as e:  # a link changed since the paths were resolved
+        failed = undo.run()
+        raise InstallError(e.message + ("; could not put back: " + "; ".join(failed) if failed
+                                        else "; nothing was changed"), e.hint) from e
     except OSError as e:
         failed = undo.run()
         why = f"{shown(e.filename or '')}: {e.strerror}" if e.filename else str(e)
@@ -269,17 +297,50 @@ def install(root: Path, entries: list[Entry], manifest: str, *, dry_run: bool = 
     return [step for step, _ in steps]
 
 
-def uninstall(root: Path, manifest: str, *, dry_run: bool = False) -> list[Step]:
-    """Remove what the install recorded in the manifest at target path `manifest`: files
-    still as placed, then the folders it made once empty, then the manifest. A file changed
-    since is kept (a "keep" step); nothing else is touched."""
-    manifest_real = _on_host(root, manifest)
-    old = Manifest.load(manifest_real)
+def _carry_out(root: Path, steps: list[tuple[Step, Entry | None]], old: Manifest,
+               undo: _Undo) -> Manifest:
+    """Write, link and remove as the steps say, each change recorded in `undo`; returns the
+    new manifest (the manifest file itself is the caller's)."""
+    new = Manifest(dirs=[d for d in old.dirs if is_folder(under_root(root, d, follow=True))])
+    for step, entry in steps:
+        real = under_root(root, step.path)
+        if step.action in ("keep", "skip"):
+            if step.path in old.files:
+                new.files[step.path] = old.files[step.path]
+            continue
+        if step.action == "remove":
+            undo.saved(real)
+            real.unlink()
+            continue
+        assert entry is not None
+        new.files[entry.path] = _wanted(entry)
+        if step.action == "unchanged":
+            continue
+        _make_dirs(root, entry.path, new.dirs, undo)
+        undo.saved(real)
+        if entry.link is not None:
+            _link(real, entry.link)
+        else:
+            write_atomically(real, entry.data or b"", 0o644)
+    return new
+
+
+def uninstall(root: Path, manifest: str, *, prefix: str, dry_run: bool = False
+              ) -> list[Step]:
+    """Remove what the install recorded in the manifest at target path `manifest` (under
+    `prefix`): files still as placed, then the folders it made once empty, then the manifest.
+    A file changed since is kept (a "keep" step); nothing else is touched. A manifest path
+    outside the prefix, or one that leads out of `root`, is refused before anything is
+    removed."""
+    manifest_real = under_root(root, manifest)
+    old = _loaded(root, manifest, prefix)
     if old is None:
         raise InstallError(f"nothing to uninstall: no install manifest at {shown(manifest_real)}",
                            "give the --prefix and --root that install was given")
+    files = {path: under_root(root, path) for path in sorted(old.files)}
+    folders = {folder: under_root(root, folder, follow=True) for folder in old.dirs}
     try:
-        return _uninstall(root, old, manifest, dry_run)
+        return _uninstall(old, files, folders, (manifest, manifest_real), dry_run)
     except OSError as e:
         raise InstallError(f"uninstall stopped: {shown(e.filename or '')}: {e.strerror}; "
                            "what it removed before is gone, the manifest still lists it all",
@@ -287,11 +348,12 @@ def uninstall(root: Path, manifest: str, *, dry_run: bool = False) -> list[Step]
                            else "fix the cause, then run uninstall again") from e
 
 
-def _uninstall(root: Path, old: Manifest, manifest: str, dry_run: bool) -> list[Step]:
-    manifest_real = _on_host(root, manifest)
+def _uninstall(old: Manifest, files: dict[str, Path], folders: dict[str, Path],
+               manifest: tuple[str, Path], dry_run: bool) -> list[Step]:
+    """Uninstall's removals, every path already resolved under the root."""
     steps = []
-    for path, recorded in sorted(old.files.items()):
-        real = _on_host(root, path)
+    for path, real in files.items():
+        recorded = old.files[path]
         now = _state(real)
         if now is None:
             steps.append(Step("gone", path, "(already removed)"))
@@ -302,13 +364,14 @@ def _uninstall(root: Path, old: Manifest, manifest: str, dry_run: bool) -> list[
             steps.append(Step("remove", path))
             if not dry_run:
                 real.unlink()
-    steps.append(Step("remove", manifest))
+    steps.append(Step("remove", manifest[0]))
     if not dry_run:
-        manifest_real.unlink()
+        manifest[1].unlink()
     gone = {step.path for step in steps if step.action in ("remove", "gone")}
-    for folder in sorted(old.dirs, key=lambda d: d.count("/"), reverse=True):
-        real = _on_host(root, folder)
-        left = {str(Path(folder, name)) for name in os.listdir(real)} if real.is_dir() else None
+    for folder in sorted(folders, key=lambda d: d.count("/"), reverse=True):
+        real = folders[folder]
+        left = ({str(Path(folder, name)) for name in os.listdir(real)} if is_folder(real)
+                else None)
         if left is not None and (not left or dry_run and left <= gone):
             steps.append(Step("rmdir", folder))
             gone.add(folder)

@@ -79,19 +79,25 @@ def _on_target(path: str, root: Path) -> str:
 
 
 def command(args: Namespace, root: Path) -> tuple[str, ...]:
-    """How the installed units run slicectl: `--slicectl PATH`, else this slicectl."""
+    """How the installed units run slicectl: `--slicectl PATH`, else this slicectl. Refused
+    when a word cannot be written into ExecStart= (slicectl.core.plan.exec_word)."""
     import os
 
     from slicectl.cli.schedule import this_slicectl
+    from slicectl.core.plan import check_exec_word
 
     if args.slicectl:
         if not os.path.isabs(args.slicectl):
             raise _usage(f"--slicectl {args.slicectl}: not an absolute path",
                          "systemd runs ExecStart= by absolute path: give e.g. "
                          "/opt/slicectl/bin/slicectl")
+        check_exec_word(args.slicectl, "--slicectl", first=True)
         return (args.slicectl,)
-    return tuple(_on_target(os.path.abspath(word), root) if os.path.isabs(word) else word
-                 for word in this_slicectl())
+    words = tuple(_on_target(os.path.abspath(word), root) if os.path.isabs(word) else word
+                  for word in this_slicectl())
+    for i, word in enumerate(words):
+        check_exec_word(word, "this slicectl's path (give --slicectl PATH)", first=not i)
+    return words
 
 
 def unit_text(text: str, executable: tuple[str, ...]) -> str:
@@ -100,7 +106,8 @@ def unit_text(text: str, executable: tuple[str, ...]) -> str:
     from slicectl.core.plan import exec_word
 
     start = f"ExecStart={SHIPPED_EXECUTABLE} "
-    new = "ExecStart=" + " ".join(map(exec_word, executable)) + " "
+    new = "ExecStart=" + " ".join(exec_word(word, "the units' slicectl", first=not i)
+                                  for i, word in enumerate(executable)) + " "
     return "".join(new + line[len(start):] if line.startswith(start) else line
                    for line in text.splitlines(keepends=True))
 
@@ -163,13 +170,22 @@ def _say(line: str) -> None:
 def _notes(root: Path, prefix: str, steps: list[Step]) -> None:
     """What the operator should know: a folder systemd does not search, a copy in /etc that
     overrides an installed unit."""
+    import os
+
     if prefix not in SEARCHED_PREFIXES:
         _say(f"note: systemd, man and the shells do not look under {prefix}; "
              f"--prefix {PREFIX} is where they do")
+    from slicectl.core.errors import OutputError
+    from slicectl.host.rootpath import under_root
+
     for step in steps:
         if "/lib/systemd/system/" in step.path:
             name = step.path.rsplit("/", 1)[1]
-            if (root / "etc/systemd/system" / name).exists():
+            try:  # looked for in the root, not through a link out of it
+                there = os.path.lexists(under_root(root, f"/etc/systemd/system/{name}"))
+            except OutputError:
+                there = False
+            if there:
                 _say(f"note: /etc/systemd/system/{name} overrides the installed "
                      f"{step.path}: remove it to use the installed one")
 
@@ -221,7 +237,7 @@ def cmd_install(args: Namespace) -> int:
 
     root, prefix = _root(args), _prefix(args)
     executable = command(args, root)
-    steps = install(root, entries(prefix, executable), f"{prefix}/{MANIFEST}",
+    steps = install(root, entries(prefix, executable), f"{prefix}/{MANIFEST}", prefix=prefix,
                     dry_run=args.dry_run)
     _print(steps, args.dry_run)
     _notes(root, prefix, steps)
@@ -243,7 +259,7 @@ def cmd_uninstall(args: Namespace) -> int:
     from slicectl.apply.install import uninstall
 
     root, prefix = _root(args), _prefix(args)
-    steps = uninstall(root, f"{prefix}/{MANIFEST}", dry_run=args.dry_run)
+    steps = uninstall(root, f"{prefix}/{MANIFEST}", prefix=prefix, dry_run=args.dry_run)
     _print(steps, args.dry_run)
     _reload(root, steps, args.dry_run)
     if (root / "etc/systemd/system-generators/slicectl-generator").is_symlink():

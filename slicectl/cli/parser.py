@@ -22,10 +22,17 @@ if TYPE_CHECKING:
 Parser = argparse.ArgumentParser
 
 
+def _number(text: str) -> float:
+    """float(text) for ASCII text only: float() takes every script's digits (٥, ５)."""
+    if not text.isascii():
+        raise ValueError(text)
+    return float(text)
+
+
 def seconds(text: str) -> float:
     """An interval in seconds: a finite number, 0 or more (argparse type)."""
     try:
-        value = float(text)
+        value = _number(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
     if not math.isfinite(value) or value < 0:
@@ -39,7 +46,7 @@ def positive(unit: str) -> Callable[[str], float]:
 
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = _number(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"invalid number of {unit}: {text!r}") from None
         if not math.isfinite(value) or value <= 0:
@@ -59,7 +66,7 @@ def directory(text: str) -> str:
 
 def release(text: str) -> int:
     """--systemd-version: a release number such as 252 (argparse type)."""
-    if not text.isdigit() or not 0 < int(text) < 100_000:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 100_000:
         raise argparse.ArgumentTypeError(f"{text!r} is not a systemd release such as 252")
     return int(text)
 

@@ -91,14 +91,19 @@ def schedule_command(args: Namespace, config: Config | None = None) -> ScheduleC
 
     from slicectl.core.plan import ScheduleCommand
 
-    tenants = (getattr(args, "target_tenants", None)
-               or (config.target_tenants if config is not None else None)
-               or os.path.abspath(args.tenants))
-    target = (getattr(args, "target_slicectl", None)
-              or (config.target_slicectl if config is not None else None))
+    declared = config.target_tenants if config is not None else None
+    given = getattr(args, "target_tenants", None)
+    tenants = given or declared or os.path.abspath(args.tenants)
+    tenants_from = ("--target-tenants" if given else "target.tenants" if declared
+                    else "TENANTS's absolute path")
+    target = getattr(args, "target_slicectl", None)
+    target_from = "--target-slicectl"
+    if not target and config is not None and config.target_slicectl:
+        target, target_from = config.target_slicectl, "target.slicectl"
     if target:
-        return ScheduleCommand((target,), tenants)
-    return ScheduleCommand(this_slicectl(), tenants)
+        return ScheduleCommand((target,), tenants, target_from, tenants_from)
+    return ScheduleCommand(this_slicectl(), tenants,
+                           "this slicectl's path (give --target-slicectl PATH)", tenants_from)
 
 
 def local_paths_note(args: Namespace, config: Config) -> str | None:

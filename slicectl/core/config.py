@@ -44,7 +44,7 @@ from slicectl.core.tenants import (
     Confinement,
     Tenant,
 )
-from slicectl.core.values import format_duration_us, quote
+from slicectl.core.values import check_ascii, format_duration_us, quote
 
 __all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_yaml",
            "parse_config"]
@@ -280,6 +280,7 @@ def _calendars(value: Any) -> tuple[str, ...]:
         if len(v) > 200 or not v.isprintable() or "\\" in v:
             raise ValueError(f"{quote(v)} is not a single line of at most 200 characters "
                              "without backslashes")
+        check_ascii(v)  # systemd's calendar events are ASCII: ２２:00 is no time
     return tuple(v.strip() for v in items)
 
 

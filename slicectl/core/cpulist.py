@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from slicectl.core.values import check_ascii
+
 # The largest NR_CPUS a Linux build allows (x86 MAXSMP, powerpc): no CPU id reaches it.
 KERNEL_MAX_CPUS = 8192
 
@@ -14,6 +16,7 @@ def parse_cpulist(text: str) -> frozenset[int]:
 
     Raises ValueError with a readable message on malformed input.
     """
+    check_ascii(text)  # str.isdigit() and int() take every script's digits (٣, ３), the kernel 0-9
     result: set[int] = set()
     text = text.strip()
     if not text:

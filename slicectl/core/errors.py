@@ -99,10 +99,6 @@ class ApplyError(SlicectlError):
     """Applying failed; the host was rolled back to its previous state."""
 
 
-class LockError(SlicectlError):
-    """Another slicectl apply holds the lock."""
-
-
 class SamplerError(SlicectlError):
     """The cgroup tree could not be read."""
 

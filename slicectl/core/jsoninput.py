@@ -62,7 +62,7 @@ class JsonReader:
     def cpulist(self, value: Any, path: str) -> frozenset[int]:
         """A kernel cpulist string whose numbers are bounded before any range is expanded."""
         text = self.text(value, path)
-        if any(len(n) > 6 or int(n) >= KERNEL_MAX_CPUS for n in re.findall(r"\d+", text)):
+        if any(len(n) > 6 or int(n) >= KERNEL_MAX_CPUS for n in re.findall(r"[0-9]+", text)):
             raise self.fail(path, f"CPU numbers must be below {KERNEL_MAX_CPUS}")
         try:
             return parse_cpulist(text)

@@ -536,7 +536,10 @@ class Devices(Kind):
     def from_json(self, data: Any) -> PlanValue:
         if not isinstance(data, dict):
             raise ValueError(f"expected a mapping of device paths, got {data!r}")
-        return tuple(sorted((str(p), INFINITY if v == "infinity" else int(v))
+        if not all(v == "infinity" or isinstance(v, int) and not isinstance(v, bool)
+                   for v in data.values()):  # int() would take "５" too
+            raise ValueError(f"expected whole numbers or infinity, got {data!r}")
+        return tuple(sorted((str(p), INFINITY if v == "infinity" else v)
                             for p, v in data.items()))
 
     def live(self, value: PlanValue) -> LiveValue:

@@ -23,6 +23,7 @@ from slicectl.core.values import (
     Size,
     TaskShare,
     ValueHint,
+    check_ascii,
     format_duration_us,
     parse_duration_us,
     parse_memory_size,
@@ -82,7 +83,7 @@ def parse_bool(value: Any) -> bool:
 def parse_bounded_list(value: str, limit: int, what: str) -> frozenset[int]:
     """A kernel-style list ("0-3,8") whose members are below `limit`, checked before any range
     is expanded (a cpulist "0-2147483648" would take gigabytes)."""
-    for number in re.findall(r"\d+", value):
+    for number in re.findall(r"[0-9]+", value):  # parse_cpulist refuses other digits
         if len(number) > 6 or int(number) >= limit:
             raise ValueError(f"{what} {quote(number)} is out of range: at most {limit - 1}")
     return parse_cpulist(value)
@@ -274,12 +275,12 @@ def parse_choice(*choices: str) -> Callable[[Any], str]:
     return parse
 
 
-_PERCENT2 = re.compile(r"\s*(\d{1,3})(?:\.(\d{1,2}))?\s*%\s*")
+_PERCENT2 = re.compile(r"\s*(\d{1,3})(?:\.(\d{1,2}))?\s*%\s*", re.ASCII)
 
 
 def parse_permyriad(value: Any) -> int:
     """A share from 0% to 100% with up to two decimals ("60%", "12.5%"), in permyriad."""
-    m = _PERCENT2.fullmatch(value) if isinstance(value, str) else None
+    m = _PERCENT2.fullmatch(value) if isinstance(value, str) and check_ascii(value) else None
     if m is None:
         raise ValueError(f"{quote(value)} is not a percent from 0% to 100% (e.g. 60% or "
                          "12.5%)")
@@ -289,14 +290,14 @@ def parse_permyriad(value: Any) -> int:
     return permyriad
 
 
-_RATE_RE = re.compile(r"\s*(\d{1,20})\s*([KMGT]?)\s*", re.IGNORECASE)
+_RATE_RE = re.compile(r"\s*(\d{1,20})\s*([KMGT]?)\s*", re.IGNORECASE | re.ASCII)
 _RATE_FACTORS = {"": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4}
 
 
 def parse_rate(value: Any) -> Size:
     """An IO limit: bytes or operations per second, K/M/G/T base 1000 as systemd reads them
     (IOReadBandwidthMax=), or infinity; 0 is refused (systemd does at the next reload)."""
-    if isinstance(value, str) and value.strip().lower() == "infinity":
+    if isinstance(value, str) and check_ascii(value) and value.strip().lower() == "infinity":
         return INFINITY
     if isinstance(value, int) and not isinstance(value, bool):
         rate = value
@@ -354,7 +355,7 @@ def parse_devices(values: Callable[[Any], Size]) -> Callable[[Any], tuple[tuple[
     return parse
 
 
-_SHARE_RE = re.compile(r"\s*(\d{1,3})\s*%\s*")
+_SHARE_RE = re.compile(r"\s*(\d{1,3})\s*%\s*", re.ASCII)
 
 
 def parse_share(lo: int, hi: int) -> Callable[[Any], int]:

@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
-from slicectl.core.errors import PlacementError
+from slicectl.core.errors import PlacementError, RenderError, shown
 from slicectl.core.frozen import frozen
 from slicectl.core.kinds import HostLimits, PlanValue
 from slicectl.core.placement import Layout, TenantPlacement, place
@@ -269,6 +269,9 @@ class ScheduleCommand:
 
     executable: tuple[str, ...]  # e.g. ("/usr/local/bin/slicectl",)
     tenants: str
+    # Where each came from, for the error when one cannot be written into ExecStart=.
+    executable_from: str = field(default="the schedule's slicectl", compare=False)
+    tenants_from: str = field(default="the schedule's tenants file", compare=False)
 
     @classmethod
     def default(cls, config: Config) -> ScheduleCommand:
@@ -279,8 +282,9 @@ class ScheduleCommand:
 
 SCHEDULE_SERVICE = "slicectl-profile@.service"
 # The schedule's service runs `apply` as root (systemd takes SetUnitProperties from root
-# without polkit), but needs only: the system bus (AF_UNIX), to write the unit directory (its
-# lock is a flock on the directory itself), systemd's runtime control drop-ins (apply puts
+# without polkit), but needs only: the system bus (AF_UNIX), to write the unit directory,
+# its lock (a file in /run/slicectl/locks, made if missing: RuntimeDirectory=, kept at stop
+# as the balancer's state beside it), systemd's runtime control drop-ins (apply puts
 # /run/systemd/system.control/UNIT.d back as it found it after its runtime calls) and, in
 # generator mode, /etc/slicectl. Everything else is read-only or gone, and no capability is
 # kept: root writes its own files without CAP_DAC_OVERRIDE. tests/test_units.py bounds
@@ -289,6 +293,8 @@ SCHEDULE_SANDBOX: tuple[tuple[str, str], ...] = (
     ("UMask", "0022"),  # unit files are world-readable, as systemd's own
     ("ProtectSystem", "strict"),
     ("ReadWritePaths", "/etc/systemd/system -/etc/slicectl -/run/systemd/system.control"),
+    ("RuntimeDirectory", "slicectl"), ("RuntimeDirectoryMode", "0755"),
+    ("RuntimeDirectoryPreserve", "yes"),
     # The tenants file may live anywhere the operator put it: /home (read-only here), /tmp
     # (no PrivateTmp, which would hide it).
     ("ProtectHome", "read-only"),
@@ -306,13 +312,57 @@ SCHEDULE_SANDBOX: tuple[tuple[str, str], ...] = (
 )
 
 
-def exec_word(text: str) -> str:
-    """One word of an ExecStart= line: `%` doubled (systemd specifiers), quoted when it holds
-    white space or quotes (systemd.service(5), "Command lines")."""
+_EXEC_PREFIXES = "@-:+!|"  # systemd.service(5): read off the executable before unquoting
+
+
+def exec_word(text: str, what: str = "a command word", *, first: bool = False) -> str:
+    """One word of an ExecStart= line (systemd.service(5), "Command lines"); every path that
+    lands in a unit's command line goes through here. `%` doubled (specifiers); in an
+    argument `$` doubled (environment variables; the executable's path is not expanded);
+    quoted when it holds white space, quotes or a backslash, or is empty or a lone `;` (a
+    command separator). Refused, naming `what` (the option or file it came from): what
+    check_exec_word refuses."""
+    check_exec_word(text, what, first=first)
     text = text.replace("%", "%%")
-    if any(ch.isspace() or ch in "\"'\\" for ch in text):
+    if not first:
+        text = text.replace("$", "$$")
+    if text in ("", ";") or any(ch.isspace() or ch in "\"'\\" for ch in text):
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return text
+
+
+def check_exec_word(text: str, what: str, *, first: bool = False) -> None:
+    """Raise RenderError (naming `what`) if `text` cannot be one word of ExecStart=: a
+    control character (a newline would end the line and start a directive of its own, and
+    no quoting helps), text that is not UTF-8; for the executable (`first`) also an empty
+    word, a leading `@-:+!|` (systemd reads it as a prefix whatever the quotes) and a quote
+    or backslash (systemd refuses them in an executable's name)."""
+    bad = next((ch for ch in text if ord(ch) < 32 or 127 <= ord(ch) < 160), None)
+    if bad is not None:
+        raise RenderError(
+            f"{what} {shown(text)}: contains a control character (U+{ord(bad):04X}), which "
+            "cannot be written into a unit's ExecStart= line (a newline would start a "
+            "directive of its own)",
+            "use a path without control characters (move or link the file to one)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RenderError(f"{what} {shown(text)}: not valid UTF-8, which unit files must be",
+                          "use a path in UTF-8 (move or link the file to one)") from None
+    if not first:
+        return
+    if not text or text[0] in _EXEC_PREFIXES:
+        raise RenderError(
+            f"{what} {shown(text)!r}: systemd would read "
+            + (f"its leading {text[0]!r} as a prefix of ExecStart=" if text else
+               "an empty executable"),
+            "give the executable by its absolute path")
+    unsafe = next((ch for ch in text if ch in "\"'\\"), None)
+    if unsafe is not None:
+        raise RenderError(f"{what} {shown(text)}: systemd refuses an executable whose name "
+                          f"holds {unsafe!r}",
+                          "use a path without quotes or backslashes (move or link the file "
+                          "to one)")
 
 
 def schedule_units(config: Config, command: ScheduleCommand) -> list[UnitPlan]:
@@ -321,8 +371,10 @@ def schedule_units(config: Config, command: ScheduleCommand) -> list[UnitPlan]:
     timers catch up at boot (Persistent=), only the profile whose schedule elapsed last
     applies, whatever order they run in."""
     timers = [f"slicectl-profile@{name}.timer" for name in config.schedule]
-    exec_start = " ".join([*map(exec_word, command.executable), "apply",
-                           exec_word(command.tenants), "--profile", "%i", "--if-in-force",
+    exec_start = " ".join([*(exec_word(word, command.executable_from, first=not i)
+                             for i, word in enumerate(command.executable)), "apply",
+                           exec_word(command.tenants, command.tenants_from),
+                           "--profile", "%i", "--if-in-force",
                            "--yes"])
     service = UnitPlan(
         unit=SCHEDULE_SERVICE, path=SCHEDULE_SERVICE, kind=FileKind.SCHEDULE,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import re
 import reprlib
+import unicodedata
 from collections.abc import Iterable
 from typing import Final, Literal
 
@@ -48,10 +49,10 @@ MAX_PERIOD_US: Final = 1_000_000
 
 # What systemd's parse_size() takes for memory properties: a number, optionally with a
 # fraction, and one upper-case suffix of base 1024 (systemd.resource-control(5)).
-_SIZE_RE = re.compile(r"^\s*(\d{1,40}(?:\.\d{1,40})?)\s*([KMGTPE]?)\s*$")
+_SIZE_RE = re.compile(r"^\s*(\d{1,40}(?:\.\d{1,40})?)\s*([KMGTPE]?)\s*$", re.ASCII)
 # What people write instead (12GB, 12Gb, 12GiB, 12g, 50%): refused with what to write.
 _LOOSE_SIZE_RE = re.compile(r"^\s*(\d{1,40}(?:\.\d{1,40})?)\s*([KMGTPE]?)(i?B)?\s*$",
-                            re.IGNORECASE)
+                            re.IGNORECASE | re.ASCII)
 _FACTORS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5,
             "E": 1024**6}
 
@@ -148,7 +149,7 @@ MemorySize = Size | RamShare  # what a memory key holds: bytes, infinity or a sh
 # systemd's parse_permyriad(): "N%" with up to two decimals, "N‰" with one, "N‱" whole; at
 # most 100 % (measured with `systemd-analyze verify` on systemd 252: "50 %" and "50.255%" are
 # refused).
-_SHARE_RE = re.compile(r"\s*(\d{1,10})(?:\.(\d+))?(%|‰|‱)\s*")
+_SHARE_RE = re.compile(r"\s*(\d{1,10})(?:\.(\d+))?(%|‰|‱)\s*", re.ASCII)
 _SHARE_DECIMALS = {"%": 2, "‰": 1, "‱": 0}
 _SHARE_FACTOR = {"%": 100, "‰": 10, "‱": 1}
 
@@ -158,6 +159,7 @@ def _parse_share(value: str, of: str, whole: str, hint: str) -> tuple[int, str] 
     if `value` is not written as a share at all; ValueHint for a share systemd refuses (above
     100 %, too many decimals). `of` names what it is a share of ("RAM"), `whole` all of it
     and `hint` what 100 % is."""
+    check_ascii(value, SHARE_SIGNS)
     m = _SHARE_RE.fullmatch(value)
     if m is None:
         return None
@@ -201,6 +203,47 @@ class ValueHint(ValueError):
     def __init__(self, message: str, hint: str) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+# The characters beyond ASCII that systemd reads in a value: the per-mille and per-ten-
+# thousand signs of a share (parse_permyriad).
+SHARE_SIGNS: Final = "‰‱"
+
+
+def check_ascii(value: str, allowed: str = "") -> bool:
+    """True, or ValueHint when `value` holds a character beyond ASCII (but those in
+    `allowed`). Python's int(), float(), str.isdigit() and `\\d` take the digits of every
+    script (٥, ５, ⁵); systemd reads 0-9 only and ignores a line it cannot parse, so the unit
+    would run without that limit. The hint spells the value in ASCII where that is clear."""
+    bad = next((ch for ch in value if not ch.isascii() and ch not in allowed), None)
+    if bad is None:
+        return True
+    name = unicodedata.name(bad, "")
+    kind = "a digit other than 0-9" if bad.isnumeric() else "not ASCII"
+    spelled = _in_ascii(value, allowed)
+    raise ValueHint(f"{quote(value)} holds {bad!r} (U+{ord(bad):04X}"
+                    f"{' ' + name if name else ''}), {kind}: systemd reads only the ASCII "
+                    "digits 0-9 and would ignore the setting",
+                    f"write {spelled}" if spelled else "retype it with the digits 0-9 (text "
+                    "copied from a document or typed in another keyboard layout may hold "
+                    "look-alikes)")
+
+
+def _in_ascii(value: str, allowed: str) -> str | None:
+    """`value` with look-alikes replaced by their ASCII (fullwidth ５０％, ٥), or None."""
+    out = []
+    for ch in value:
+        if ch.isascii() or ch in allowed:
+            out.append(ch)
+        elif (digit := unicodedata.decimal(ch, None)) is not None:  # ٥, ５: a digit 0-9
+            out.append(str(digit))
+        elif ch.isnumeric():  # ², ½, Ⅻ: what was meant is not clear
+            return None
+        elif (folded := unicodedata.normalize("NFKC", ch)).isascii() and folded.isprintable():
+            out.append(folded)  # fullwidth ％ and Ｍ, a no-break space
+        else:
+            return None
+    return "".join(out).strip()
 
 
 def _check_size(size: int, value: object, minimum: int) -> int:
@@ -253,6 +296,7 @@ def parse_size(value: object, minimum: int = 0) -> Size:
         return _check_size(value, value, minimum)
     if not isinstance(value, str):
         raise ValueError(f"expected a size such as 512M, 24G or infinity, got {quote(value)}")
+    check_ascii(value)
     if value.strip().lower() == "infinity":
         return INFINITY
     m = _SIZE_RE.match(value)
@@ -354,7 +398,8 @@ def parse_percent(value: object) -> int:
         raise ValueError("expected a percent such as 150%, not a boolean")
     if isinstance(value, int):
         pct = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*\d{1,40}\s*%\s*", value):
+    elif isinstance(value, str) and check_ascii(value) and re.fullmatch(
+            r"\s*\d{1,40}\s*%\s*", value, re.ASCII):
         pct = int(value.strip().rstrip("%"))
     else:
         raise ValueError(f"{quote(value)} is not a percent (write it like 150%)")
@@ -365,7 +410,7 @@ def parse_percent(value: object) -> int:
     return pct
 
 
-_DURATION_RE = re.compile(r"^\s*(\d{1,40})\s*(us|ms|s)?\s*$")
+_DURATION_RE = re.compile(r"^\s*(\d{1,40})\s*(us|ms|s)?\s*$", re.ASCII)
 _DURATION_FACTORS = {"us": 1, "ms": 1000, "s": 1_000_000, None: 1_000_000}
 
 
@@ -376,6 +421,8 @@ def parse_duration_us(value: object, lo: int = 0, hi: int | None = None) -> int:
         raise ValueError("expected a duration such as 100ms, not a boolean")
     if not isinstance(value, str | int):
         raise ValueError(f"expected a duration such as 100ms, got {quote(value)}")
+    if isinstance(value, str):
+        check_ascii(value)
     m = _DURATION_RE.match(str(value))
     if not m:
         raise ValueError(f"{quote(value)} is not a duration (write it like 100ms, 1s or 500us)")

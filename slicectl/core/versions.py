@@ -17,7 +17,7 @@ from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.properties import BY_KEY, Prop
 from slicectl.core.tenants import Config, Confinement, Tenant
 
-_LEADING = re.compile(r"\s*(?:systemd\s+)?(\d+)")
+_LEADING = re.compile(r"\s*(?:systemd\s+)?([0-9]+)")
 
 
 def parse_version(text: str) -> int | None:
@@ -81,7 +81,7 @@ def version_problems(config: Config, version: int, source: str) -> list[Problem]
 
 def parse_kernel(release: str) -> tuple[int, int] | None:
     """(major, minor) of a kernel release: "6.1.0-28-amd64" -> (6, 1); None if it has none."""
-    m = re.match(r"(\d+)\.(\d+)", release)
+    m = re.match(r"([0-9]+)\.([0-9]+)", release)
     return (int(m[1]), int(m[2])) if m else None
 
 

@@ -88,7 +88,7 @@ def _yaml_value(key: str, text: str) -> Any:
     """A value as the YAML scalar the user would have typed."""
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # not ٥ or ５: refused by the key's parser
         return int(text)
     if key in ("cpus", "nodes"):
         # "0-3,16-19" must be quoted: a bare comma would split a flow mapping.

@@ -1,31 +1,49 @@
-"""One writer per directory: flock(2) on the directory itself, made on demand, undone on failure.
+"""One writer per unit directory: flock(2) on a lock file of that directory, in a folder only
+this user can write (/run/slicectl/locks for root), taken before the directory is made.
 
 Two `slicectl generate` runs into one `--out DIR` (or a generate and an apply into
-/etc/systemd/system) would otherwise interleave: each reads the manifest, plans from it and
-writes, and the manifest ends up listing one run's files while the other's remain. The lock is
-taken on an O_DIRECTORY descriptor of DIR, so no lock file is left in DIR (nor anywhere else);
-`flock DIR COMMAND` (util-linux) takes the same lock, so scripts can hold slicectl off too.
-A second run waits for the first, bounded, and then names the holder (from /proc/locks).
+/etc/systemd/system, or an apply and a balancer move) would otherwise interleave: each reads
+the manifest, plans from it and writes, and the manifest ends up listing one run's files while
+the other's remain. A flock on DIR itself, which any user may open, would let anyone hold
+every apply and every balancer move off; so the lock is a file no other user can open:
 
-The directory and any missing parents are made here, before the lock, and removed again (if
-still empty) before the lock is released, so a failed run leaves no folder behind and a run
-waiting on the lock never writes into a folder that was removed under it: after taking the lock
-it checks that DIR is still the folder it locked, and starts over if not.
+- the folder: `$SLICECTL_LOCK_DIR` when set (tests), else /run/slicectl/locks for root, else
+  `$XDG_RUNTIME_DIR/slicectl/locks` or, without one, `slicectl-UID-locks` in the temporary
+  folder. It is made 0700 when missing; one that is a link, is not owned by this user or is
+  writable by others is refused, and so is a lock file that is not this user's own regular
+  file, readable or writable by no one else (anyone who can open it can flock it);
+- the file: DIR's real path escaped as `systemd-escape --path` does, `.lock` added
+  (/etc/systemd/system → `etc-systemd-system.lock`), so each directory has its own lock and
+  `flock /run/slicectl/locks/etc-systemd-system.lock COMMAND` holds slicectl off from a
+  script run as root;
+- the holder writes its PID and command line into the file once it holds the lock; a run that
+  waits names it from there (or from /proc/locks, for a holder that did not write it), and
+  gives up after a bounded wait.
+
+DIR and any missing parents are made once the lock is held, and removed again (if still
+empty) before it is released, so a failed run leaves no folder behind.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import hashlib
 import os
 import stat
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from slicectl.core.errors import OutputError, shown
+
 LOCK_TIMEOUT = 60.0  # seconds a run waits for another one writing the same directory
+LOCK_DIR_ENV = "SLICECTL_LOCK_DIR"
+ROOT_LOCK_DIR = "/run/slicectl/locks"
 _POLL = 0.05
-_ATTEMPTS = 20  # times to start over when DIR was removed or replaced while we waited
+_NAME_MAX = 200  # longer escaped paths are cut and given a hash (NAME_MAX is 255)
 
 
 class LockTimeout(Exception):
@@ -34,6 +52,45 @@ class LockTimeout(Exception):
     def __init__(self, holder: str) -> None:
         super().__init__(holder)
         self.holder = holder
+
+
+def lock_folder() -> Path:
+    """The folder of the lock files (see the module's docstring)."""
+    given = os.environ.get(LOCK_DIR_ENV)
+    if given:
+        return Path(given)
+    if os.geteuid() == 0:
+        return Path(ROOT_LOCK_DIR)
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime):
+        return Path(runtime, "slicectl", "locks")
+    return Path(tempfile.gettempdir(), f"slicectl-{os.geteuid()}-locks")
+
+
+def lock_file(unit_dir: Path) -> Path:
+    """The lock file of `unit_dir` (by its real path: two spellings, one lock)."""
+    return lock_folder() / f"{escaped_path(os.path.realpath(unit_dir))}.lock"
+
+
+def escaped_path(path: str) -> str:
+    """`path` escaped as `systemd-escape --path` does ("/" → "-", other bytes but
+    [A-Za-z0-9:_.] as \\xNN, "/" alone → "-"), cut and hashed when too long for a name."""
+    raw = os.fsencode(path).strip(b"/")
+    if not raw:
+        return "-"
+    out = []
+    for i, byte in enumerate(raw):
+        ch = chr(byte)
+        if ch == "/":
+            out.append("-")
+        elif ch.isascii() and (ch.isalnum() or ch in ":_" or ch == "." and i > 0):
+            out.append(ch)
+        else:
+            out.append(f"\\x{byte:02x}")
+    name = "".join(out)
+    if len(name) > _NAME_MAX:
+        name = f"{name[:_NAME_MAX - 17]}-{hashlib.sha256(raw).hexdigest()[:16]}"
+    return name
 
 
 def make_dirs(path: Path) -> list[Path]:
@@ -77,8 +134,78 @@ def remove_empty(folders: list[Path]) -> None:
             return  # not empty (or gone): its parents are not empty either
 
 
+def _unsafe(path: Path, why: str) -> OutputError:
+    return OutputError(
+        f"refusing the lock {'folder' if why.startswith('folder') else 'file'} "
+        f"{shown(path)}: {why.removeprefix('folder ')}",
+        f"slicectl takes its lock only where no other user can: remove {shown(path)} (it is "
+        f"made again, private to this user), or set {LOCK_DIR_ENV} to a folder only you can "
+        "write")
+
+
+def _private_folder(folder: Path) -> None:
+    """Make `folder` (0700; missing parents 0755) unless it is there; refuse one that is a
+    link, is not this user's or is writable by others."""
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        for parent in reversed([p for p in folder.parents if not p.exists()]):
+            try:
+                os.mkdir(parent, 0o755)
+                os.chmod(parent, 0o755)  # whatever the umask: a place others may read
+            except FileExistsError:
+                pass
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode):
+        raise _unsafe(folder, "folder is not a folder (a link, or a file)")
+    if st.st_uid != os.geteuid():
+        raise _unsafe(folder, f"folder is owned by uid {st.st_uid}, not by this user "
+                      f"(uid {os.geteuid()})")
+    if st.st_mode & 0o022:
+        raise _unsafe(folder, f"folder is writable by other users (mode "
+                      f"{stat.S_IMODE(st.st_mode):04o})")
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file, opened (made 0600 if missing); refused unless it is this user's own
+    regular file that no one else may open."""
+    _private_folder(path.parent)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _unsafe(path, "it is a symbolic link") from None
+        raise
+    st = os.fstat(fd)
+    why = ("it is not a regular file" if not stat.S_ISREG(st.st_mode) else
+           f"it is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
+           if st.st_uid != os.geteuid() else
+           f"other users may open it (mode {stat.S_IMODE(st.st_mode):04o})"
+           if st.st_mode & 0o077 else "")
+    if why:
+        os.close(fd)
+        raise _unsafe(path, why)
+    return fd
+
+
 def holder_of(fd: int) -> str:
-    """Who holds a flock on the file open as `fd`: "pid N (COMMAND LINE)", from /proc/locks."""
+    """Who holds the lock on the file open as `fd`: "pid N (COMMAND LINE)", as the holder
+    wrote it into the file, else from /proc/locks (util-linux `flock` writes nothing)."""
+    try:
+        pid, _, command = os.pread(fd, 4096, 0).decode("utf-8", "replace").partition("\n")
+    except OSError:
+        pid = command = ""
+    if pid.isascii() and pid.isdigit():
+        command = _printable(command.rstrip("\n"))
+        return f"pid {pid}" + (f" ({command})" if command else "")
+    return _holder_from_proc_locks(fd)
+
+
+def _holder_from_proc_locks(fd: int) -> str:
     st = os.fstat(fd)
     key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     try:
@@ -89,7 +216,8 @@ def holder_of(fd: int) -> str:
     for row in rows:
         # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; waiters have "->" after the number
         if len(row) >= 6 and row[1] == "FLOCK" and row[5] == key and row[4] not in ("0", "-1"):
-            return f"pid {row[4]}{_command_of(row[4])}"
+            command = _command_of(row[4])
+            return f"pid {row[4]}" + (f" ({command})" if command else "")
     return "another process"
 
 
@@ -98,9 +226,12 @@ def _command_of(pid: str) -> str:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return ""
-    words = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "backslashreplace")
+    return _printable(raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "backslashreplace"))
+
+
+def _printable(words: str) -> str:
     words = "".join(ch if ch.isprintable() else "?" for ch in words)
-    return f" ({words[:100]}{'…' if len(words) > 100 else ''})" if words else ""
+    return f"{words[:100]}{'…' if len(words) > 100 else ''}"
 
 
 def _acquire(fd: int, timeout: float, on_wait: Callable[[str], None] | None) -> None:
@@ -122,45 +253,39 @@ def _acquire(fd: int, timeout: float, on_wait: Callable[[str], None] | None) -> 
         time.sleep(min(_POLL, left))
 
 
-def _still_there(fd: int, path: Path) -> bool:
-    """True if `path` still names the folder open as `fd`."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    mine = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+def _sign(fd: int) -> None:
+    """Write this process's PID and command line into the lock file it holds."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n{_command_of('self')}\n".encode(), 0)
 
 
 @contextmanager
 def locked_dir(path: Path, timeout: float = LOCK_TIMEOUT,
                on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
-    """Hold an exclusive lock on folder `path` (made if missing) for the `with` block.
+    """Hold the exclusive lock of folder `path` for the `with` block, `path` made if missing.
 
     Folders made here are removed again if they are empty when the block ends (a failed run
-    leaves nothing). Raises LockTimeout, or OSError when `path` cannot be made or opened.
-    `on_wait(holder)` is called once if the lock is busy.
+    leaves nothing). Raises LockTimeout; OutputError when the lock's folder or file is not
+    private to this user; OSError when `path` cannot be made. `on_wait(holder)` is called
+    once if the lock is busy.
     """
-    for _ in range(_ATTEMPTS):
-        made = make_dirs(path)
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            continue  # removed by a run that failed, between our mkdir and open
-        try:
-            _acquire(fd, timeout, on_wait)
-        except BaseException:
-            os.close(fd)  # the folder is in the holder's hands now: left as it is
-            raise
-        if _still_there(fd, path):
-            break
-        os.close(fd)  # the run we waited for failed and removed the folder: make it again
-    else:
-        raise FileNotFoundError(2, "removed again and again while waiting", str(path))
+    where = lock_file(path)
     try:
-        yield
-    finally:
+        fd = _open_lock(where)
+    except OSError as e:
+        raise OutputError(f"cannot take the lock {shown(e.filename or where)}: {e.strerror}",
+                          "run as root, or set "
+                          f"{LOCK_DIR_ENV} to a folder you can write") from e
+    try:
+        _acquire(fd, timeout, on_wait)
+        _sign(fd)
         try:
-            remove_empty(made)  # while still holding the lock (see the module docstring)
+            made = make_dirs(path)
+            try:
+                yield
+            finally:
+                remove_empty(made)  # while still holding the lock
         finally:
-            os.close(fd)
+            os.ftruncate(fd, 0)  # no holder any more
+    finally:
+        os.close(fd)  # releases the lock

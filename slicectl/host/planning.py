@@ -110,7 +110,8 @@ def generator_command(generator: str, tenants: str) -> ScheduleCommand:
 
     beside = os.path.join(os.path.dirname(os.path.realpath(generator)), "slicectl")
     executable = (beside,) if os.path.isfile(beside) else (sys.executable, "-m", "slicectl")
-    return ScheduleCommand(executable, os.path.abspath(tenants))
+    return ScheduleCommand(executable, os.path.abspath(tenants),
+                           "the slicectl beside slicectl-generator", "the host's tenants.yaml")
 
 
 def generator_files(config: Config, topology: Topology, previous: Manifest | None,
