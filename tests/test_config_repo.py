@@ -111,16 +111,14 @@ def test_a_plan_of_this_host_without_a_bus_compares_files_and_says_so(repo: Path
     proc = slicectl(repo, "plan", "tenants.yaml", "--sysfs", "/nonexistent", "--unit-dir",
                     "units", "--exit-code")
     assert proc.returncode == 1  # no topology at all: an error, not a comparison
+    from argparse import Namespace
+
     from slicectl.cli.pipeline import _no_bus
     from slicectl.core.errors import SystemdError
 
-    class Args:
-        bus = None
-
     error = SystemdError("cannot connect", name="org.freedesktop.DBus.Error.Disconnected")
-    assert _no_bus(error, Args())
-    Args.bus = "unix:path=/run/x"  # a bus named with --bus must answer
-    assert not _no_bus(error, Args())
+    assert _no_bus(error, Namespace(bus=None))
+    assert not _no_bus(error, Namespace(bus="unix:path=/run/x"))  # a bus named must answer
 
 
 @pytest.mark.parametrize(("text", "message"), [
