@@ -177,6 +177,9 @@ TOP_LEVEL = (
     ("schedule", "PROFILE: CALENDAR or [CALENDAR, ...]: systemd timers switch the profiles "
                  "(systemd.time(7)); default names the base file"),
     ("balance", "the balancer's policy; the keys under BALANCE KEYS"),
+    ("target", "slicectl: PATH, tenants: PATH: the slicectl and tenants.yaml on the hosts the "
+               "units are for, which the schedule's timers run (generate, plan and apply; "
+               "--target-slicectl and --target-tenants override them)"),
 )
 
 
