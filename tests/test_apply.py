@@ -35,7 +35,7 @@ tenants:
 profiles:
   night:
     db1: {cpus: 4}
-    db2: {cpus: 1}
+    db2: {cpus: 1, cpu_quota: 100%}
 """
 
 
@@ -216,7 +216,7 @@ async def test_removed_tenant_files_removed_and_empty_slice_stopped(
         options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
     await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
     smaller = YAML.replace("  db2: {cpus: 2, cpu_quota: 150%}\n", "").replace(
-        "    db2: {cpus: 1}\n", "")
+        "    db2: {cpus: 1, cpu_quota: 100%}\n", "")
     report = await apply_plan(config(smaller), make_topology(),  # type: ignore[arg-type]
                               options)
     assert not (options.unit_dir / "tenants-db2.slice").exists()

@@ -79,7 +79,7 @@ SCRIPT = """\
 set -e
 echo "=== status"; slicectl status --json
 echo "=== matches"; slicectl plan tenants.yaml --exit-code > /dev/null && echo 0
-sed -i 's/memory_high: 1G/memory_high: 2G/' tenants.yaml
+sed -i 's/memory_high: 1G/memory_high: 1792M/' tenants.yaml
 echo "=== edited"; slicectl plan tenants.yaml --exit-code > /dev/null || echo $?
 touch fail-next-apply; while [ -e fail-next-apply ]; do sleep 0.05; done  # armed
 echo "=== refused"; slicectl apply tenants.yaml --yes > /dev/null 2> refused.txt || echo $?
@@ -154,7 +154,7 @@ def test_demo_shell_plan_apply_roll_back_touching_nothing_outside(tmp_path: Path
     # With fail-next-apply the fake refused the property: apply failed (1) and rolled back
     # the live value and the drop-in.
     assert out["refused"].split() == ["1", str(1 << 30), str(1 << 30), "MemoryHigh=1G", "1"]
-    assert out["applied"].split() == [str(2 << 30)] * 2
+    assert out["applied"].split() == [str(1792 << 20)] * 2
     assert out["rolled back"].split() == [str(1 << 30)] * 2
     # Nothing written outside the temporary folder (TMPDIR: the demo's folder and Python's
     # probe of TMPDIR), nothing left there, no process left running.

@@ -151,11 +151,11 @@ def test_demo_shell_edit_apply_roll_back_then_exit(session: str, scratch: Path) 
         return wait_screen(session, lambda s: marker in s, timeout=timeout)
 
     run("slicectl plan tenants.yaml --exit-code > /dev/null; echo PLAN-$?", "PLAN-0")
-    run("sed -i 's/memory_high: 1G/memory_high: 2G/' tenants.yaml; echo EDIT-$?", "EDIT-0")
+    run("sed -i 's/memory_high: 1G/memory_high: 1792M/' tenants.yaml; echo EDIT-$?", "EDIT-0")
     run("slicectl plan tenants.yaml --exit-code > /dev/null; echo PLAN-$?", "PLAN-3")
     run("slicectl apply tenants.yaml", "Apply them? [y/N]")
     run("y", "Applied: 1 file(s) written")
-    run(f"echo HIGH-$(cat cgroup/{high})", f"HIGH-{2 << 30}")
+    run(f"echo HIGH-$(cat cgroup/{high})", f"HIGH-{1792 << 20}")
     run("cp tenants.yaml.orig tenants.yaml && slicectl apply tenants.yaml --yes; echo BACK-$?",
         "BACK-0")
     run(f"echo HIGH-$(cat cgroup/{high})", f"HIGH-{1 << 30}")

@@ -43,7 +43,7 @@ def case_directives(path: Path) -> tuple[str, Counter[tuple[str, int]]]:
 def test_case(case: Path) -> None:
     topology, expected = case_directives(case)
     topo = load_topology_file(str(TOPOLOGIES / f"{topology}.json"))
-    findings = lint(load_tenants(str(case)), topo)
+    findings = lint(load_tenants(str(case), contradictions_are_errors=False), topo)
     got = Counter((f.rule, f.line) for f in findings)
     assert got == expected, "\n".join(str(f) for f in findings)
     for f in findings:
@@ -152,7 +152,7 @@ def test_no_protection_cannot_overcommit() -> None:
 
     text = ("version: 1\nhousekeeping: {cpus: 2}\nconfine:\n  system.slice: {memory_max: 300G}\n"
             "tenants:\n  a: {cpus: 2, memory_max: 8G}\n")
-    config = parse_config(load_yaml(text, "t.yaml"), "t.yaml")
+    config = parse_config(load_yaml(text, "t.yaml"), "t.yaml", contradictions_are_errors=False)
     topo = load_topology_file(str(TOPOLOGIES / "xeon-2s-smt.json"))
     assert topo.total_memory < 300 * 1024**3
     assert list(overcommit_rule(config, topo)) == []
@@ -177,7 +177,7 @@ tenants:
 def live_config(tmp_path: Path) -> Config:
     path = tmp_path / "tenants.yaml"
     path.write_text(LIVE)
-    return load_tenants(str(path))
+    return load_tenants(str(path), contradictions_are_errors=False)
 
 
 def test_io_settings_for_devices_the_host_lacks(tmp_path: Path) -> None:
@@ -206,7 +206,8 @@ def test_managed_oom_without_systemd_oomd(tmp_path: Path) -> None:
 def test_memory_findings_say_what_happens() -> None:
     """The exact messages of limit-exceeds-memory and of protection-overcommit on nodes."""
     path = ROOT / "tests/cases/lint/limit-exceeds-memory.yaml"
-    findings = lint(load_tenants(str(path)), load_topology_file(_topo()))
+    findings = lint(load_tenants(str(path), contradictions_are_errors=False),
+                    load_topology_file(_topo()))
     assert [f"{f.line}: {f.rule}: {f.message}" for f in findings] == [
         "15: limit-exceeds-memory: tenant host has memory_max 500G but the host has 192G of "
         "RAM: the limit is never reached, the tenant is pushed into swap (or the kernel "
@@ -224,7 +225,8 @@ def test_protection_beyond_bound_nodes_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text("version: 1\ntenants:\n  a: {cpus: \"0-3\", memory_low: 50G}\n"
                     "  b: {cpus: \"4-7\", memory_low: 50G}\n")
-    findings = lint(load_tenants(str(path)), load_topology_file(_topo()))
+    findings = lint(load_tenants(str(path), contradictions_are_errors=False),
+                    load_topology_file(_topo()))
     over = [f for f in findings if f.rule == "protection-overcommit"]
     assert [(f.line, f.level, f.message) for f in over] == [
         (4, "error", "tenants a, b protect 100G (memory_low + memory_min) with their memory "

@@ -14,6 +14,7 @@ from slicectl.core import parsers as S
 from slicectl.core.cpulist import format_cpulist, from_bitmask, parse_cpulist, to_bitmask
 from slicectl.core.values import (
     INFINITY,
+    ValueHint,
     format_duration_us,
     format_size,
     parse_duration_us,
@@ -188,17 +189,15 @@ def test_size_round_trip(size: int) -> None:
 
 
 @pytest.mark.parametrize(("value", "pct"), [("600%", 600), ("50%", 50), (" 50 % ", 50),
-                                            (150, 150), ("1%", 1)])
+                                            ("1%", 1)])
 def test_parse_percent(value: object, pct: int) -> None:
     assert parse_percent(value) == pct
 
 
 @pytest.mark.parametrize(("value", "message"), [
     ("0%", "'0%' must be more than 0%"),
-    (0, "must be more than 0%"),
-    (-5, "must be more than 0%"),
+    ("-5%", "is not a percent"),
     ("1.5%", "'1.5%' is not a percent (write it like 150%)"),
-    ("50", "'50' is not a percent"),
     (True, "not a boolean"),
     (None, "is not a percent"),
 ])
@@ -206,6 +205,25 @@ def test_parse_percent_refuses(value: object, message: str) -> None:
     with pytest.raises(ValueError) as e:
         parse_percent(value)
     assert message in str(e.value)
+
+
+@pytest.mark.parametrize(("value", "message", "hint"), [
+    (4, "4 has no %: systemd refuses CPUQuota=4, and it is not clear whether 4 CPUs or 4% of "
+        "one CPU is meant", "write the percent of one CPU: 400% for 4 CPUs, or 4% for 4% of "
+                            "one CPU"),
+    ("4", "'4' has no %", "400% for 4 CPUs"),
+    (1, "whether 1 CPU or 1% of one CPU", "100% for 1 CPU, or 1%"),
+    (1.5, "whether 1.5 CPUs or 1.5% of one CPU", "150% for 1.5 CPUs"),
+    ("0.25", "whether 0.25 CPUs", "25% for 0.25 CPUs"),
+    (0, "whether 0 CPUs", "0% for 0 CPUs"),
+])
+def test_a_bare_number_is_refused_saying_what_it_could_mean(value: object, message: str,
+                                                           hint: str) -> None:
+    """`cpu_quota: 4` was applied as CPUQuota=4%: a tenant meant to have 4 CPUs got 1/25 of
+    one. systemd itself refuses CPUQuota=4."""
+    with pytest.raises(ValueHint) as e:
+        parse_percent(value)
+    assert message in str(e.value) and hint in e.value.hint
 
 
 @pytest.mark.parametrize(("value", "us"), [

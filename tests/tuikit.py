@@ -39,7 +39,7 @@ tenants:
 profiles:
   night:
     db1: {cpus: 4}
-    db2: {cpus: 1}
+    db2: {cpus: 1, cpu_quota: 100%}
 """
 
 

@@ -54,7 +54,7 @@ def cmd_lint(args: Namespace) -> int:
     """`slicectl lint`: print findings; 1 if any error (with --strict: any finding), else 0."""
     from slicectl.core.lint import Level, lint, missing_devices, oomd_rule, root_tasks
 
-    config = load_config(args)
+    config = load_config(args, contradictions_are_errors=False)  # reported as lint errors
     competition = None
     proc = args.proc_root or defaults.PROC
     if args.live:  # share-below-cpus counts the host's actual competitors for CPU

@@ -33,14 +33,16 @@ def load_topology(args: Namespace) -> Topology:
     return topo
 
 
-def load_config(args: Namespace) -> Config:
-    """tenants.yaml of `args.tenants` with every check, and `--profile P`'s overrides."""
+def load_config(args: Namespace, *, contradictions_are_errors: bool = True) -> Config:
+    """tenants.yaml of `args.tenants` with every check, and `--profile P`'s overrides
+    (`contradictions_are_errors`: as slicectl.core.config.parse_config's)."""
     import sys
 
     from slicectl.host.planning import load_tenants
 
     return load_tenants(args.tenants, getattr(args, "profile", None),
-                        warn=lambda line: print(f"warning: {line}", file=sys.stderr))
+                        warn=lambda line: print(f"warning: {line}", file=sys.stderr),
+                        contradictions_are_errors=contradictions_are_errors)
 
 
 def _lock_timeout(args: Namespace) -> float:

@@ -107,7 +107,7 @@ In this shell `slicectl` acts on the demo: its cgroup tree, unit directory and f
   slicectl top                      live, until Ctrl-C
   slicectl tui tenants.yaml         the TUI: e edits a tenant, then review and apply
   slicectl plan tenants.yaml        the host matches tenants.yaml
-  $EDITOR tenants.yaml              e.g. cache's memory_high: 1G -> 2G
+  $EDITOR tenants.yaml              e.g. cache's memory_high: 1G -> 1792M
   slicectl plan tenants.yaml        what apply would change, file by file, live
   slicectl apply tenants.yaml       write the units, set the properties over D-Bus, verify
   cp tenants.yaml.orig tenants.yaml && slicectl apply tenants.yaml     roll back

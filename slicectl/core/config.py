@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from slicectl.core.contradictions import contradictions
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.human import human_memory
 from slicectl.core.properties import (
@@ -525,8 +526,10 @@ def _parse_target(c: _Collector, data: Mapping[Any, Any]) -> dict[str, str]:
     return found
 
 
-def parse_config(data: Any, path: str) -> Config:
-    """Validate a loaded YAML document (its mappings know their lines: load_yaml)."""
+def parse_config(data: Any, path: str, *, contradictions_are_errors: bool = True) -> Config:
+    """Validate a loaded YAML document (its mappings know their lines: load_yaml). Settings
+    that cannot take effect (slicectl.core.contradictions) are errors too, unless
+    `contradictions_are_errors` is False (lint, which reports them itself)."""
     c = _Collector(path)
     if not isinstance(data, Mapping):
         c.add(1, "", f"expected a mapping at the top level, got {_kind(data)}",
@@ -549,14 +552,19 @@ def parse_config(data: Any, path: str) -> Config:
     schedule, slines = _parse_schedule(c, data.get("schedule"), _key_line(data, "schedule", 1),
                                        profiles)
     target = _parse_target(c, data)
+    config = Config(path=path, slice=slice_name, housekeeping_cpus=hk_cpus,
+                    schedule=schedule, schedule_lines=slines,
+                    housekeeping_line=hk_line, confine=tuple(confine), tenants=tuple(tenants),
+                    profiles=profiles, profile_lines=plines, balance=balance,
+                    target_slicectl=target.get("slicectl"),
+                    target_tenants=target.get("tenants"),
+                    target_line=_key_line(data, "target", 0))
+    # Settings that cannot take effect (lint's errors), with every other problem at once.
+    if contradictions_are_errors:
+        c.problems.extend(x.problem for x in contradictions(config))
     if c.problems:
-        raise ConfigError(c.problems)
-    return Config(path=path, slice=slice_name, housekeeping_cpus=hk_cpus,
-                  schedule=schedule, schedule_lines=slines,
-                  housekeeping_line=hk_line, confine=tuple(confine), tenants=tuple(tenants),
-                  profiles=profiles, profile_lines=plines, balance=balance,
-                  target_slicectl=target.get("slicectl"), target_tenants=target.get("tenants"),
-                  target_line=_key_line(data, "target", 0))
+        raise ConfigError(sorted(c.problems, key=lambda p: p.line))
+    return config
 
 
 def load_yaml(text: str, path: str, *, round_trip: bool = False) -> Any:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
-from typing import Any, TypeGuard
+from typing import Any
 
 from slicectl.core.config import Config, Confinement, Tenant
 from slicectl.core.contention import (
@@ -24,6 +24,7 @@ from slicectl.core.contention import (
     predict_shares,
     weight_on_cpu_scale,
 )
+from slicectl.core.contradictions import contradictions, limited
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.frozen import frozen
 from slicectl.core.human import exact_size, human_memory
@@ -34,12 +35,10 @@ from slicectl.core.protection import node_overcommit, overcommit
 from slicectl.core.shares import Bound
 from slicectl.core.topology import Topology
 from slicectl.core.values import (
-    INFINITY,
     MemorySize,
     RamShare,
     format_duration_us,
     resolved,
-    size_le,
 )
 
 # The studies the rules come from, cited so a reader can find them (docs/background.md).
@@ -161,23 +160,6 @@ def _size(value: MemorySize) -> str:
     return human_memory(value)
 
 
-def _limited(value: MemorySize | None) -> TypeGuard[int | RamShare]:
-    """A size (or share of RAM) that is set and not infinity."""
-    return value is not None and value is not INFINITY
-
-
-def _at_least(a: MemorySize, b: MemorySize, ram: int) -> bool | None:
-    """a >= b, with shares of RAM resolved on a host of `ram` bytes; None when that cannot be
-    told (a share against a size, the RAM unknown)."""
-    if isinstance(a, RamShare) and isinstance(b, RamShare):
-        return a.permyriad >= b.permyriad
-    if (isinstance(a, RamShare) or isinstance(b, RamShare)) and ram <= 0:
-        return None
-    x, y = resolved(a, ram), resolved(b, ram)
-    assert x is not None and y is not None
-    return size_le(y, x)
-
-
 # --- rules on the configuration (pure) ----------------------------------------------------
 
 
@@ -197,11 +179,6 @@ def _cpu_rules(c: Config, t: Tenant, layout: Layout | None) -> Iterator[Finding]
         yield _finding("quota-without-cpus", c.path, t.line_of("cpu_quota"),
                        f"tenant {t.name} has cpu_quota {t.cpu_quota}% but no `cpus`: "
                        "unpinned quotas leave CPUs idle and share them unevenly")
-    count = _cpu_count(t, layout)
-    if t.cpu_quota is not None and count and t.cpu_quota > 100 * count:
-        yield _finding("quota-exceeds-cpus", c.path, t.line_of("cpu_quota"),
-                       f"tenant {t.name} has cpu_quota {t.cpu_quota}% but only {count} "
-                       f"CPU(s): at most {100 * count}% is reachable")
     if t.cpu_weight == 0 and t.cpu_quota is not None:  # 0: idle
         # Babulal, LKML 2011: a quota leaves CPUs idle; an idle tenant is meant to use them.
         yield _finding("idle-with-quota", c.path, t.line_of("cpu_quota"),
@@ -215,16 +192,13 @@ def _cpu_rules(c: Config, t: Tenant, layout: Layout | None) -> Iterator[Finding]
 
 
 def _memory_rules(c: Config, t: Tenant, ram: int) -> Iterator[Finding]:
-    if _limited(t.memory_max) and not t.memory_low and not t.memory_min:
+    if limited(t.memory_max) and not t.memory_low and not t.memory_min:
         assert t.memory_max is not None
         yield _finding("memory-not-reserved", c.path, t.line_of("memory_max"),
                        f"tenant {t.name} has memory_max {_size(t.memory_max)} but no "
                        "memory_low/memory_min: a limit is not a reservation, the memory "
                        "can be taken by others under pressure")
-    if _limited(t.memory_max) and t.memory_high is not None:
-        yield from _high_above_max(c, t.name, "tenant", t.memory_high, t.memory_max,
-                                   t.line_of("memory_high"), ram)
-    if _limited(t.memory_max) and (t.memory_swap_max is None or t.memory_swap_max != 0):
+    if limited(t.memory_max) and (t.memory_swap_max is None or t.memory_swap_max != 0):
         assert t.memory_max is not None
         swap = ("unset (unlimited)" if t.memory_swap_max is None
                 else _size(t.memory_swap_max))
@@ -235,33 +209,18 @@ def _memory_rules(c: Config, t: Tenant, ram: int) -> Iterator[Finding]:
                        f"memory_swap_max is {swap}: it can be swapped out despite its limit")
 
 
-def _high_above_max(
-    c: Config, name: str, what: str, high: MemorySize, max_: int | RamShare, line: int,
-    ram: int
-) -> Iterator[Finding]:
-    if _at_least(high, max_, ram):
-        yield _finding("high-above-max", c.path, line,
-                       f"{what} {name} has memory_high {_size(high)} >= memory_max "
-                       f"{_size(max_)}: memory_high never takes effect, the tenant hits the "
-                       "hard limit (OOM) without being throttled first")
+def _contradictions(c: Config, layout: Layout | None, ram: int) -> Iterator[Finding]:
+    """The settings that cannot take effect: validate's errors too, from one place
+    (slicectl.core.contradictions), with the placed CPU counts when there is a layout."""
+    def cpus_of(t: Tenant) -> int | None:
+        return _cpu_count(t, layout)
 
-
-def _confine_rules(c: Config, ram: int) -> Iterator[Finding]:
-    for conf in c.confine:
-        if _limited(conf.memory_max) and conf.memory_high is not None:
-            yield from _high_above_max(c, conf.unit, "unit", conf.memory_high, conf.memory_max,
-                                       conf.lines.get("memory_high", conf.line), ram)
-        if conf.cpus is not None and conf.cpu_quota is not None:
-            if conf.cpu_quota > 100 * len(conf.cpus):
-                yield _finding("quota-exceeds-cpus", c.path,
-                               conf.lines.get("cpu_quota", conf.line),
-                               f"unit {conf.unit} has cpu_quota {conf.cpu_quota}% but only "
-                               f"{len(conf.cpus)} CPU(s): at most {100 * len(conf.cpus)}% is "
-                               "reachable")
+    for x in contradictions(c, cpus_of, ram):
+        yield _finding(x.rule, c.path, x.problem.line, x.problem.message, x.problem.hint)
 
 
 def _memory_bound(conf: Confinement | None) -> bool:
-    return conf is not None and (_limited(conf.memory_max) or _limited(conf.memory_high))
+    return conf is not None and (limited(conf.memory_max) or limited(conf.memory_high))
 
 
 def _housekeeping_rules(c: Config) -> Iterator[Finding]:
@@ -316,10 +275,10 @@ def _limit_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Finding]:
         return
     node_memory = {n.id: n.memory_bytes for n in topo.nodes}
     for t in c.tenants:
-        key = "memory_max" if _limited(t.memory_max) else "memory_high"
+        key = "memory_max" if limited(t.memory_max) else "memory_high"
         written = t.resources.get(key)
         limit = resolved(written, ram)  # a share of RAM as systemd resolves it on this host
-        if not isinstance(limit, int) or not _limited(written):
+        if not isinstance(limit, int) or not limited(written):
             continue
         p = layout.of(t.name)
         line = t.line_of(key)
@@ -423,7 +382,7 @@ def lint(config: Config, topology: Topology | None,
     for t in config.tenants:
         findings += _cpu_rules(config, t, layout)
         findings += _memory_rules(config, t, ram)
-    findings += _confine_rules(config, ram)
+    findings += _contradictions(config, layout, ram)
     findings += _housekeeping_rules(config)
     if topology is not None and layout is not None:
         findings += overcommit_rule(config, topology, layout)

@@ -392,13 +392,21 @@ def format_memory(value: MemorySize) -> str:
 
 
 def parse_percent(value: object) -> int:
-    """Parse "600%" (or 600) into an integer percent of one CPU, 1 .. MAX_PERCENT (systemd's
-    limit for CPUQuota=)."""
+    """Parse "600%" into an integer percent of one CPU, 1 .. MAX_PERCENT (systemd's limit for
+    CPUQuota=). A bare number is refused, as systemd refuses `CPUQuota=4`: 4 is more likely
+    4 CPUs (400%) than 4% of one CPU, and guessing either way throttles someone."""
     if isinstance(value, bool):
         raise ValueError("expected a percent such as 150%, not a boolean")
-    if isinstance(value, int):
-        pct = value
-    elif isinstance(value, str) and check_ascii(value) and re.fullmatch(
+    if isinstance(value, int | float) or (isinstance(value, str) and re.fullmatch(
+            r"\s*\d{1,40}(?:\.\d+)?\s*", value, re.ASCII)):
+        number = str(value).strip()
+        cpus = f"{number} CPU" + ("" if number in ("1", "1.0") else "s")
+        raise ValueHint(
+            f"{quote(value)} has no %: systemd refuses CPUQuota={number}, and it is not clear "
+            f"whether {cpus} or {number}% of one CPU is meant",
+            f"write the percent of one CPU: {_times_100(number)}% for {cpus}, or {number}% for "
+            f"{number}% of one CPU")
+    if isinstance(value, str) and check_ascii(value) and re.fullmatch(
             r"\s*\d{1,40}\s*%\s*", value, re.ASCII):
         pct = int(value.strip().rstrip("%"))
     else:
@@ -408,6 +416,14 @@ def parse_percent(value: object) -> int:
     if pct > MAX_PERCENT:
         raise ValueError(f"{quote(value)} is too large: systemd takes at most {MAX_PERCENT}%")
     return pct
+
+
+def _times_100(number: str) -> str:
+    """`number` (digits, maybe a fraction) times 100, as text: "4" -> "400", "1.5" -> "150"."""
+    whole, _, fraction = number.partition(".")
+    digits = (whole + (fraction + "00")[:2]).lstrip("0") or "0"
+    rest = fraction[2:].rstrip("0")
+    return digits + (f".{rest}" if rest else "")
 
 
 _DURATION_RE = re.compile(r"^\s*(\d{1,40})\s*(us|ms|s)?\s*$", re.ASCII)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import os
 import shutil
 import threading
 import time
@@ -233,6 +234,13 @@ def _initial_apply(paths: DemoPaths, topology: Topology) -> None:
     asyncio.run(apply_plan(load_tenants(str(paths.tenants)), topology, options))
 
 
+def _restore_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
 @contextmanager
 def running_demo(folder: Path, *, keep: bool = False) -> Iterator[Demo]:
     """Build the demo in `folder` (new or empty), start it, yield it; on exit stop everything
@@ -240,12 +248,18 @@ def running_demo(folder: Path, *, keep: bool = False) -> Iterator[Demo]:
     import os
 
     from slicectl.demo.bus import PrivateBus
+    from slicectl.host.lock import LOCK_DIR_ENV
     from slicectl.host.sysfs import read_topology
 
     with ExitStack() as stack:
         if not keep:
             stack.callback(shutil.rmtree, folder, ignore_errors=True)
         paths = prepare(folder)
+        # Its locks in its own folder (the demo writes nothing outside it): this process's,
+        # and the shell's and every slicectl started there, which inherit it.
+        before = os.environ.get(LOCK_DIR_ENV)
+        os.environ[LOCK_DIR_ENV] = str(paths.root / "locks")
+        stack.callback(_restore_env, LOCK_DIR_ENV, before)
         topology = read_topology(paths.sysfs)
         bus = PrivateBus(paths.root, preexec=_die_with_parent)
         stack.callback(bus.stop)

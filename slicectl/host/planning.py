@@ -54,12 +54,14 @@ def read_text(path: str) -> str:
 
 
 def load_tenants(path: str, profile: str | None = None, *, check_schedule: bool = True,
-                 warn: Callable[[str], None] | None = None) -> Config:
+                 warn: Callable[[str], None] | None = None,
+                 contradictions_are_errors: bool = True) -> Config:
     """tenants.yaml at `path`, every problem raised at once as a ConfigError, with profile
     `profile`'s overrides when given. `check_schedule`: check the schedule's calendar events
     with `systemd-analyze calendar` (skipped, with a `warn`ing, where it is not installed)."""
     name = shown(path)
-    config = parse_config(load_yaml(read_text(path), name), name)
+    config = parse_config(load_yaml(read_text(path), name), name,
+                          contradictions_are_errors=contradictions_are_errors)
     if check_schedule and config.schedule:
         _check_schedule(config, warn)
     return config.with_profile(profile)

@@ -30,7 +30,7 @@ tenants:
 profiles:
   night:
     db1: {cpus: 4, cpu_weight: 100}
-    db2: {cpus: 1}
+    db2: {cpus: 1, cpu_quota: 100%}
 """
 ETC = Path("/etc/systemd/system")
 RUNTIME_CONTROL = Path("/run/systemd/system.control")
@@ -255,7 +255,8 @@ def test_a_property_this_systemd_and_kernel_lack_is_refused_before_anything_chan
 def test_dbus_failure_midway_rolls_back(slicectl: Run, tenants: Path, tmp_path: Path) -> None:
     one = tmp_path / "one.yaml"
     one.write_text(TENANTS.replace("  db2: {cpus: 2, cpu_quota: 150%, memory_max: 128M}\n",
-                                   "").replace("    db2: {cpus: 1}\n", ""))
+                                   "").replace(
+                                       "    db2: {cpus: 1, cpu_quota: 100%}\n", ""))
     assert apply(slicectl, one).returncode == 0
     live, files = _live_snapshot(), _etc_snapshot()
     # A drop-in of the test's own makes systemd's StartUnit job for the new slice fail, after
