@@ -14,6 +14,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import pytest
+
 import slicectl
 from slicectl.core.config import load_yaml, parse_config
 from slicectl.core.lint import lint
@@ -91,6 +93,7 @@ def plan_everything(n: int) -> Callable[[], object]:
     return work
 
 
+@pytest.mark.long  # tracing every line: a few seconds
 def test_planning_grows_about_linearly_with_tenants() -> None:
     small, large = lines_run(plan_everything(150)), lines_run(plan_everything(1200))
     # 8 times the tenants: 8 times the lines when linear, 64 when quadratic; the fixed costs
