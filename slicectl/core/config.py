@@ -223,7 +223,8 @@ def _check_unit_types(c: _Collector, unit: str, values: dict[str, Any],
 
 
 def _parse_profile(c: _Collector, pname: str, body: Any, pline: int,
-                   names: tuple[str, ...], lines: dict[str, int]) -> dict[str, dict[str, Any]]:
+                   names: tuple[str, ...], known: frozenset[str], lines: dict[str, int]
+                   ) -> dict[str, dict[str, Any]]:
     """One profile: tenant -> overrides (their lines go to `lines` as "P.TENANT.KEY")."""
     overrides: dict[str, dict[str, Any]] = {}
     if not isinstance(body, Mapping):
@@ -232,7 +233,7 @@ def _parse_profile(c: _Collector, pname: str, body: Any, pline: int,
         return overrides
     for tname, values in body.items():
         tline = _key_line(body, tname, pline)
-        if tname not in names:
+        if tname not in known:
             c.add(tline, f"profiles.{pname}.{_name(tname)}", "no such tenant",
                   c.unknown_key_hint(tname, names, "tenants"))
             continue
@@ -255,7 +256,8 @@ def _parse_profiles(
         c.add(line, "profiles", f"expected a mapping of profile names, got {_kind(node)}",
               "e.g. `night: {db1: {cpus: 4}}`")
         return profiles, plines
-    names = tuple(t.name for t in tenants)
+    names = tuple(t.name for t in tenants)  # in file order, for the hint
+    known = frozenset(names)  # a tuple's `in` made a profile of every tenant quadratic
     for pname, body in node.items():
         pline = _key_line(node, pname, line)
         if not _valid_name(pname):
@@ -263,7 +265,8 @@ def _parse_profiles(
                   "use lower-case letters, digits and _")
             continue
         plines[pname] = pline
-        profiles[pname] = _parse_profile(c, pname, body, pline, names, plines)
+        profiles[pname] = _parse_profile(c, pname, body, pline, names, known,
+                                           plines)
     return profiles, plines
 
 

@@ -59,6 +59,8 @@ class Claims:
                 self.node_cores[n].append(core)
         self.free_count: dict[int, int] = {
             n.id: len(n.cpus & self.free) for n in topo.nodes}
+        # Every pool tenant is on the same set of CPUs: its nodes are found once.
+        self._nodes: dict[frozenset[int], tuple[int, ...]] = {}
 
     # --- bookkeeping ----------------------------------------------------------------------
     def save(self) -> _Saved:
@@ -97,6 +99,14 @@ class Claims:
     def first_owner(self, cpus: Iterable[int]) -> str | None:
         """The tenant, first by name, that holds any of `cpus`, or None if none is held."""
         return min((self.owner[c] for c in cpus if c in self.owner), default=None)
+
+    def nodes_of(self, cpus: frozenset[int]) -> tuple[int, ...]:
+        """The nodes `cpus` are on, in order."""
+        nodes = self._nodes.get(cpus)
+        if nodes is None:
+            nodes = tuple(sorted({n for c in cpus if (n := self.node_of.get(c)) is not None}))
+            self._nodes[cpus] = nodes
+        return nodes
 
     def free_on(self, node: int) -> frozenset[int]:
         return frozenset(self.free & self.node_cpus[node])

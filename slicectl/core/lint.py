@@ -332,15 +332,32 @@ def _cross_node_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Find
                            "remote")
 
 
-def _overlapping(g: Guarantee, shares: CpuShares, weights: bool = True) -> str:
-    """Who shares g's CPUs, heaviest first: "batch (weight 400), system.slice (weight 100)"."""
-    rivals = sorted(((o.weight, name) for name, o in (*shares.tenants.items(),
-                                                      *((o.name, o) for o in shares.competitors))
-                     if o is not g and o.cpus & g.cpus), key=lambda r: (-r[0], r[1]))
-    shown = [f"{name} (weight {weight_on_cpu_scale(w)})" if weights else name
-             for w, name in rivals[:4]]
-    more = f" and {len(rivals) - 4} more" if len(rivals) > 4 else ""
-    return ", ".join(shown) + more
+class _Rivals:
+    """Every tenant's and competitor's guarantee, grouped by their CPUs and heaviest first
+    in each group: who shares a tenant's CPUs is found set by set, not guarantee by
+    guarantee (the thousands of tenants on the shared pool are one set)."""
+
+    SHOWN = 4
+
+    def __init__(self, shares: CpuShares) -> None:
+        self.groups: dict[frozenset[int], list[tuple[int, str, int, Guarantee]]] = {}
+        everyone = (*shares.tenants.items(), *((o.name, o) for o in shares.competitors))
+        for i, (name, o) in enumerate(everyone):  # i: ties keep this order
+            self.groups.setdefault(o.cpus, []).append((-o.weight, name, i, o))
+        for group in self.groups.values():
+            group.sort(key=lambda r: r[:3])
+
+    def of(self, g: Guarantee, weights: bool = True) -> str:
+        """Who shares the CPUs of `g` (one of the shares' guarantees), heaviest first:
+        "batch (weight 400), system.slice (weight 100)"."""
+        groups = [group for cpus, group in self.groups.items() if cpus & g.cpus]
+        count = sum(map(len, groups)) - (1 if g.cpus else 0)  # all but g itself
+        first = sorted((r for group in groups for r in group[:self.SHOWN + 1] if r[3] is not g),
+                       key=lambda r: r[:3])[:self.SHOWN]
+        shown = [f"{name} (weight {weight_on_cpu_scale(-w)})" if weights else name
+                 for w, name, _, _ in first]
+        more = f" and {count - self.SHOWN} more" if count > self.SHOWN else ""
+        return ", ".join(shown) + more
 
 
 def _share_rule(c: Config, topo: Topology, layout: Layout,
@@ -349,6 +366,7 @@ def _share_rule(c: Config, topo: Topology, layout: Layout,
     shares = predict_shares(c, layout, topo, competition)
     basis = ("competitors counted on this host" if shares.live else
              "standard competitors assumed: system.slice, user.slice, init.scope")
+    rivals = _Rivals(shares)
     for t in c.tenants:
         g = shares.tenants[t.name]
         cpus = len(g.cpus)
@@ -361,7 +379,7 @@ def _share_rule(c: Config, topo: Topology, layout: Layout,
         if g.bound is Bound.THREADS:
             yield _finding(
                 "share-below-cpus", c.path, t.line,
-                f"{head}: it shares them with {_overlapping(g, shares, weights=False)} and no "
+                f"{head}: it shares them with {rivals.of(g, weights=False)} and no "
                 "cpu controller "
                 "separates them (nothing sets cpu_weight or cpu_quota): every thread competes "
                 "on its own", "set cpu_weight on the tenants (100 is the default weight) so "
@@ -369,7 +387,7 @@ def _share_rule(c: Config, topo: Topology, layout: Layout,
                 "not threads; keep housekeeping off the tenants' CPUs (housekeeping.cpus)")
             continue
         yield _finding("share-below-cpus", c.path, t.line_of("cpu_weight"),
-                       f"{head}: it shares them by weight with {_overlapping(g, shares)}")
+                       f"{head}: it shares them by weight with {rivals.of(g)}")
 
 
 def lint(config: Config, topology: Topology | None,

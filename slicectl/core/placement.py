@@ -19,6 +19,7 @@ Rules, each traced to the studies in docs/background.md:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 
 from slicectl.core.config import Config, Tenant
 from slicectl.core.cores import Claims
@@ -57,10 +58,13 @@ class Layout:
     notes: tuple[str, ...] = ()
 
     def of(self, tenant: str) -> TenantPlacement:
-        for p in self.tenants:
-            if p.tenant == tenant:
-                return p
-        raise KeyError(tenant)
+        return self._by_tenant[tenant]
+
+    @cached_property
+    def _by_tenant(self) -> dict[str, TenantPlacement]:
+        """Each tenant's placement by name, built at the first `of`: callers ask for every
+        tenant in turn, and a search each time made a plan of thousands quadratic."""
+        return {p.tenant: p for p in reversed(self.tenants)}  # the first of a name wins
 
 
 def place(
@@ -190,7 +194,7 @@ def _claim_explicit(claims: Claims, config: Config) -> dict[str, frozenset[int]]
                     "exclusive tenants cannot share CPUs; set exclusive: false on one of them "
                     "or pick other CPUs")
             claims.claim(t.name, t.cpus)
-            nodes = _nodes_of(claims, t.cpus)
+            nodes = claims.nodes_of(t.cpus)
             for n in nodes:
                 claims.protected[n] += _protection(t, topo.total_memory) // max(1, len(nodes))
         placed[t.name] = t.cpus
@@ -260,7 +264,7 @@ def _trim(claims: Claims, prev: frozenset[int], count: int) -> frozenset[int]:
     if len(prev) <= count:
         return prev
     kept: list[int] = []
-    for n in sorted(_nodes_of(claims, prev),
+    for n in sorted(claims.nodes_of(prev),
                     key=lambda n: (-len(prev & claims.node_cpus[n]), n)):
         part = prev & claims.node_cpus[n]
         need = min(count - len(kept), len(part))
@@ -268,10 +272,6 @@ def _trim(claims: Claims, prev: frozenset[int], count: int) -> frozenset[int]:
         if len(kept) == count:
             break
     return frozenset(kept)
-
-
-def _nodes_of(claims: Claims, cpus: frozenset[int]) -> tuple[int, ...]:
-    return tuple(sorted({n for c in cpus if (n := claims.node_of.get(c)) is not None}))
 
 
 def _cpu_nodes_for(topo: Topology, t: Tenant) -> list[int]:
@@ -301,7 +301,7 @@ def _finish(config: Config, claims: Claims, t: Tenant, placed: Mapping[str, froz
         cpus = _place_shared(config, topo, t, t.cpus, pool, previous)
     else:
         cpus, is_pool = _pool_for(config, claims, t, pool), True
-    cpu_nodes = _nodes_of(claims, cpus)
+    cpu_nodes = claims.nodes_of(cpus)
     return TenantPlacement(
         tenant=t.name, cpus=cpus, cpu_nodes=cpu_nodes,
         memory_nodes=(None if is_pool and t.nodes is None

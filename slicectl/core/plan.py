@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from slicectl.core.contention import Competition, CpuShares
 
 FORMAT = "slicectl-plan/1"
+# (property, human, set) -> its lines in a unit file: see UnitPlan.formatted
+SetLines = dict[tuple[str, bool, frozenset[int]], list[str]]
 DROPIN_NAME = "50-slicectl.conf"
 
 
@@ -91,11 +93,25 @@ class UnitPlan:
     # SCHEDULE files: their sections and (key, value) lines, written as they are
     sections: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
-    def formatted(self, human: bool = False) -> list[tuple[str, str]]:
-        """(key, value) pairs in file order as in a unit file (`human`: sizes as 24.5G)."""
-        return [(p.name, line) for p in PROPERTIES if p.name in self.properties
-                for line in (p.kind.human_lines if human else p.kind.lines)(
-                    self.properties[p.name])]
+    def formatted(self, human: bool = False, sets: SetLines | None = None
+                  ) -> list[tuple[str, str]]:
+        """(key, value) pairs in file order as in a unit file (`human`: sizes as 24.5G).
+        `sets`: the lines of CPU and node sets already formatted, shared by the units of one
+        plan (every tenant on the shared pool has the same CPUs)."""
+        pairs: list[tuple[str, str]] = []
+        for p in PROPERTIES:
+            if p.name not in self.properties:
+                continue
+            value = self.properties[p.name]
+            lines_of = p.kind.human_lines if human else p.kind.lines
+            if sets is not None and isinstance(value, frozenset):
+                key = (p.name, human, value)
+                if (lines := sets.get(key)) is None:
+                    lines = sets[key] = lines_of(value)
+            else:
+                lines = lines_of(value)
+            pairs += [(p.name, line) for line in lines]
+        return pairs
 
     def to_json(self) -> dict[str, Any]:
         return {

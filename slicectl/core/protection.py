@@ -11,7 +11,7 @@ it as `protection-overcommit`; both call `overcommit` and `node_overcommit` here
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from itertools import combinations
 
 from slicectl.core.frozen import frozen
@@ -145,6 +145,18 @@ def _candidates(bound: Sequence[frozenset[int]]) -> Iterator[frozenset[int]]:
     yield from sorted(set(bound), key=lambda s: (len(s), sorted(s)))
 
 
+def _sets_within(nodes: frozenset[int], sets: Collection[frozenset[int]]
+                 ) -> list[frozenset[int]]:
+    """The members of `sets` that are subsets of `nodes`: each subset of a few nodes looked
+    up, or every set compared when there are fewer sets than subsets."""
+    if 2 ** len(nodes) <= len(sets):
+        ordered = sorted(nodes)
+        return [s for size in range(1, len(ordered) + 1)
+                for combo in combinations(ordered, size)
+                if (s := frozenset(combo)) in sets]
+    return [s for s in sets if s <= nodes]
+
+
 def node_overcommit(config: Config, topo: Topology, layout: Layout) -> NodeOvercommit | None:
     """The first set of nodes whose bound tenants protect more than the nodes hold, if any.
     `infinity` counts as nothing here: `overcommit` counts it as all of the host's RAM."""
@@ -160,12 +172,18 @@ def node_overcommit(config: Config, topo: Topology, layout: Layout) -> NodeOverc
             bound.append((t, frozenset(mems), amount))
     if not bound:
         return None
-    for nodes in _candidates([b for _, b, _ in bound]):
-        within = [(t, amount) for t, b, amount in bound if b <= nodes]
+    # What the tenants bound to each set of nodes protect together: a candidate adds up the
+    # sets within it, not every tenant (thousands of tenants are bound to a few sets).
+    by_set: dict[frozenset[int], int] = {}
+    for _, b, amount in bound:
+        by_set[b] = by_set.get(b, 0) + amount
+    for nodes in _candidates(list(by_set)):
+        sets = _sets_within(nodes, by_set)
         capacity = sum(memory.get(n, 0) for n in nodes)
-        total = sum(amount for _, amount in within)
-        if not within or total <= capacity or capacity <= 0:
+        total = sum(by_set[b] for b in sets)
+        if not sets or total <= capacity or capacity <= 0:
             continue  # a node with no memory reported: nothing to compare with
+        within = [(t, amount) for t, b, amount in bound if b <= nodes]
         running, at = 0, within[-1][0]
         for tenant, amount in within:
             running += amount

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from slicectl import __version__
 from slicectl.core.errors import RenderError, shown
-from slicectl.core.plan import DROPIN_NAME, Plan, UnitPlan
+from slicectl.core.plan import DROPIN_NAME, Plan, SetLines, UnitPlan
 
 if TYPE_CHECKING:
     import jinja2
@@ -80,8 +80,8 @@ OPTIONS: dict[str, Any] = {"keep_trailing_newline": True, "trim_blocks": True,
                            "lstrip_blocks": True, "autoescape": False}
 
 
-def _context(u: UnitPlan, head: list[str]) -> dict[str, object]:
-    props = [(k, check_value(u.unit, k, v)) for k, v in u.formatted()]
+def _context(u: UnitPlan, head: list[str], sets: SetLines) -> dict[str, object]:
+    props = [(k, check_value(u.unit, k, v)) for k, v in u.formatted(sets=sets)]
     context: dict[str, object] = {"header": [check_value(u.unit, "#", h) for h in head],
                                   "unit": u.unit, "section": u.section, "properties": props,
                                   "slice": None, "description": None}
@@ -108,9 +108,10 @@ def render(plan: Plan, templates_dir: str | None = None) -> dict[str, str]:
     head = header(plan)
     files: dict[str, str] = {}
     templates = _Templates(templates_dir)
+    sets: SetLines = {}
     for u in plan.units:
         for path, name in _files_of(u):
-            files[path] = templates.render(name, _context(u, head))
+            files[path] = templates.render(name, _context(u, head, sets))
     return files
 
 

@@ -19,7 +19,7 @@ from slicectl.core.contention import CpuShares, percent
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.human import human_time
 from slicectl.core.placement import Layout, TenantPlacement
-from slicectl.core.plan import Plan
+from slicectl.core.plan import Plan, SetLines, UnitPlan
 from slicectl.core.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
 from slicectl.views.maps import numa_map
 from slicectl.views.page import CpuList, column, fits, memory_text, table
@@ -113,7 +113,12 @@ def plan_table(plan: Plan, width: int | None = None) -> Table:
     if plan.shares is not None:
         caption += f"\nguaranteed CPU when everything is busy; {plan.shares.note}"
     title = f"Plan for {plan.source}" + (f" (profile {plan.profile})" if plan.profile else "")
-    rows = [_plan_row(plan, p) for p in plan.layout.tenants]
+    units: dict[str, UnitPlan] = {}  # each tenant's slice, the first of its name
+    for u in plan.units:
+        if u.tenant is not None and u.kind == "unit":
+            units.setdefault(u.tenant, u)
+    sets: SetLines = {}
+    rows = [_plan_row(plan, p, units[p.tenant], sets) for p in plan.layout.tenants]
     t = table(title, caption)
     column(t, "tenant", wrap=False)
     column(t, "slice", wrap=False)
@@ -154,11 +159,10 @@ class _PlanRow(NamedTuple):
     properties: str
 
 
-def _plan_row(plan: Plan, p: TenantPlacement) -> _PlanRow:
-    """One tenant's cells of the plan table."""
+def _plan_row(plan: Plan, p: TenantPlacement, unit: UnitPlan, sets: SetLines) -> _PlanRow:
+    """One tenant's cells of the plan table: its placement and its slice `unit`."""
     pool = plan.layout.shared_pool
-    unit = next(u for u in plan.units if u.tenant == p.tenant and u.kind == "unit")
-    props = " ".join(f"{k}={v}" for k, v in unit.formatted(human=True)
+    props = " ".join(f"{k}={v}" for k, v in unit.formatted(human=True, sets=sets)
                      if k not in ("AllowedCPUs", "AllowedMemoryNodes"))
     whole_pool = p.pool and p.cpus == pool
     cpus = "shared pool" if whole_pool else (
