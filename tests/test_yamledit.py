@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from slicectl.core.config import load_yaml
 from slicectl.core.errors import ConfigError
 from slicectl.core.yamledit import (
     EDITABLE,
@@ -91,3 +92,18 @@ def test_merge_adds_flow_mappings_beside_flow_siblings() -> None:
     text = "tenants:\n  a: {cpus: 1}\n"
     assert merge_document(text, {"tenants": {"a": {"cpus": 1}, "b": {"cpus": 2}}}) == (
         "tenants:\n  a: {cpus: 1}\n  b: {cpus: 2}\n")
+
+
+def test_merge_leaves_every_line_that_did_not_change_as_it_was() -> None:
+    """ruamel respaced `user.slice:   {…}` and `db:   {…}` although neither changed."""
+    import json
+
+    text = ("version: 1\nconfine:\n  system.slice: {memory_max: 3G}   # housekeeping\n"
+            "  user.slice:   {memory_max: 2G}\ntenants:\n  db:   {cpus: 4, memory_max: 8G}\n"
+            "  web:  {cpus: 2}\n")
+    data = json.loads(json.dumps(load_yaml(text, "t.yaml")))
+    data["tenants"]["web"]["cpus"] = 3
+    assert merge_document(text, data) == text.replace("  web:  {cpus: 2}", "  web: {cpus: 3}")
+    data["tenants"]["new"] = {"cpus": 1}
+    merged = merge_document(text, data)
+    assert merged.startswith(text.split("  web:")[0]) and merged.endswith("  new: {cpus: 1}\n")

@@ -142,10 +142,16 @@ def _keep_other_lines(old: str, new: str, spans: list[Span], path: str) -> str:
     `old`; `new` itself when that would change what the document means."""
     a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
     merged: list[str] = []
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    # Lines that differ only in spacing match (ruamel respaced them): each is taken back
+    # unless it belongs to an edited tenant.
+    matcher = difflib.SequenceMatcher(None, [" ".join(line.split()) for line in a],
+                                      [" ".join(line.split()) for line in b], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        keep_new = tag == "equal" or _touches(i1, i2, spans)
-        merged += b[j1:j2] if keep_new else a[i1:i2]
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):  # line for line
+            merged += [b[j1 + k] if _touches(i, i + 1, spans) else a[i]
+                       for k, i in enumerate(range(i1, i2))]
+            continue
+        merged += b[j1:j2] if _touches(i1, i2, spans) else a[i1:i2]
     text = "".join(merged)
     if text != new and load_yaml(text, path) != load_yaml(new, path):
         return new
@@ -166,9 +172,42 @@ def merge_document(text: str | None, data: Mapping[str, Any]) -> str:
     tree = yaml.load(text) if text and text.strip() else None
     if not isinstance(tree, CommentedMap):
         tree = CommentedMap()
+    spans = _changed_spans(tree, data)
     out = io.StringIO()
     yaml.dump(_update(tree, data), out)
-    return out.getvalue()
+    if not text or not tree:
+        return out.getvalue()
+    # Lines outside what changed, as the user wrote them (ruamel respaces some: `db:   {…}`).
+    return _keep_other_lines(text, out.getvalue(), spans, "<merged>")
+
+
+def _changed_spans(tree: Any, data: Mapping[str, Any]) -> list[Span]:
+    """The lines of `tree` (as loaded, before the merge) that merging `data` changes: each
+    tenant changed or removed, each other top-level key changed or removed, and the last
+    tenant or key where new ones are added after it."""
+    keys = list(tree)
+    if not keys:
+        return []
+    spans = []
+    for key in keys:
+        old, new = tree[key], data.get(key)
+        if key == "tenants" and isinstance(old, Mapping) and isinstance(new, Mapping) and old:
+            names = list(old)
+            spans += [_span(tree, n) for n in names if n not in new or not _same(old[n], new[n])]
+            if any(n not in old for n in new):
+                spans.append(_span(tree, names[-1]))
+        elif key not in data or not _same(old, new):
+            spans.append(_top_span(tree, key))
+    if any(k not in tree for k in data):
+        spans.append(_top_span(tree, keys[-1]))
+    return spans
+
+
+def _top_span(data: Any, key: Any) -> Span:
+    """The lines of top-level `key`: from it to the next top-level key."""
+    start = data.lc.key(key)[0]
+    end = min((data.lc.key(k)[0] for k in data if data.lc.key(k)[0] > start), default=1 << 30)
+    return start, end
 
 
 def _same(old: Any, new: Any) -> bool:
