@@ -598,6 +598,10 @@ class Listed(Parser):
     ArgumentParser's set-up, whose gettext look-ups are most of a `--help`. `parser_for` never
     lets one parse: a command line naming a verb gets that verb's full parser."""
 
+    # What ArgumentParser.__init__ would have set and Python 3.14's argparse reads of the
+    # parsers add_parser made (`slicectl --help` died there with an AttributeError).
+    _cached_formatter = None
+
     def __init__(self, **kwargs: object) -> None:  # no super().__init__(), on purpose
         self.prog = str(kwargs.get("prog", ""))
 
