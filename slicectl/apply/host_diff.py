@@ -51,7 +51,9 @@ class PropChange:
 
     def describe(self) -> str:
         src = f"  [{self.source}]" if self.source else ""
-        return (f"{self.unit}: {self.prop} {human_live(self.prop, self.live)} -> "
+        # The unit-file key (CPUQuota), as the values are spelled: not the D-Bus name
+        # (CPUQuotaPerSecUSec) beside a value in percent.
+        return (f"{self.unit}: {file_key(self.prop)} {human_live(self.prop, self.live)} -> "
                 f"{human_live(self.prop, self.want)}{src}")
 
 
