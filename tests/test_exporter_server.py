@@ -226,3 +226,85 @@ def test_textfile_into_a_missing_folder(tmp_path: Path) -> None:
     assert e.value.message.startswith(f"cannot write {tmp_path}/missing/slicectl.prom: ")
     assert e.value.hint == ("the textfile directory must exist and be writable "
                             "(node_exporter --collector.textfile.directory)")
+
+
+# --- a hostile client: connections that wait, heads sent too slowly ------------------------
+
+
+def _closed_by_server(conn: socket.socket, within: float, trickle: bytes = b"") -> bool:
+    """Whether the server closes `conn` within `within` seconds while the client sends
+    `trickle` a byte at a time (a slowloris) or nothing."""
+    import time
+
+    end = time.monotonic() + within
+    conn.settimeout(0.2)  # the pace of the trickle, and of looking for the close
+    sent = 0
+    while time.monotonic() < end:
+        try:
+            if sent < len(trickle):
+                conn.send(trickle[sent:sent + 1])
+                sent += 1
+            if conn.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:  # reset, broken pipe: closed
+            return True
+    return False
+
+
+HEAD = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Filler: abcdefghijklmnop\r\n" * 100 + b"\r\n"
+
+
+@pytest.mark.parametrize("trickle", [b"", HEAD], ids=["silent", "a-byte-at-a-time"])
+def test_a_client_too_slow_with_its_request_is_dropped(
+        monkeypatch: pytest.MonkeyPatch, trickle: bytes) -> None:
+    """The whole head (request line, headers) within REQUEST_DEADLINE, before basic auth is
+    asked; a byte now and then does not keep a connection (a thread) alive."""
+    import slicectl.exporter.server as server
+
+    monkeypatch.setattr(server, "REQUEST_DEADLINE", 1.0)
+    stop, port = serve(exposition(Empty()), "127.0.0.1:0")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            assert _closed_by_server(conn, within=30, trickle=trickle)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:  # still serving
+            conn.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            assert _receive_all(conn).startswith(b"HTTP/1.0 200 OK")
+    finally:
+        stop()
+
+
+def test_connections_past_the_cap_are_closed_and_hold_no_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most MAX_CONNECTIONS connections (threads) at once: one more is closed at once; a
+    slot freed serves again."""
+    import threading
+    import time
+
+    import slicectl.exporter.server as server
+
+    monkeypatch.setattr(server.BoundedServer, "max_connections", 4)
+    monkeypatch.setattr(server, "REQUEST_DEADLINE", 600.0)  # closed by the cap alone
+    threads = threading.active_count()
+    stop, port = serve(exposition(Empty()), "127.0.0.1:0")
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(4)]
+    try:
+        extra = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(20)]
+        for conn in extra:
+            assert _closed_by_server(conn, within=30)
+            conn.close()
+        assert threading.active_count() <= threads + 1 + 4  # the server's, one per slot
+        idle.pop().close()
+        end = time.monotonic() + 30
+        while True:  # the freed slot comes back once its thread sees the close
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                conn.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+                reply = _receive_all(conn)
+            if reply or time.monotonic() > end:
+                break
+        assert reply.startswith(b"HTTP/1.0 200 OK")
+    finally:
+        for conn in idle:
+            conn.close()
+        stop()

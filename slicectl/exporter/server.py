@@ -37,6 +37,7 @@ from __future__ import annotations
 import errno
 import functools
 import gzip
+import io
 import operator
 import os
 import re
@@ -91,6 +92,22 @@ from slicectl.host.sampler import Sampler
 # The `source` of an error reading the balancer's state file.
 BALANCE_SOURCE = "balance-state"
 DEFAULT_PORT = int(defaults.EXPORTER_LISTEN.rpartition(":")[2])
+# Connections served at once (Prometheus holds one per scrape; a pair of them, promtool and a
+# curl or two fit many times over); one past them is closed at once. Each is a thread and,
+# while a scrape is written, a reference to its pieces: this bounds the exporter's memory
+# whatever a client of the port does (README, "Exporter").
+MAX_CONNECTIONS = 16
+# Seconds a client has to send its request's head (request line and headers), all of it,
+# before it is dropped: before basic auth is asked, so anyone who can reach the port could
+# otherwise hold a connection (a thread) for ever by sending nothing, or a byte at a time.
+REQUEST_DEADLINE = 5.0
+# Seconds any later read or write of a connection may wait (a scraper that stops reading).
+IO_TIMEOUT = 10.0
+# Seconds a reply (over plain HTTP) may take to go out in full, however slowly the client
+# reads: a scrape of 10,000 slices is about 30 MB.
+WRITE_DEADLINE = 60.0
+# The longest request head read (wsgiref's own line limit is 64 KiB).
+MAX_REQUEST_HEAD = 65536
 # The library's value format and OpenMetrics encoder (not annotated there).
 go_float: Callable[[float], str] = floatToGoString
 openmetrics_of: Callable[[Any], bytes] = generate_openmetrics
@@ -468,7 +485,7 @@ class _Gather:
         self.closed = True
         pieces, self._pieces = self._pieces, []
         try:
-            send_pieces(self._sock, pieces)
+            send_pieces(self._sock, pieces, time.monotonic() + WRITE_DEADLINE)
         except OSError:
             pass  # the scraper went away: nobody to tell (as `finish` does with a flush)
 
@@ -476,12 +493,18 @@ class _Gather:
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024
 
 
-def send_pieces(sock: socket.socket, pieces: list[bytes]) -> None:
-    """Send `pieces` one after the other on a blocking socket, in as few `sendmsg` calls as
-    the kernel takes them (IOV_MAX pieces at most each time)."""
+def send_pieces(sock: socket.socket, pieces: list[bytes], deadline: float | None = None) -> None:
+    """Send `pieces` one after the other, in as few `sendmsg` calls as the kernel takes them
+    (IOV_MAX pieces at most each time); by `deadline` (time.monotonic()) if given, else
+    raises TimeoutError: a client that reads slowly holds its connection that long at most."""
     views = [memoryview(p) for p in pieces if p]
     first = 0
     while first < len(views):
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the client did not read the reply in time")
+            sock.settimeout(left)
         sent = sock.sendmsg(views[first:first + _IOV_MAX])
         while sent and sent >= len(views[first]):
             sent -= len(views[first])
@@ -491,13 +514,81 @@ def send_pieces(sock: socket.socket, pieces: list[bytes]) -> None:
 
 
 class _Quiet(WSGIRequestHandler):
+    """wsgiref's handler, with the request's head read within REQUEST_DEADLINE (before
+    basic auth is asked) and every later read or write within IO_TIMEOUT."""
+
+    timeout = IO_TIMEOUT  # (StreamRequestHandler sets it on the connection)
+
     def setup(self) -> None:
         super().setup()
         if type(self.connection) is socket.socket:  # TLS (an SSLSocket) has no sendmsg
             self.wfile = _Gather(self.connection)  # type: ignore[assignment]
 
+    def handle(self) -> None:
+        """One request, as wsgiref handles it, from a head read in time; a client that
+        sends it too slowly (a byte at a time, or nothing) or too long is dropped."""
+        head = read_head(self.connection, time.monotonic() + REQUEST_DEADLINE)
+        if head is None:
+            self.close_connection = True
+            return
+        self.connection.settimeout(IO_TIMEOUT)
+        self.rfile.close()  # (nothing read through it: the head is read from the socket)
+        self.rfile = io.BytesIO(head)
+        super().handle()
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
         """No line per request."""
+
+
+def read_head(sock: socket.socket, deadline: float) -> bytes | None:
+    """The request line and headers (and whatever came with them) by `deadline`
+    (time.monotonic()); None when the client closes, is too slow or sends more than
+    MAX_REQUEST_HEAD bytes without ending its headers. The deadline holds for the whole
+    head: a per-read timeout alone lets a client send a byte every few seconds for ever."""
+    data = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or len(data) > MAX_REQUEST_HEAD:
+            return None
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(4096)
+        except OSError:  # timed out, reset
+            return None
+        if not chunk:
+            return None
+        seen = max(0, len(data) - 3)
+        data += chunk
+        if b"\r\n\r\n" in data[seen:] or b"\n\n" in data[seen:]:
+            return bytes(data)
+
+
+class BoundedServer(ThreadingWSGIServer):
+    """prometheus_client's threading server with at most `max_connections` connections
+    (each a thread) served at once: one more is closed as soon as it is accepted, so
+    clients that connect and wait cannot pile up threads and memory without bound."""
+
+    max_connections = MAX_CONNECTIONS
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -522,7 +613,7 @@ def serve(exposition: Exposition, listen: str,
     try:
         family, _, _, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-        server_class = type("Server", (TlsServer, ThreadingWSGIServer), {
+        server_class = type("Server", (TlsServer, BoundedServer), {
             "address_family": family,
             "tls": web.tls.context() if web is not None and web.tls is not None else None})
         server: ThreadingWSGIServer = make_server(
