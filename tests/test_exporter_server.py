@@ -308,3 +308,41 @@ def test_connections_past_the_cap_are_closed_and_hold_no_thread(
         for conn in idle:
             conn.close()
         stop()
+
+
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_memory_stays_flat_over_a_thousand_scrapes(tmp_path: Path) -> None:
+    """1,000 scrapes over HTTP of a tree whose busy slices move before each: what the
+    exporter keeps between scrapes (the last scrape's lines) does not grow."""
+    from slicectl.demo.cgtree import MovingTree, write_files
+    from slicectl.host.sampler import Sampler
+
+    tree = MovingTree(tmp_path / "cg")
+    busy = ["system.slice", "user.slice", "tenants.slice/tenants-s0.slice"]
+    tree.add("tenants.slice")
+    for path in busy:
+        tree.add(path)
+    for i in range(1, 100):
+        tree.add(f"tenants.slice/tenants-s{i}.slice", tasks=0)
+    with Sampler(tree.root) as sampler:
+        stop, port = serve(exposition(sampler), "127.0.0.1:0")
+        try:
+            rss = []
+            for n in range(1000):
+                for path in busy:
+                    tree.cgroups[path].usage_usec += 10000
+                    write_files(tree.root / path, tree.cgroups[path].files())
+                with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+                    conn.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+                    assert b"tenants-s99.slice" in _receive_all(conn)
+                if n in (99, 999):
+                    rss.append(_rss_mib())
+        finally:
+            stop()
+    assert rss[1] - rss[0] < 4, rss
