@@ -111,6 +111,33 @@ def test_the_app_serves_text_openmetrics_and_gzip() -> None:
     assert headers["Content-Encoding"] == "gzip" and body[:2] == b"\x1f\x8b"
 
 
+def test_a_gzipped_scrape_is_compressed_a_piece_at_a_time() -> None:
+    """Gzip (every Prometheus scrape asks for it) never joins the exposition into one
+    buffer: a scrape of 30 MB allocates a few MB, and decompresses to the plain body."""
+    import gzip
+    import tracemalloc
+
+    filler = [b"# a comment line of filler\n" * 40000 for _ in range(30)]
+    exp = exposition(Empty())
+    plain = exp.parts
+
+    def parts(om: bool = False) -> list[bytes]:
+        return [*filler, *plain(om)]
+
+    exp.parts = parts  # type: ignore[method-assign]
+    app = wsgi_app(exp)
+    tracemalloc.start()
+    try:
+        _, headers, body = call(app, accept_encoding="gzip")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert headers["Content-Encoding"] == "gzip" and int(headers["Content-Length"]) == len(body)
+    text = gzip.decompress(body)
+    assert text.startswith(b"".join(filler)) and b"\nslicectl_exporter_cgroups 0.0\n" in text
+    assert peak < sum(map(len, filler)) / 4, peak
+
+
 def test_filters_and_other_methods_go_to_the_librarys_app() -> None:
     app = wsgi_app(exposition(Empty()))
     _, _, body = call(app, query="name[]=slicectl_exporter_cgroups")

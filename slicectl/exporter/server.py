@@ -18,8 +18,10 @@ writer"). `SliceText` writes the same lines, byte for byte (tests/test_exporter.
 them with the library's in both formats), once per cgroup, and keeps them while the cgroup
 does not change; the library still writes every header, the exporter's own families and the
 process metrics. The response is a list of pieces, one per family, never joined into one
-buffer unless gzipped, as `make_wsgi_app` gzips, when the scraper asks (`wsgi_app`); over
-plain HTTP the server sends them with one scatter-gather `sendmsg` (`_Gather`).
+buffer: gzipped (as `make_wsgi_app` gzips, when the scraper asks) a piece at a time
+(`gzipped`); over plain HTTP the server sends them with one scatter-gather `sendmsg`
+(`_Gather`). So each scrape in flight holds references to the kept text, or its own
+compressed copy, never a copy of the whole text.
 
 A value that cannot be read drops its series and counts in `slicectl_exporter_errors_total`;
 a scrape never fails because of the host (the health metrics are always there).
@@ -36,7 +38,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import gzip
 import io
 import operator
 import os
@@ -45,6 +46,7 @@ import socket
 import sys
 import threading
 import time
+import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -478,7 +480,7 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
     format or OpenMetrics 1.x (what Prometheus asks for) is written by `Exposition.parts`:
     the library's app can only write the body with `generate_latest` (see `SliceText`). Its
     format is the library's pick (`choose_encoder`), and it is gzipped as the library's app
-    gzips (`gzip_accepted`, `gzip.compress`) when the scraper asks."""
+    gzips (`gzip_accepted`, level 9) when the scraper asks, a piece at a time (`gzipped`)."""
     library = make_wsgi_app(exposition.registry)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -490,7 +492,7 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
         output = exposition.parts(om)
         headers = [("Content-Type", content_type)]
         if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
-            output = [gzip.compress(b"".join(output))]
+            output = gzipped(output)
             headers.append(("Content-Encoding", "gzip"))
         # (wsgiref counts the length of a one-piece body only)
         headers.append(("Content-Length", str(sum(map(len, output)))))
@@ -498,6 +500,16 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
         return output
 
     return app
+
+
+def gzipped(pieces: list[bytes]) -> list[bytes]:
+    """`pieces` as one gzip stream (at gzip.compress's level, as the library's app gzips),
+    compressed a piece at a time: the exposition is never joined into one buffer, so each
+    scrape that asks for gzip (every Prometheus scrape) holds only its compressed copy."""
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # 16+: a gzip header
+    out = [deflate.compress(piece) for piece in pieces]
+    out.append(deflate.flush())
+    return [piece for piece in out if piece]
 
 
 class _Gather:
