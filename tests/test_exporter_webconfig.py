@@ -231,7 +231,7 @@ def test_a_client_sending_its_hello_a_byte_at_a_time_is_dropped(
     """The handshake's deadline holds for the whole handshake, not each read."""
     import time
 
-    from slicectl.exporter.webconfig import TlsServer
+    from slicectl.exporter.access import TlsServer
 
     monkeypatch.setattr(TlsServer, "HANDSHAKE_TIMEOUT", 1.0)
     url = served(tls_config(pki))
@@ -258,39 +258,3 @@ def test_a_client_sending_its_hello_a_byte_at_a_time_is_dropped(
                 break
     assert closed
     assert get(url, client(pki)) == 200
-
-
-# --- basic auth: the time taken does not tell which users exist ----------------------------
-
-
-def test_an_unknown_user_costs_a_check_at_the_users_cost(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A name that is no user's is checked against a hash of the users' cost, made at start:
-    it takes as long as a known user's wrong password."""
-    import bcrypt
-
-    from slicectl.exporter.webconfig import BasicAuth
-
-    auth = BasicAuth({"alice": bcrypt.hashpw(b"s3cret", bcrypt.gensalt(5))})
-    checked: list[bytes] = []
-    hashed: list[bytes] = []
-    check = bcrypt.checkpw
-
-    def checkpw(password: bytes, hashed_password: bytes) -> bool:
-        checked.append(hashed_password)
-        return bool(check(password, hashed_password))
-
-    def hashpw(password: bytes, salt: bytes) -> bytes:
-        hashed.append(salt)
-        return b""
-
-    monkeypatch.setattr(bcrypt, "checkpw", checkpw)
-    monkeypatch.setattr(bcrypt, "hashpw", hashpw)
-
-    def header(user: str, password: str) -> str:
-        return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
-    assert not auth.allows(header("mallory", "s3cret"))
-    assert not auth.allows(header("alice", "wrong"))
-    assert auth.allows(header("alice", "s3cret"))
-    assert [h[:7] for h in checked] == [b"$2b$05$"] * 3 and not hashed

@@ -31,7 +31,8 @@ filters read), `SliceText` (the same samples written by hand) and the WSGI app t
 between them must agree on one set of families and one order; they are kept together so a
 change to one is seen next to the others. What stands alone is elsewhere: the metric table
 (`families`), the process metrics (`process_metrics`), who may read them (`webconfig`:
-TLS and basic auth), the command (`cli/exporter`).
+the file, TLS and users; `access`: basic auth and the handshake at each request), the
+command (`cli/exporter`).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ from slicectl.core import defaults
 from slicectl.core.balance_state import BalanceState
 from slicectl.core.errors import SlicectlError
 from slicectl.core.metrics import NodeCpus
+from slicectl.exporter.access import BasicAuth, TlsServer, require_auth
 from slicectl.exporter.drift import DriftWatch
 from slicectl.exporter.families import (
     BALANCE,
@@ -90,7 +92,7 @@ from slicectl.exporter.families import (
     balance_series,
 )
 from slicectl.exporter.process_metrics import ProcessMetrics
-from slicectl.exporter.webconfig import BasicAuth, TlsServer, WebConfig, require_auth
+from slicectl.exporter.webconfig import WebConfig
 from slicectl.host.sampler import Sampler
 
 # The `source` of an error reading the balancer's state file.
