@@ -625,6 +625,9 @@ class BoundedServer(ThreadingWSGIServer):
     clients that connect and wait cannot pile up threads and memory without bound."""
 
     max_connections = MAX_CONNECTIONS
+    # The kernel's queue of connections not yet accepted (socketserver's default, 5, drops a
+    # scraper's SYN while a flood of connections is accepted and closed).
+    request_queue_size = 128
 
     def server_activate(self) -> None:
         super().server_activate()
