@@ -165,6 +165,7 @@ def test_a_silent_client_does_not_hold_up_the_scrapes(served: Serve, pki: Pki) -
     ("tls_server_config:\n  cert_file: " + "c" * 5000 + ".crt\n  key_file: KEY\n",
      ".crt: cannot read: File name too long"),
     ("tls_server_config:\n  cert_file: /\n  key_file: KEY\n", "/: not a regular file"),
+    ('tls_server_config:\n  cert_file: "a\\0b"\n  key_file: KEY\n', "cannot hold a NUL byte"),
     ("basic_auth_users:\n  alice: hunter2\n", "basic_auth_users.alice: not a user name and a "
                                               "bcrypt hash"),
     ("basic_auth_user:\n  alice: x\n", "basic_auth_user: unknown key"),
@@ -221,6 +222,26 @@ def test_a_long_web_config_name_is_located_never_a_traceback(tmp_path: Path) -> 
     with pytest.raises(ConfigError) as e:
         load_web_config(config)
     assert "cannot read: File name too long" in str(e.value)
+
+
+def test_a_fifo_as_web_config_is_refused_not_waited_on(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    config = tmp_path / "web.yml"
+    os.mkfifo(config)
+    got: list[Exception] = []
+
+    def load() -> None:
+        try:
+            load_web_config(config)
+        except ConfigError as e:
+            got.append(e)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert got and f"{config}: cannot read: not a regular file" in str(got[0])
 
 
 # --- TLS: a handshake cut short by its deadline --------------------------------------------

@@ -156,6 +156,9 @@ class _Checker:
             reason = "no such file" if e.errno == errno.ENOENT else f"cannot read: {e.strerror}"
             self.add(node, key, where, f"{shown(path)}: {reason}")
             return None
+        except ValueError:  # a NUL in the name ("\0" in a quoted YAML string)
+            self.add(node, key, where, f"{shown(path)}: a file name cannot hold a NUL byte")
+            return None
         if not regular:
             self.add(node, key, where, f"{shown(path)}: not a regular file",
                      "a PEM file (certificate, key or CA certificates)")
@@ -318,6 +321,8 @@ def load_web_config(path: Path) -> WebConfig:
     from slicectl.core.config import load_yaml
 
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read for ever
+            raise OSError(errno.EINVAL, "not a regular file")
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:  # ENAMETOOLONG too: never a traceback
         reason = getattr(e, "strerror", None) or str(e)
