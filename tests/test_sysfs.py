@@ -555,7 +555,13 @@ def test_plan_invariants(shape: str, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert held["p"] == parse_cpulist(plan["shared_pool"])
     assert plan["shared_pool"] == format_cpulist(
         topo.online_cpus - hk - frozenset().union(*(held[n] for n in exclusive)))
-    assert plan["placement_notes"] == []
+    # The one note: housekeeping holding part of a core whose siblings run the pool.
+    split = {m for c in hk for m in core_of[c]} - hk
+    assert plan["placement_notes"] == ([
+        f"housekeeping CPU(s) {format_cpulist(hk)} share physical cores with CPU(s) "
+        f"{format_cpulist(split)} (SMT siblings), which run the shared pool beside "
+        f"housekeeping; housekeeping.cpus: {len(hk | split)} keeps whole cores apart"]
+        if split else [])
     units = {u["unit"]: u for u in plan["units"]}
     for name, t in placed.items():
         props = units[f"tenants-{name}.slice"]["properties"]
