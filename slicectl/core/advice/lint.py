@@ -16,30 +16,30 @@ from collections.abc import Callable, Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
-from slicectl.core.config import Config, Confinement, Tenant
-from slicectl.core.contention import (
+from slicectl.core.config.config import Config, Confinement, Tenant
+from slicectl.core.config.contradictions import contradictions, limited
+from slicectl.core.config.values import (
+    MemorySize,
+    RamShare,
+    format_duration_us,
+    resolved,
+)
+from slicectl.core.cpulist import format_cpulist
+from slicectl.core.frozen import frozen
+from slicectl.core.human import exact_size, human_memory
+from slicectl.core.placement.placement import Layout, place
+from slicectl.core.placement.protection import node_overcommit, overcommit
+from slicectl.core.placement.topology import Topology
+from slicectl.core.properties.kinds import WEIGHT_IDLE
+from slicectl.core.properties.properties import Numa
+from slicectl.core.shares.contention import (
     Competition,
     CpuShares,
     Guarantee,
     predict_shares,
     weight_on_cpu_scale,
 )
-from slicectl.core.contradictions import contradictions, limited
-from slicectl.core.cpulist import format_cpulist
-from slicectl.core.frozen import frozen
-from slicectl.core.human import exact_size, human_memory
-from slicectl.core.kinds import WEIGHT_IDLE
-from slicectl.core.placement import Layout, place
-from slicectl.core.properties import Numa
-from slicectl.core.protection import node_overcommit, overcommit
-from slicectl.core.shares import Bound
-from slicectl.core.topology import Topology
-from slicectl.core.values import (
-    MemorySize,
-    RamShare,
-    format_duration_us,
-    resolved,
-)
+from slicectl.core.shares.shares import Bound
 
 # The studies the rules come from, cited so a reader can find them (docs/background.md).
 SOURCE_NUMA = ('Red Hat reference architecture, "Resource Management using Control Groups '
@@ -211,7 +211,7 @@ def _memory_rules(c: Config, t: Tenant, ram: int) -> Iterator[Finding]:
 
 def _contradictions(c: Config, layout: Layout | None, ram: int) -> Iterator[Finding]:
     """The settings that cannot take effect: validate's errors too, from one place
-    (slicectl.core.contradictions), with the placed CPU counts when there is a layout."""
+    (slicectl.core.config.contradictions), with the placed CPU counts when there is a layout."""
     def cpus_of(t: Tenant) -> int | None:
         return _cpu_count(t, layout)
 

@@ -17,13 +17,13 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from slicectl.core import defaults
+from slicectl.core.config.values import format_size
 from slicectl.core.errors import SlicectlError
 from slicectl.core.frozen import frozen
 from slicectl.core.human import exact_size
-from slicectl.core.values import format_size
 
 if TYPE_CHECKING:
-    from slicectl.core.config import Config
+    from slicectl.core.config.config import Config
 
 DEFAULT_STARTUP_S = defaults.RECOMMEND_STARTUP_S
 DEFAULT_HOLD_S = defaults.RECOMMEND_HOLD_S

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from slicectl.core.config.tenants import BalancePolicy, Config
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.errors import PlacementError, Problem
 from slicectl.core.frozen import frozen
-from slicectl.core.placement import Layout
-from slicectl.core.tenants import BalancePolicy, Config
-from slicectl.core.topology import Topology
+from slicectl.core.placement.placement import Layout
+from slicectl.core.placement.topology import Topology
 
 Core = tuple[int, ...]
 _US = 1_000_000

@@ -1,4 +1,4 @@
-"""What the balancer's decision (slicectl.core.balance) is given, built from a plan's layout
+"""What the balancer's decision (slicectl.core.balance.balance) is given, built from a plan's layout
 and the slices' metrics; and its moves as JSON. Pure: the front end samples and passes them in.
 
 A tenant's reading is its slice's CPU use over the last two samples as a share of the CPUs the
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from slicectl.core.balance import Elastic, Move, Reading, fixed_cpus
+from slicectl.core.balance.balance import Elastic, Move, Reading, fixed_cpus
+from slicectl.core.config.tenants import BalancePolicy, Config
 from slicectl.core.cpulist import format_cpulist
-from slicectl.core.metrics import SliceMetrics
-from slicectl.core.placement import Layout
-from slicectl.core.samples import CgroupSample
-from slicectl.core.tenants import BalancePolicy, Config
+from slicectl.core.monitor.metrics import SliceMetrics
+from slicectl.core.monitor.samples import CgroupSample
+from slicectl.core.placement.placement import Layout
 
 History = Mapping[str, tuple[Reading, ...]]
 _US = 1_000_000

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import field, replace
 from typing import Any
 
-from slicectl.core.balance import ElasticRange, Move
+from slicectl.core.balance.balance import ElasticRange, Move
+from slicectl.core.config.jsoninput import JsonReader
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.errors import StateError
 from slicectl.core.frozen import frozen
-from slicectl.core.jsoninput import JsonReader
 
 FORMAT = "slicectl-balance-state/1"
 GROW, SHRINK = "grow", "shrink"

@@ -1,9 +1,9 @@
-"""tenants.yaml v1: strict parsing into the tenants model (slicectl.core.tenants), every problem
-located by line.
+"""tenants.yaml v1: strict parsing into the tenants model (slicectl.core.config.tenants), every
+problem located by line.
 
 `parse_config(data, path)` raises ConfigError carrying *all* problems found (file, line, key
 path, message, hint), so `slicectl validate` can list them at once. What the keys mean, their
-parsers and ranges come from the property table (slicectl.core.properties). Nothing here
+parsers and ranges come from the property table (slicectl.core.properties.properties). Nothing here
 touches the host: reading the file is slicectl.host.planning.load_tenants.
 
 Why this module runs past 400 lines: one located walk over the document (tenants, profiles,
@@ -16,10 +16,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from slicectl.core.contradictions import contradictions
+from slicectl.core.config.contradictions import contradictions
+from slicectl.core.config.tenants import (
+    BASE_PROFILE,
+    HOUSEKEEPING_UNITS,
+    BalancePolicy,
+    Config,
+    Confinement,
+    Tenant,
+)
+from slicectl.core.config.values import check_ascii, format_duration_us, quote
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.human import human_memory
-from slicectl.core.properties import (
+from slicectl.core.properties.properties import (
     BALANCE_KEYS,
     BY_KEY,
     CONFINE_SETTINGS,
@@ -37,15 +46,6 @@ from slicectl.core.properties import (
     check_unit_name,
     parse_housekeeping_cpus,
 )
-from slicectl.core.tenants import (
-    BASE_PROFILE,
-    HOUSEKEEPING_UNITS,
-    BalancePolicy,
-    Config,
-    Confinement,
-    Tenant,
-)
-from slicectl.core.values import check_ascii, format_duration_us, quote
 
 __all__ = ["HOUSEKEEPING_UNITS", "Config", "Confinement", "Tenant", "load_yaml",
            "parse_config"]
@@ -531,7 +531,7 @@ def _parse_target(c: _Collector, data: Mapping[Any, Any]) -> dict[str, str]:
 
 def parse_config(data: Any, path: str, *, contradictions_are_errors: bool = True) -> Config:
     """Validate a loaded YAML document (its mappings know their lines: load_yaml). Settings
-    that cannot take effect (slicectl.core.contradictions) are errors too, unless
+    that cannot take effect (slicectl.core.config.contradictions) are errors too, unless
     `contradictions_are_errors` is False (lint, which reports them itself)."""
     c = _Collector(path)
     if not isinstance(data, Mapping):
@@ -573,9 +573,9 @@ def parse_config(data: Any, path: str, *, contradictions_are_errors: bool = True
 def load_yaml(text: str, path: str, *, round_trip: bool = False) -> Any:
     """Parse YAML keeping lines (`.lc`) and refusing duplicate keys.
 
-    Mappings and sequences are slicectl.core.yamldoc's LineMap/LineSeq; with `round_trip`, ruamel's
-    CommentedMap/CommentedSeq (which also keep comments and styles, and are slower).
+    Mappings and sequences are slicectl.core.config.yamldoc's LineMap/LineSeq; with `round_trip`,
+    ruamel's CommentedMap/CommentedSeq (which also keep comments and styles, and are slower).
     """
-    from slicectl.core import yamldoc
+    from slicectl.core.config import yamldoc
 
     return yamldoc.load_located(text, path, round_trip=round_trip)

@@ -4,8 +4,8 @@ A cpu_quota above what the tenant's CPUs can run, a memory_high at or above memo
 takes both, and neither ever does what it says (the tenant is throttled by its CPUs, not its
 quota; it hits the hard limit, and the OOM killer, without ever being throttled first). So
 validate, plan, generate and apply refuse them, with every other problem of the file
-(slicectl.core.config runs these after the keys' own checks), and lint reports the same list at
-its error level: one place for both (lint's rule names are the `rule`s here).
+(slicectl.core.config.config runs these after the keys' own checks), and lint reports the same list
+at its error level: one place for both (lint's rule names are the `rule`s here).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeGuard
 
+from slicectl.core.config.tenants import Config, Confinement, Tenant
+from slicectl.core.config.values import INFINITY, MemorySize, RamShare, resolved, size_le
 from slicectl.core.errors import Problem
 from slicectl.core.frozen import frozen
 from slicectl.core.human import human_memory
-from slicectl.core.tenants import Config, Confinement, Tenant
-from slicectl.core.values import INFINITY, MemorySize, RamShare, resolved, size_le
 
 QUOTA_FIX = "lower cpu_quota to at most 100% per CPU, or give the tenant more CPUs"
 HIGH_FIX = "set memory_high below memory_max (e.g. halfway between footprint and max)"

@@ -1,8 +1,8 @@
 """Parsers of tenants.yaml values (pure): each takes what YAML gave and returns the typed
 value, or raises ValueError with a message for the user naming the limit it broke.
 
-The settings table (slicectl.core.properties) says which key uses which parser; the ranges are
-systemd's and the kernel's own (systemd.resource-control(5), systemd.unit(5)), checked
+The settings table (slicectl.core.properties.properties) says which key uses which parser; the
+ranges are systemd's and the kernel's own (systemd.resource-control(5), systemd.unit(5)), checked
 with `systemd-analyze verify` on systemd 252.
 """
 
@@ -13,8 +13,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Final
 
-from slicectl.core.cpulist import parse_cpulist
-from slicectl.core.values import (
+from slicectl.core.config.values import (
     INFINITY,
     MAX_PERIOD_US,
     MIN_PERIOD_US,
@@ -30,6 +29,7 @@ from slicectl.core.values import (
     parse_task_share,
     quote,
 )
+from slicectl.core.cpulist import parse_cpulist
 
 # Whole-string matches: `$` alone would accept a final newline ("db1\n").
 TENANT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_]*")

@@ -1,6 +1,6 @@
 """The tenants of a host as slicectl reads them from tenants.yaml: frozen dataclasses (pure).
 
-`slicectl.core.config` builds them (parsing and validation); everything else reads them. A
+`slicectl.core.config.config` builds them (parsing and validation); everything else reads them. A
 tenant's resource keys (the settings table's RESOURCE rows) live in one mapping, so a new
 property needs no field here; the few the core reasons about have typed accessors.
 """
@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import field, replace
 from typing import Any
 
+from slicectl.core.config.values import INFINITY, MemorySize, RamShare, resolved, size_le
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.frozen import frozen
-from slicectl.core.properties import BALANCE_KEYS, BY_KEY, Numa, Role
-from slicectl.core.values import INFINITY, MemorySize, RamShare, resolved, size_le
+from slicectl.core.properties.properties import BALANCE_KEYS, BY_KEY, Numa, Role
 
 HOUSEKEEPING_UNITS = ("system.slice", "user.slice", "init.scope")
 # `--profile default` and `schedule: {default: ...}` mean the base configuration, unless a

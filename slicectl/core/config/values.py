@@ -475,7 +475,7 @@ class _Quoter(reprlib.Repr):
 
     def repr1(self, x: object, level: int) -> str:
         # reprlib picks a method by the exact type name; YAML's mappings and sequences are
-        # subclasses (slicectl.core.yamldoc), which would fall through to a full repr().
+        # subclasses (slicectl.core.config.yamldoc), which would fall through to a full repr().
         if isinstance(x, list) and type(x) is not list:
             return self.repr_list(list(x), level)
         if isinstance(x, dict) and type(x) is not dict:

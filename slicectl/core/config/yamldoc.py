@@ -184,7 +184,7 @@ def _unreadable(node: Any, error: Exception) -> Exception:
     """A scalar a constructor could not convert (`!!int 1.5`, a 5,000-digit number), as a
     located YAML error."""
 
-    from slicectl.core.values import quote
+    from slicectl.core.config.values import quote
 
     value = node.value if isinstance(node.value, str) else ""
     tag = str(node.tag).rpartition(":")[2]

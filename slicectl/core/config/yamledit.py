@@ -15,8 +15,8 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from slicectl.core.config import Config, load_yaml, parse_config
-from slicectl.core.properties import EDITABLE_KEYS
+from slicectl.core.config.config import Config, load_yaml, parse_config
+from slicectl.core.properties.properties import EDITABLE_KEYS
 
 # Keys the TUI's edit form offers: the settings table's editable rows, in its order.
 EDITABLE = EDITABLE_KEYS
@@ -73,7 +73,7 @@ def _round_trip_yaml(text: str) -> Any:
     """yamldoc's round-trip YAML, writing with the indentation `text` uses."""
     from ruamel.yaml.util import load_yaml_guess_indent
 
-    from slicectl.core.yamldoc import round_trip_yaml
+    from slicectl.core.config.yamldoc import round_trip_yaml
 
     _, indent, block_seq_indent = load_yaml_guess_indent(text)
     yaml = round_trip_yaml()

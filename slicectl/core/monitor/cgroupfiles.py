@@ -18,7 +18,7 @@ from operator import itemgetter
 from typing import Any
 
 from slicectl.core.cpulist import parse_cpulist
-from slicectl.core.samples import CgroupSample, NodeMemory, Pressure, PsiLine
+from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, PsiLine
 
 # The kernel's counters are 64-bit; a value past the signed range is garbage for us (and
 # SQLite, where `record` stores it, could not hold it).

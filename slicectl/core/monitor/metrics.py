@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from operator import attrgetter
 
-from slicectl.core.samples import CgroupSample, NodeMemory, Pressure, Snapshot
+from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, Snapshot
 
 # The host's NUMA nodes and the CPUs of each (topology.Node.id -> Node.cpus).
 NodeCpus = Mapping[int, frozenset[int]]

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from slicectl.core.cpulist import format_cpulist
-from slicectl.core.metrics import SliceMetrics
-from slicectl.core.topology import Topology
+from slicectl.core.monitor.metrics import SliceMetrics
+from slicectl.core.placement.topology import Topology
 
 HOUSEKEEPING = "housekeeping"
 SHARED = "shared pool"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.frozen import frozen
-from slicectl.core.topology import Topology
+from slicectl.core.placement.topology import Topology
 
 Core = tuple[int, ...]
 

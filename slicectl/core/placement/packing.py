@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from slicectl.core.config import Tenant
-from slicectl.core.cores import Claims, cores_of
+from slicectl.core.config.config import Tenant
 from slicectl.core.errors import PlacementError, Problem
 from slicectl.core.frozen import frozen
-from slicectl.core.properties import Numa
+from slicectl.core.placement.cores import Claims, cores_of
+from slicectl.core.properties.properties import Numa
 
 SEARCH_BUDGET = 5000  # node tries per pass: exhaustive for 5 tenants on 4 nodes, ms on hosts
 

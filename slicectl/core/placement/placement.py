@@ -3,11 +3,12 @@
 Rules, each traced to the studies in docs/background.md:
 - A tenant asking for N CPUs gets them on one node when any node has room, with its memory
   bound to that node (Red Hat reference architecture: NUMA pinning of CPUs *and* memory, up
-  to +12.5%). Which node: `slicectl.core.packing` (local tenants first, a search when the
+  to +12.5%). Which node: `slicectl.core.placement.packing` (local tenants first, a search when the
   greedy order strands one).
 - Whole cores: SMT siblings stay together, and no tenant shares a physical core with
-  housekeeping or another exclusive tenant unless nothing else is left (`slicectl.core.cores`);
-  the layout's notes say when that, or a local tenant spanning nodes, happened.
+  housekeeping or another exclusive tenant unless nothing else is left
+  (`slicectl.core.placement.cores`); the layout's notes say when that, or a local tenant spanning
+  nodes, happened.
 - Housekeeping CPUs are never given to tenants (LinkedIn, 2016: keep housekeeping apart).
 - A node without memory binds memory to the nearest node(s) with memory; a node without CPUs
   is never chosen for CPUs unless named.
@@ -21,15 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 
-from slicectl.core.config import Config, Tenant
-from slicectl.core.cores import Claims
+from slicectl.core.config.config import Config, Tenant
+from slicectl.core.config.values import resolved
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.errors import PlacementError, Problem
 from slicectl.core.frozen import frozen
-from slicectl.core.packing import Ask, place_asks
-from slicectl.core.properties import Numa
-from slicectl.core.topology import Topology
-from slicectl.core.values import resolved
+from slicectl.core.placement.cores import Claims
+from slicectl.core.placement.packing import Ask, place_asks
+from slicectl.core.placement.topology import Topology
+from slicectl.core.properties.properties import Numa
 
 
 @frozen
@@ -163,8 +164,8 @@ def _count(t: Tenant) -> int:
 def _protection(t: Tenant, ram: int) -> int:
     """Protected bytes a tenant puts on its node(s), a share of RAM resolved against the
     host's `ram` as systemd does. `infinity` counts as nothing here: it cannot fit beside
-    anything, and build_plan's global check (slicectl.core.protection), which counts it as all
-    of the host's RAM, refuses it beside any other protection."""
+    anything, and build_plan's global check (slicectl.core.placement.protection), which counts it as
+    all of the host's RAM, refuses it beside any other protection."""
     return sum(v for v in (resolved(t.memory_low, ram), resolved(t.memory_min, ram))
                if isinstance(v, int))
 
@@ -225,7 +226,7 @@ def _withhold_shared_lists(claims: Claims, config: Config,
 
 def _place_counted(claims: Claims, config: Config, counted: Sequence[Tenant],
                    previous: Mapping[str, frozenset[int]]) -> dict[str, frozenset[int]]:
-    """Keep what each counted tenant had, then place the rest (slicectl.core.packing)."""
+    """Keep what each counted tenant had, then place the rest (slicectl.core.placement.packing)."""
     kept = _keep_previous(claims, counted, previous)
     placed: dict[str, frozenset[int]] = {}
     asks: list[Ask] = []

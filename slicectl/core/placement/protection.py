@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Sequence
 from itertools import combinations
 
+from slicectl.core.config.tenants import HOUSEKEEPING_UNITS, Config, Tenant
+from slicectl.core.config.values import INFINITY, RamShare, resolved, size_bytes
 from slicectl.core.frozen import frozen
 from slicectl.core.human import exact_size
-from slicectl.core.placement import Layout
-from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Tenant
-from slicectl.core.topology import Topology
-from slicectl.core.values import INFINITY, RamShare, resolved, size_bytes
+from slicectl.core.placement.placement import Layout
+from slicectl.core.placement.topology import Topology
 
 FIX = "lower memory_low/memory_min so all protections fit in RAM minus housekeeping"
 SOURCE = "systemd.resource-control(5)"

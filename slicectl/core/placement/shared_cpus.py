@@ -2,8 +2,8 @@
 
 The kernel runs every CPU on one node (`cpu_to_node`), but buggy firmware tables and some CXL
 layouts make `nodeN/cpulist` list a CPU in more than one node. Nodes listing exactly the same
-CPUs are merged before this (`slicectl.core.topology.merge_shared_cpus`); what is left is a
-few CPUs in several otherwise distinct nodes. Merging those whole nodes would turn a 2-socket
+CPUs are merged before this (`slicectl.core.placement.topology.merge_shared_cpus`); what is left is
+a few CPUs in several otherwise distinct nodes. Merging those whole nodes would turn a 2-socket
 machine into one node for the sake of one CPU, so each such CPU goes to one of its nodes
 instead, the choice and its reason reported in the topology's `warnings`.
 """
@@ -18,7 +18,8 @@ from slicectl.core.cpulist import format_cpulist
 
 
 class Cpu(Protocol):
-    """What is read of a topology's CPU (slicectl.core.topology.Cpu; no import: it calls us)."""
+    """What is read of a topology's CPU (slicectl.core.placement.topology.Cpu; no import: it calls
+    us)."""
 
     @property
     def id(self) -> int: ...
@@ -29,7 +30,7 @@ class Cpu(Protocol):
 
 
 class Node(Protocol):
-    """What is read of a topology's node (slicectl.core.topology.Node)."""
+    """What is read of a topology's node (slicectl.core.placement.topology.Node)."""
 
     @property
     def id(self) -> int: ...

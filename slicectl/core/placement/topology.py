@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field, replace
 from typing import Any
 
+from slicectl.core.config.jsoninput import JsonReader, kind
 from slicectl.core.cpulist import KERNEL_MAX_CPUS, format_cpulist
 from slicectl.core.errors import TopologyError
 from slicectl.core.frozen import frozen
-from slicectl.core.jsoninput import JsonReader, kind
 
 FORMAT = "slicectl-topology/1"
 LOCAL_DISTANCE = 10
@@ -83,7 +83,8 @@ class Topology:
     cpus: tuple[Cpu, ...]
     source: str = ""
     # The release of the host's systemd when known (`slicectl topology --json` on the host
-    # records it), so units generated elsewhere are checked against it (slicectl.core.versions).
+    # records it), so units generated elsewhere are checked against it
+    # (slicectl.core.properties.versions).
     systemd_version: int | None = None
     # The kernel's task limit as systemd computes it and resolves TasksMax=50% against
     # (system_tasks_max: threads-max, pid_max - 1, root pids.max; 0: unknown).
@@ -197,10 +198,10 @@ def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
     Some firmware lists every CPU in every node (all nodes "0-7", every distance 10). The
     kernel then puts each CPU in one of them, and readers disagreed about which; the honest
     reading is one node whose memory is all of theirs. A CPU listed in nodes whose lists
-    otherwise differ goes to one of them (`slicectl.core.shared_cpus`). Each repair is
+    otherwise differ goes to one of them (`slicectl.core.placement.shared_cpus`). Each repair is
     reported in `warnings`.
     """
-    from slicectl.core.shared_cpus import assign_shared_cpus
+    from slicectl.core.placement.shared_cpus import assign_shared_cpus
 
     merged, merges = merge_shared_cpus(nodes)
     chosen, assigned = assign_shared_cpus(merged, cpus)

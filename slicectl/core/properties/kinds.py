@@ -1,7 +1,8 @@
 """Kinds of property values: one object per kind knows every form a value takes (pure).
 
 A value of a systemd resource property appears in five places, and each kind converts
-between them, so a property row in `slicectl.core.properties` needs only to name its kind:
+between them, so a property row in `slicectl.core.properties.properties` needs only to name its
+kind:
 
 - the **plan value** (`PlanValue`): the typed value in a Plan (`frozenset` of CPUs, an int
   percent, a `Size`, a choice, a per-device list), written into unit files (`lines`) and
@@ -10,8 +11,8 @@ between them, so a property row in `slicectl.core.properties` needs only to name
   systemd reports with what it wants (`live`, `unset`, `show` for people);
 - the **wire value**: what dbus-fast sends and returns for the property's signature
   (`to_wire`/`from_wire`; only slicectl.host.systemd calls these);
-- the **cgroup file** that proves the kernel took it (`slicectl.core.properties` pairs each
-  property with its file; the helpers at the end format the expected text).
+- the **cgroup file** that proves the kernel took it (`slicectl.core.properties.properties`
+  pairs each property with its file; the helpers at the end format the expected text).
 
 Facts about systemd's encodings come from systemd.resource-control(5),
 org.freedesktop.systemd1(5) and systemd's sources (research notes in docs/design-notes.md),
@@ -26,10 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from slicectl.core.cpulist import format_cpulist, from_bitmask, parse_cpulist, to_bitmask
-from slicectl.core.frozen import frozen
-from slicectl.core.human import exact_size, human_memory
-from slicectl.core.values import (
+from slicectl.core.config.values import (
     INFINITY,
     PAGE,
     UINT32_MAX,
@@ -41,6 +39,9 @@ from slicectl.core.values import (
     format_memory,
     parse_memory_size,
 )
+from slicectl.core.cpulist import format_cpulist, from_bitmask, parse_cpulist, to_bitmask
+from slicectl.core.frozen import frozen
+from slicectl.core.human import exact_size, human_memory
 
 
 @frozen
@@ -291,7 +292,7 @@ class Tasks(Limit):
         return str(value) if isinstance(value, TaskShare) else super().json(value)
 
     def from_json(self, data: Any) -> PlanValue:
-        from slicectl.core.parsers import parse_tasks_max
+        from slicectl.core.config.parsers import parse_tasks_max
 
         return parse_tasks_max(data)
 

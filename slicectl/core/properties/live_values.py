@@ -2,16 +2,16 @@
 
 Pure functions shared by `plan` (live diff) and `apply` (set, then verify). Live values are
 keyed by D-Bus name (`CPUQuotaPerSecUSec`); the settings table says how each property's
-plan value becomes a live value (slicectl.core.kinds) and which cgroup file shows it.
+plan value becomes a live value (slicectl.core.properties.kinds) and which cgroup file shows it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from slicectl.core.kinds import CgroupExpectation, HostLimits, LiveValue
 from slicectl.core.plan import FileKind, UnitPlan
-from slicectl.core.properties import (
+from slicectl.core.properties.kinds import CgroupExpectation, HostLimits, LiveValue
+from slicectl.core.properties.properties import (
     PROP_BY_DBUS,
     PROP_BY_NAME,
     PROPERTIES,
@@ -84,15 +84,16 @@ def cgroup_expectations(want: Mapping[str, LiveValue],
 
 def settings_in(text: str, key: str) -> str | None:
     """The last value a unit file or drop-in assigns to `key` in a resource-control section,
-    read as systemd reads it (slicectl.core.unitfile; "" for a reset, None: not set there)."""
-    from slicectl.core.unitfile import assigned
+    read as systemd reads it (slicectl.core.properties.unitfile; "" for a reset, None: not set
+    there)."""
+    from slicectl.core.properties.unitfile import assigned
 
     return assigned(text, key)
 
 
 def keys_set(text: str) -> frozenset[str]:
     """The keys a unit file or drop-in assigns in a resource-control section."""
-    from slicectl.core.unitfile import RESOURCE_SECTIONS, assignments
+    from slicectl.core.properties.unitfile import RESOURCE_SECTIONS, assignments
 
     return frozenset(a.key for a in assignments(text) if a.section in RESOURCE_SECTIONS)
 

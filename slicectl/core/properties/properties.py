@@ -2,8 +2,8 @@
 
 Each `Setting` row says, for one key: how to parse it (with systemd's own ranges), where it
 may appear (tenants, profiles, `confine:`), the unit-file property it becomes with its D-Bus
-name, kind of value (slicectl.core.kinds), cgroup file and first systemd version, whether the TUI
-form offers it, and its documentation. Everything else reads this table: config (parsing and
+name, kind of value (slicectl.core.properties.kinds), cgroup file and first systemd version, whether
+the TUI form offers it, and its documentation. Everything else reads this table: config (parsing and
 validation), plan and render (which properties, in which order), live (D-Bus values, what a
 cgroup file must say), systemd (signatures), the TUI form, and the README's reference
 (tests/test_readme.py). Adding a property is one row here plus its tests
@@ -19,10 +19,7 @@ from collections.abc import Callable, Mapping
 from enum import Flag, StrEnum, auto
 from typing import Any, Final
 
-from slicectl.core import kinds
-from slicectl.core.frozen import frozen
-from slicectl.core.kinds import CgroupExpectation, Kind, LiveValue
-from slicectl.core.parsers import (
+from slicectl.core.config.parsers import (
     CONFINE_TYPES,
     MAX_CPUS,
     MAX_UNIT_FILE_NAME,
@@ -51,13 +48,16 @@ from slicectl.core.parsers import (
     parse_unit_list,
     parse_weight,
 )
-from slicectl.core.values import (
+from slicectl.core.config.values import (
     TASK_SHARE_SINCE,
     UINT64_MAX,
     RamShare,
     TaskShare,
     parse_percent,
 )
+from slicectl.core.frozen import frozen
+from slicectl.core.properties import kinds
+from slicectl.core.properties.kinds import CgroupExpectation, Kind, LiveValue
 
 __all__ = ["BALANCE_KEYS", "BALANCE_SETTINGS", "BY_KEY", "CONFINE_SETTINGS", "CONFINE_TYPES",
            "EDITABLE_KEYS", "MAX_UNIT_FILE_NAME", "PROFILE_KEYS", "PROPERTIES", "PROP_BY_DBUS",

@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from slicectl.core.config.tenants import Config, Confinement, Tenant
 from slicectl.core.errors import ConfigError, Problem
-from slicectl.core.properties import BY_KEY, Prop
-from slicectl.core.tenants import Config, Confinement, Tenant
+from slicectl.core.properties.properties import BY_KEY, Prop
 
 _LEADING = re.compile(r"\s*(?:systemd\s+)?([0-9]+)")
 

@@ -2,7 +2,7 @@
 experiments, docs/background.md).
 
 `predict_shares(config, layout, topology, competition)` builds the host's slice tree the way
-the plan leaves it (`slicectl.core.shares` computes on it): at the root `system.slice`,
+the plan leaves it (`slicectl.core.shares.shares` computes on it): at the root `system.slice`,
 `user.slice`, `init.scope`, the machine's other slices and the processes left in the root
 cgroup; in the parent slice (`tenants.slice`, always directly in the root: its name has no
 `-`) the tenant slices and any other unit directly in it. Weights and CPUs of the units slicectl
@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from slicectl.core.config.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.frozen import frozen
-from slicectl.core.kinds import WEIGHT_IDLE
-from slicectl.core.placement import Layout
-from slicectl.core.shares import (
+from slicectl.core.placement.placement import Layout
+from slicectl.core.placement.topology import Topology
+from slicectl.core.properties.kinds import WEIGHT_IDLE
+from slicectl.core.shares.shares import (
     DEFAULT_CPU_WEIGHT,
     IDLE_WEIGHT,
     NICE_0_WEIGHT,
@@ -31,8 +33,6 @@ from slicectl.core.shares import (
     cgroup_weight,
     predict,
 )
-from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
-from slicectl.core.topology import Topology
 
 ROOT_UNIT = "-.slice"
 # Keys that make systemd enable the cpu controller for a unit (and so for its siblings, which
