@@ -1,2 +1,2 @@
-"""Advice: the lint rules, tenants.yaml against what published studies found (lint), and
-memory sizes recommended from recorded footprints (recommend)."""
+"""What slicectl advises: the lint rules, tenants.yaml against what published studies found
+(lint), and memory sizes recommended from recorded footprints (recommend)."""
