@@ -83,8 +83,7 @@ class Topology:
     cpus: tuple[Cpu, ...]
     source: str = ""
     # The release of the host's systemd when known (`slicectl topology --json` on the host
-    # records it), so units generated elsewhere are checked against it
-    # (slicectl.core.properties.versions).
+    # records it), so units made elsewhere are checked against it (core/properties/versions.py).
     systemd_version: int | None = None
     # The kernel's task limit as systemd computes it and resolves TasksMax=50% against
     # (system_tasks_max: threads-max, pid_max - 1, root pids.max; 0: unknown).
