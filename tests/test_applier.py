@@ -84,8 +84,8 @@ async def test_apply_says_each_phase_and_reports_what_it_did(
     # unset is set at runtime, then read back again.
     assert said == ["writing 5 file(s), removing 0",
                     "starting 3 unit(s)",
-                    "verifying 3 unit(s) in their cgroups",
-                    "setting 5 live propert(ies) on 2 unit(s)"]
+                    "reading 3 unit(s) back from systemd and their cgroups",
+                    "setting 5 live properties on 2 unit(s), then verifying them"]
     assert report.started == ["tenants.slice", "tenants-db1.slice", "tenants-db2.slice"]
     assert report.verified == ["tenants-db1.slice", "tenants-db2.slice", "tenants.slice"]
     assert [c.describe() for c in report.set_live] == [

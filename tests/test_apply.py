@@ -521,6 +521,17 @@ async def test_apply_sets_a_share_of_ram_as_systemd_does(options: ApplyOptions,
     assert not again.diff.changed
 
 
+async def test_a_change_of_tenants_yaml_is_said_to_be_one(options: ApplyOptions) -> None:
+    """A value just edited in tenants.yaml was explained as "slicectl's file is not loaded
+    yet (daemon-reload pending)"."""
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    edited = config(YAML.replace("cpu_weight: 300", "cpu_weight: 500"))
+    diff = await compute_diff(edited, make_topology(), options)  # type: ignore[arg-type]
+    assert [c.describe() for c in diff.props] == [
+        "tenants-db1.slice: CPUWeight 300 -> 500  [tenants.yaml changed: apply writes and "
+        "sets it]"]
+
+
 async def test_plan_shows_a_share_of_ram_that_differs_live(options: ApplyOptions,
                                                             fake_systemd: FakeSystemd) -> None:
     await apply_plan(config(SHARES), make_topology(), options)  # type: ignore[arg-type]

@@ -4,6 +4,7 @@ them."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from slicectl.host.cgroupfs import block_device, populated, read_cgroup_file, read_cgroup_files
@@ -60,3 +61,15 @@ def test_files_and_non_block_devices(tmp_path: Path) -> None:
     expected = None if os.major(dev) == 0 else f"{os.major(dev)}:{os.minor(dev)}"
     got = block_device(str(tmp_path))
     assert got == expected or (got is not None and expected is not None)
+
+
+def test_a_fifo_reads_as_missing_and_never_blocks(tmp_path: Path) -> None:
+    (tmp_path / "a.slice").mkdir()
+    os.mkfifo(tmp_path / "a.slice" / "cgroup.events")
+    (tmp_path / "a.slice" / "memory.max").write_text("max\n")
+    got: list[dict[str, str | None]] = []
+    thread = threading.Thread(target=lambda: got.append(read_cgroup_files(
+        tmp_path, "/a.slice", ["cgroup.events", "memory.max"])), daemon=True)
+    thread.start()
+    thread.join(60)
+    assert got == [{"cgroup.events": None, "memory.max": "max\n"}]

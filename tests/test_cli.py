@@ -212,6 +212,19 @@ def test_validate_checks_every_profile_and_the_systemd_version(
         "systemd 240 (--systemd-version)\n")
 
 
+def test_validate_without_a_topology_still_checks_the_systemd_version(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--systemd-version was silently ignored without --topology or --sysfs."""
+    path = tmp_path / "t.yaml"
+    path.write_text("version: 1\ntenants:\n  a: {cpus: 2}\n")
+    code, _, err = run(capsys, "validate", str(path), "--systemd-version", "240")
+    assert code == 1 and err.startswith(
+        f"error: {path}:3: tenants.a.cpus: needs systemd 244 or later, but the target runs "
+        "systemd 240 (--systemd-version)\n")
+    code, out, _ = run(capsys, "validate", str(path), "--systemd-version", "252")
+    assert code == 0 and "keys checked for systemd 252; file only" in out
+
+
 def test_plan_exit_code_offline_is_not_a_match(capsys: pytest.CaptureFixture[str]) -> None:
     """plan --exit-code for a topology compares nothing with a host: exit 4, and says so."""
     code, out, err = run(capsys, "plan", str(WEB_BATCH), "--topology", XEON, "--exit-code",

@@ -39,10 +39,10 @@ def test_an_error_is_printed_with_its_fix_and_source_and_fails(
     code, out = lint(tmp_path, capsys, ", memory_high: 2G")
     assert code == 1
     assert out == (
-        "t.yaml:6: high-above-max: tenant db1 has memory_high 2G >= memory_max 1G: "
+        "error: t.yaml:6: high-above-max: tenant db1 has memory_high 2G >= memory_max 1G: "
         "memory_high never takes effect, the tenant hits the hard limit (OOM) without being "
         "throttled first\n"
-        "  error: fix: set memory_high below memory_max (e.g. halfway between footprint and "
+        "  fix: set memory_high below memory_max (e.g. halfway between footprint and "
         "max)\n"
         "  source: systemd.resource-control(5)\n"
         "t.yaml: 1 error(s), 0 warning(s)\n")

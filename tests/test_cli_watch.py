@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from slicectl.cli.watch import cmd_tui, host_node_cpus, run_status
 from slicectl.core import defaults
 from slicectl.core.errors import TopologyError, UsageError
+from slicectl.demo.cgtree import MovingTree
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -66,3 +69,20 @@ def test_an_unreadable_sysfs_asked_for_is_an_error_and_the_hosts_is_not(
         host_node_cpus(str(tmp_path))
     monkeypatch.setattr(defaults, "SYSFS", str(tmp_path))  # this host's /sys, unreadable
     assert host_node_cpus() is None
+
+
+def test_status_does_not_block_on_a_fifo_in_the_tree(tmp_path: Path) -> None:
+    """A FIFO in place of cgroup files (a broken tree): status still answers, at once."""
+    tree = MovingTree(tmp_path / "cg")
+    tree.add("tenants.slice")
+    for fifo in (tree.root / "tenants.slice" / "cpu.stat",
+                 tree.root / "tenants.slice" / "memory.current",
+                 tree.root / "cpuset.cpus.effective"):
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+    proc = subprocess.run([sys.executable, "-m", "slicectl", "status", "--json", "--interval",
+                           "0.1", "--cgroup-root", str(tree.root)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    units = {s["unit"] for s in json.loads(proc.stdout)["slices"]}
+    assert "tenants.slice" in units

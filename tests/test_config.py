@@ -368,8 +368,13 @@ def test_duplicate_tenant_reported_with_file_line_and_hint(tmp_path: Path) -> No
         load_tenants(str(path))
     (p,) = e.value.problems
     assert (p.file, p.line) == (str(path), 5)
-    assert p.message.startswith('duplicate key "web"')
+    assert p.message == 'duplicate key "web"'  # not `with value "{}"`: no such value is there
     assert p.hint == "each key may appear once; merge the two entries"
+    path.write_text("version: 1\ntenants:\n  web: {cpus: 2, cpus: 4}\n")
+    with pytest.raises(ConfigError) as e:
+        load_tenants(str(path))
+    assert e.value.problems[0].message == \
+        'duplicate key "cpus" with value "4" (original value: "2")'
 
 
 # --- profiles ---------------------------------------------------------------------------------

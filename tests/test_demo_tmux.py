@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tuikit import tmux, wait_screen
+from tuikit import TMUX, tmux, wait_screen
 
 from slicectl.core.cpulist import parse_cpulist
 
@@ -31,7 +31,7 @@ def session() -> Iterator[str]:
     try:
         yield name
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run([*TMUX, "kill-session", "-t", name], capture_output=True)
 
 
 def start(session: str, scratch: Path, demo_args: str, width: int = 120,

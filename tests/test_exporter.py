@@ -760,3 +760,31 @@ def test_grafana_dashboard_is_json_over_exported_metrics_only() -> None:
     assert {"slicectl_cpu_usage_seconds_total", "slicectl_memory_max_bytes",
             "slicectl_pressure_memory_stalled_seconds_total",
             "slicectl_memory_local_ratio"} <= used
+
+
+def test_a_fifo_in_the_tree_is_counted_and_the_scrape_still_completes(tmp_path: Path) -> None:
+    """A FIFO where a cgroup file should be would block a plain open for ever: the scrape
+    (in a thread, so a regression fails instead of hanging) still answers, and counts it."""
+    tree = MovingTree(tmp_path / "cg")
+    tree.add("tenants.slice")
+    tree.add(DB1, memory_max=str(G))
+    for fifo in (tree.root / DB1 / "cpu.stat", tree.root / "cpuset.cpus.effective",
+                 tree.root / "cgroup.stat"):
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+    got: list[Samples] = []
+
+    def scrape_twice() -> None:
+        with Sampler(tree.root) as sampler:
+            collector = SliceCollector(sampler)
+            scrape(collector)
+            got.append(scrape(collector))
+
+    thread = threading.Thread(target=scrape_twice, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert got, "the scrape blocked on a FIFO"
+    db1 = {"slice": "tenants-db1.slice", "tenant": ""}
+    assert value(got[0], "slicectl_memory_max_bytes", **db1) == G
+    assert ("slicectl_cpu_usage_seconds_total", tuple(db1.items())) not in got[0]
+    assert value(got[0], "slicectl_exporter_errors_total", source="cpu.stat") > 0

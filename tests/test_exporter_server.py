@@ -111,6 +111,33 @@ def test_the_app_serves_text_openmetrics_and_gzip() -> None:
     assert headers["Content-Encoding"] == "gzip" and body[:2] == b"\x1f\x8b"
 
 
+def test_a_gzipped_scrape_is_compressed_a_piece_at_a_time() -> None:
+    """Gzip (every Prometheus scrape asks for it) never joins the exposition into one
+    buffer: a scrape of 30 MB allocates a few MB, and decompresses to the plain body."""
+    import gzip
+    import tracemalloc
+
+    filler = [b"# a comment line of filler\n" * 40000 for _ in range(30)]
+    exp = exposition(Empty())
+    plain = exp.parts
+
+    def parts(om: bool = False) -> list[bytes]:
+        return [*filler, *plain(om)]
+
+    exp.parts = parts  # type: ignore[method-assign]
+    app = wsgi_app(exp)
+    tracemalloc.start()
+    try:
+        _, headers, body = call(app, accept_encoding="gzip")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert headers["Content-Encoding"] == "gzip" and int(headers["Content-Length"]) == len(body)
+    text = gzip.decompress(body)
+    assert text.startswith(b"".join(filler)) and b"\nslicectl_exporter_cgroups 0.0\n" in text
+    assert peak < sum(map(len, filler)) / 4, peak
+
+
 def test_filters_and_other_methods_go_to_the_librarys_app() -> None:
     app = wsgi_app(exposition(Empty()))
     _, _, body = call(app, query="name[]=slicectl_exporter_cgroups")
@@ -226,3 +253,123 @@ def test_textfile_into_a_missing_folder(tmp_path: Path) -> None:
     assert e.value.message.startswith(f"cannot write {tmp_path}/missing/slicectl.prom: ")
     assert e.value.hint == ("the textfile directory must exist and be writable "
                             "(node_exporter --collector.textfile.directory)")
+
+
+# --- a hostile client: connections that wait, heads sent too slowly ------------------------
+
+
+def _closed_by_server(conn: socket.socket, within: float, trickle: bytes = b"") -> bool:
+    """Whether the server closes `conn` within `within` seconds while the client sends
+    `trickle` a byte at a time (a slowloris) or nothing."""
+    import time
+
+    end = time.monotonic() + within
+    conn.settimeout(0.2)  # the pace of the trickle, and of looking for the close
+    sent = 0
+    while time.monotonic() < end:
+        try:
+            if sent < len(trickle):
+                conn.send(trickle[sent:sent + 1])
+                sent += 1
+            if conn.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:  # reset, broken pipe: closed
+            return True
+    return False
+
+
+HEAD = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Filler: abcdefghijklmnop\r\n" * 100 + b"\r\n"
+
+
+@pytest.mark.parametrize("trickle", [b"", HEAD], ids=["silent", "a-byte-at-a-time"])
+def test_a_client_too_slow_with_its_request_is_dropped(
+        monkeypatch: pytest.MonkeyPatch, trickle: bytes) -> None:
+    """The whole head (request line, headers) within REQUEST_DEADLINE, before basic auth is
+    asked; a byte now and then does not keep a connection (a thread) alive."""
+    import slicectl.exporter.server as server
+
+    monkeypatch.setattr(server, "REQUEST_DEADLINE", 1.0)
+    stop, port = serve(exposition(Empty()), "127.0.0.1:0")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            assert _closed_by_server(conn, within=30, trickle=trickle)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:  # still serving
+            conn.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            assert _receive_all(conn).startswith(b"HTTP/1.0 200 OK")
+    finally:
+        stop()
+
+
+def test_connections_past_the_cap_are_closed_and_hold_no_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most MAX_CONNECTIONS connections (threads) at once: one more is closed at once; a
+    slot freed serves again."""
+    import threading
+    import time
+
+    import slicectl.exporter.server as server
+
+    monkeypatch.setattr(server.BoundedServer, "max_connections", 4)
+    monkeypatch.setattr(server, "REQUEST_DEADLINE", 600.0)  # closed by the cap alone
+    threads = threading.active_count()
+    stop, port = serve(exposition(Empty()), "127.0.0.1:0")
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(4)]
+    try:
+        extra = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(20)]
+        for conn in extra:
+            assert _closed_by_server(conn, within=30)
+            conn.close()
+        assert threading.active_count() <= threads + 1 + 4  # the server's, one per slot
+        idle.pop().close()
+        end = time.monotonic() + 30
+        while True:  # the freed slot comes back once its thread sees the close
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+                conn.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+                reply = _receive_all(conn)
+            if reply or time.monotonic() > end:
+                break
+        assert reply.startswith(b"HTTP/1.0 200 OK")
+    finally:
+        for conn in idle:
+            conn.close()
+        stop()
+
+
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_memory_stays_flat_over_a_thousand_scrapes(tmp_path: Path) -> None:
+    """1,000 scrapes over HTTP of a tree whose busy slices move before each: what the
+    exporter keeps between scrapes (the last scrape's lines) does not grow."""
+    from slicectl.demo.cgtree import MovingTree, write_files
+    from slicectl.host.sampler import Sampler
+
+    tree = MovingTree(tmp_path / "cg")
+    busy = ["system.slice", "user.slice", "tenants.slice/tenants-s0.slice"]
+    tree.add("tenants.slice")
+    for path in busy:
+        tree.add(path)
+    for i in range(1, 100):
+        tree.add(f"tenants.slice/tenants-s{i}.slice", tasks=0)
+    with Sampler(tree.root) as sampler:
+        stop, port = serve(exposition(sampler), "127.0.0.1:0")
+        try:
+            rss = []
+            for n in range(1000):
+                for path in busy:
+                    tree.cgroups[path].usage_usec += 10000
+                    write_files(tree.root / path, tree.cgroups[path].files())
+                with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+                    conn.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+                    assert b"tenants-s99.slice" in _receive_all(conn)
+                if n in (99, 999):
+                    rss.append(_rss_mib())
+        finally:
+            stop()
+    assert rss[1] - rss[0] < 4, rss

@@ -154,6 +154,18 @@ def test_a_silent_client_does_not_hold_up_the_scrapes(served: Serve, pki: Pki) -
     ("tls_server_config:\n  cert_file: nosuch.crt\n  key_file: KEY\n", "nosuch.crt: no such file"),
     ("tls_server_config:\n  cert_file: KEY\n  key_file: KEY\n",
      "are not a certificate and its private key"),
+    ("tls_server_config:\n  cert_file: CERT\n  key_file: CLIENTKEY\n",
+     "key values mismatch"),
+    ("tls_server_config:\n  cert_file: CERT\n  key_file: KEY\n  min_version: TLS13\n"
+     "  max_version: TLS12\n", "min_version: TLS13 is above max_version TLS12"),
+    ("tls_server_config:\n  cert_file: CERT\n  key_file: KEY\n  max_version: TLS11\n",
+     "min_version: TLS12 (the default) is above max_version TLS11"),
+    ("tls_server_config:\n  cert_file: CERT\n  key_file: KEY\n  min_version: TLS10\n"
+     "  max_version: TLS11\n", "max_version: no client can complete a TLS handshake"),
+    ("tls_server_config:\n  cert_file: " + "c" * 5000 + ".crt\n  key_file: KEY\n",
+     ".crt: cannot read: File name too long"),
+    ("tls_server_config:\n  cert_file: /\n  key_file: KEY\n", "/: not a regular file"),
+    ('tls_server_config:\n  cert_file: "a\\0b"\n  key_file: KEY\n', "cannot hold a NUL byte"),
     ("basic_auth_users:\n  alice: hunter2\n", "basic_auth_users.alice: not a user name and a "
                                               "bcrypt hash"),
     ("basic_auth_user:\n  alice: x\n", "basic_auth_user: unknown key"),
@@ -163,6 +175,7 @@ def test_a_silent_client_does_not_hold_up_the_scrapes(served: Serve, pki: Pki) -
 def test_problems_are_located(tmp_path: Path, pki: Pki, text: str, message: str) -> None:
     config = tmp_path / "web.yml"
     config.write_text(text.replace("CERT", str(pki.server_cert))
+                      .replace("CLIENTKEY", str(pki.client_key))
                       .replace("KEY", str(pki.server_key)).replace("CA", str(pki.ca)))
     with pytest.raises(ConfigError) as e:
         load_web_config(config)
@@ -202,3 +215,67 @@ def test_command_reports_the_file_with_a_hint_never_a_traceback(tmp_path: Path) 
                            "--web-config", str(config)], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "not --textfile" in proc.stderr, proc.stderr
+
+
+def test_a_long_web_config_name_is_located_never_a_traceback(tmp_path: Path) -> None:
+    config = tmp_path / ("w" * 5000 + ".yml")
+    with pytest.raises(ConfigError) as e:
+        load_web_config(config)
+    assert "cannot read: File name too long" in str(e.value)
+
+
+def test_a_fifo_as_web_config_is_refused_not_waited_on(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    config = tmp_path / "web.yml"
+    os.mkfifo(config)
+    got: list[Exception] = []
+
+    def load() -> None:
+        try:
+            load_web_config(config)
+        except ConfigError as e:
+            got.append(e)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert got and f"{config}: cannot read: not a regular file" in str(got[0])
+
+
+# --- TLS: a handshake cut short by its deadline --------------------------------------------
+
+
+def test_a_client_sending_its_hello_a_byte_at_a_time_is_dropped(
+        served: Serve, pki: Pki, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handshake's deadline holds for the whole handshake, not each read."""
+    import time
+
+    from slicectl.exporter.access import TlsServer
+
+    monkeypatch.setattr(TlsServer, "HANDSHAKE_TIMEOUT", 1.0)
+    url = served(tls_config(pki))
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    wire = ssl.MemoryBIO()
+    with pytest.raises(ssl.SSLWantReadError):  # a real client's hello, to send a byte at a time
+        client(pki).wrap_bio(ssl.MemoryBIO(), wire, server_hostname="127.0.0.1").do_handshake()
+    hello = wire.read()
+    closed = False
+    with socket.create_connection(("127.0.0.1", port)) as conn:
+        conn.settimeout(0.2)  # the trickle's pace
+        end = time.monotonic() + 30
+        for byte in hello:
+            if time.monotonic() > end:
+                break
+            try:
+                conn.send(bytes([byte]))
+                closed = conn.recv(1024) == b""
+            except TimeoutError:
+                continue
+            except OSError:
+                closed = True
+            if closed:
+                break
+    assert closed
+    assert get(url, client(pki)) == 200

@@ -84,7 +84,9 @@ def test_odd_count_never_shares_a_core_with_housekeeping() -> None:
     assert lay.housekeeping == {0, 16, 1}
     assert cpus(lay, "a") == {2, 18, 3}
     assert {17, 19} <= lay.shared_pool
-    assert lay.notes == ()
+    assert lay.notes == ("housekeeping CPU(s) 0,1,16 share physical cores with CPU(s) 17 (SMT "
+                         "siblings), which run the shared pool beside housekeeping; "
+                         "housekeeping.cpus: 4 keeps whole cores apart",)
 
 
 @pytest.mark.parametrize(("topology", "count", "expected"), [
@@ -243,7 +245,9 @@ def test_spread_never_takes_the_sibling_of_a_housekeeping_cpu() -> None:
                  "  a: {cpus: 5, numa: spread}\n  p: {}\n", "xeon-2s-smt")
     assert lay.housekeeping == {0}
     assert cpus(lay, "a") == {1, 17, 8, 24, 2}  # a whole core on each node, then node0's turn
-    assert 16 in lay.shared_pool and lay.notes == ()
+    assert 16 in lay.shared_pool and lay.notes == (
+        "housekeeping CPU(s) 0 share physical cores with CPU(s) 16 (SMT siblings), which run "
+        "the shared pool beside housekeeping; housekeeping.cpus: 2 keeps whole cores apart",)
 
 
 def test_spread_deals_whole_cores_and_splits_one_for_an_odd_count() -> None:

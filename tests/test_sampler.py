@@ -662,3 +662,14 @@ def test_the_periodic_walk_waits_while_the_root_counts_as_many_cgroups(
             time.sleep(0.002)
             s.sample()
     assert len(walks) == 2 + 1 + 3
+
+
+def test_an_unpinned_cgroup_keeps_its_sample_across_a_walk(
+        tree: MovingTree, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the descriptor budget a cgroup is read with open/read/close; a walk of the tree
+    must not make every such cgroup new (the exporter would write all its text again)."""
+    monkeypatch.setattr("slicectl.host.sampler._FD_RESERVE", 1 << 40)  # nothing pinned
+    with Sampler(tree.root, rediscover_every=0) as sampler:  # a walk at every sample
+        first, second = sampler.sample(), sampler.sample()
+    assert first.cgroups and first.cgroups.keys() == second.cgroups.keys()
+    assert all(first.cgroups[p] is second.cgroups[p] for p in first.cgroups)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from test_tui_tmux import moving  # noqa: F401 (a fixture)
-from tuikit import tmux, wait_screen
+from tuikit import TMUX, tmux, wait_screen
 
 from slicectl.demo.cgtree import MovingTree
 
@@ -77,7 +77,7 @@ def test_top_fits_the_terminal_and_q_quits(moving: MovingTree, width: int) -> No
         # status 0, and the terminal echoes again (top restored what it changed)
         wait_screen(session, lambda s: "TOP-EXIT-0" in s and "TERMINAL-ECHOES" in s, timeout=10)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run([*TMUX, "kill-session", "-t", session], capture_output=True)
 
 
 def test_top_ends_on_ctrl_c(moving: MovingTree) -> None:  # noqa: F811
@@ -89,4 +89,4 @@ def test_top_ends_on_ctrl_c(moving: MovingTree) -> None:  # noqa: F811
         tmux("send-keys", "-t", session, "C-c")
         wait_screen(session, lambda s: "TOP-EXIT-0" in s and "TERMINAL-ECHOES" in s, timeout=10)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run([*TMUX, "kill-session", "-t", session], capture_output=True)

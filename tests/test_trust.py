@@ -61,13 +61,14 @@ def test_a_file_another_user_owns_is_refused(folder: Path) -> None:
 
 
 @ROOT_ONLY
-def test_group_writable_only_for_root_s_group(folder: Path) -> None:
+def test_group_writable_is_refused_whatever_the_group(folder: Path) -> None:
+    """As sshd's StrictModes: a group may hold users other than root."""
     path = folder / "tenants.yaml"
     path.write_text("version: 1\n")
     path.chmod(0o664)
-    assert untrusted(str(path)) is None  # group root: only root's group writes it
+    assert untrusted(str(path)) == f"{path} is writable by its group, gid 0 (mode 0664)"
     os.chown(path, 0, NOBODY)
-    assert untrusted(str(path)) == f"{path} is writable by group {NOBODY} (mode 0664)"
+    assert untrusted(str(path)) == f"{path} is writable by its group, gid {NOBODY} (mode 0664)"
 
 
 @ROOT_ONLY
@@ -140,3 +141,20 @@ def test_other_users_are_not_checked(tmp_path: Path, monkeypatch: pytest.MonkeyP
     path.chmod(0o666)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert untrusted(str(path)) is None
+
+
+@ROOT_ONLY
+def test_the_exporter_refuses_a_web_config_or_key_others_may_write(tmp_path: Path) -> None:
+    from slicectl.exporter.webconfig import load_web_config
+
+    config = tmp_path / "web.yml"
+    config.write_text("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n")
+    config.chmod(0o664)
+    for name in ("server.crt", "server.key"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "server.key").chmod(0o606)
+    with pytest.raises(ConfigError) as e:
+        load_web_config(config)
+    text = str(e.value)
+    assert f"{config} is writable by its group, gid 0 (mode 0664)" in text
+    assert f"{tmp_path}/server.key is writable by every user (mode 0606)" in text

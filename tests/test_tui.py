@@ -359,5 +359,5 @@ def test_top_refuses_an_interval_of_zero(interval: str) -> None:
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.endswith(
         f"slicectl top: error: argument --interval: {interval!r}: must be a finite number "
-        "of seconds above 0 (e.g. 60)\n")
+        "of seconds above 0 (e.g. 1 or 0.5)\n")
 

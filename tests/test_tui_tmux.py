@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tuikit import tmux, wait_screen
+from tuikit import TMUX, tmux, wait_screen
 
 from slicectl.demo.cgtree import Motion, MovingTree
 
@@ -95,4 +95,4 @@ def test_tui_in_tmux_shows_moving_slices_and_quits(moving: MovingTree, width: in
         tmux("send-keys", "-t", session, "q")
         wait_screen(session, lambda s: "TUI-EXIT-0" in s, timeout=10)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run([*TMUX, "kill-session", "-t", session], capture_output=True)

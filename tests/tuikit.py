@@ -127,8 +127,13 @@ def monitor_settings(root: Path, **kw: object) -> TuiSettings:
 
 
 
+# The tests' own tmux server (`tmux -L`): a user's sessions on the default server are never
+# seen, nor killed, by a test.
+TMUX = ["tmux", "-L", "slicectl-tests"]
+
+
 def tmux(*args: str) -> str:
-    """Run a tmux command; its output.
+    """Run a tmux command on the tests' server; its output.
 
     Tests share one tmux server, which exits when its last session ends: a command that
     reaches it as it exits (another test's last session just killed) fails with "server
@@ -136,7 +141,7 @@ def tmux(*args: str) -> str:
     that, is tried again.
     """
     for _ in range(5):
-        done = subprocess.run(["tmux", *args], capture_output=True, text=True)
+        done = subprocess.run([*TMUX, *args], capture_output=True, text=True)
         if "server exited unexpectedly" not in done.stderr:
             break
     done.check_returncode()

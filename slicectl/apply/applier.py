@@ -197,7 +197,7 @@ async def _verify(tx: Transaction, plan: Plan, states: dict[str, UnitState],
     """Read everything back once; set at runtime only what still differs (e.g. a `systemctl
     set-property` value: a reload applies changed files to running cgroups, measured on
     systemd 252), read those units back again, and fail on anything still wrong."""
-    say(f"verifying {len(managed_units(plan))} unit(s) in their cgroups")
+    say(f"reading {len(managed_units(plan))} unit(s) back from systemd and their cgroups")
     first = await read_back(tx.sd, plan, options.cgroup_root)
     checked = first.problems
     if first.differ:
@@ -205,7 +205,9 @@ async def _verify(tx: Transaction, plan: Plan, states: dict[str, UnitState],
         for c in first.differ:
             by_unit.setdefault(c.unit, {})[c.prop] = c.want
             tx.touch(c.unit, states[c.unit])
-        say(f"setting {len(first.differ)} live propert(ies) on {len(by_unit)} unit(s)")
+        count = len(first.differ)
+        say(f"setting {count} live propert{'y' if count == 1 else 'ies'} on {len(by_unit)} "
+            f"unit(s), then verifying them")
         await gather_all([tx.set_live(unit, props) for unit, props in by_unit.items()])
         report.set_live = first.differ
         again = await read_back(tx.sd, plan, options.cgroup_root, set(by_unit))

@@ -51,7 +51,9 @@ class PropChange:
 
     def describe(self) -> str:
         src = f"  [{self.source}]" if self.source else ""
-        return (f"{self.unit}: {self.prop} {human_live(self.prop, self.live)} -> "
+        # The unit-file key (CPUQuota), as the values are spelled: not the D-Bus name
+        # (CPUQuotaPerSecUSec) beside a value in percent.
+        return (f"{self.unit}: {file_key(self.prop)} {human_live(self.prop, self.live)} -> "
                 f"{human_live(self.prop, self.want)}{src}")
 
 
@@ -231,11 +233,28 @@ async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str],
     notes: list[str] = []
     props, diff.start, states = await live_diff(sd, plan, units.root, notes)
     diff.props, diff.balanced = split_balanced(plan, props, balance)
+    diff.props = _from_changed_files(diff.props, diff.files)
     diff.start += await _stopped_timers(sd, plan)
     diff.stop, diff.notes = await _removed_slices(sd, plan, units, cgroup_root)
     diff.notes += notes + await _member_notes(sd, plan)
     diff.reload = await _needs_reload(sd, diff.files, states)
     return diff, states
+
+
+# What override_source says when no other file explains a live value: for a unit whose
+# files this run writes, the reason is the change of tenants.yaml itself.
+_NO_OTHER_SOURCE = ("slicectl's file is not loaded yet (daemon-reload pending)",
+                    "changed at runtime (no file sets it)")
+
+
+def _from_changed_files(props: list[PropChange], files: FileChanges) -> list[PropChange]:
+    """Changes of units whose files apply writes now, explained as the edit of tenants.yaml
+    they are (not as a reload pending or a runtime change)."""
+    from dataclasses import replace
+
+    writing = {unit_of(rel) for rel in files.created + files.updated}
+    return [replace(c, source="tenants.yaml changed: apply writes and sets it")
+            if c.unit in writing and c.source in _NO_OTHER_SOURCE else c for c in props]
 
 
 def unit_of(rel: str) -> str:

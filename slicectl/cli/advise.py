@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 def _print_findings(path: str, findings: list[Finding]) -> None:
     from slicectl.core.advice.lint import Level
 
-    for f in findings:
-        print(f)
-        print(f"  {f.level}: fix: {f.fix}")
+    for f in findings:  # the level first, as validate's `error:` lines
+        print(f"{f.level}: {f}")
+        print(f"  fix: {f.fix}")
         print(f"  source: {f.source}")
     errors = sum(f.level is Level.ERROR for f in findings)
     warnings = len(findings) - errors

@@ -40,6 +40,8 @@ def with_demo_options(paths: DemoPaths, argv: Sequence[str]) -> list[str]:
     from slicectl.cli.parser import VERBS, verb_parser
     from slicectl.core.errors import UsageError
 
+    if argv and all(word.startswith("-") for word in argv):
+        return list(argv)  # `slicectl --help`, `--version`: nothing of the demo's to add
     if argv[:1] == ["demo"]:
         raise UsageError("slicectl demo run demo: this slicectl already acts on a running demo",
                          "leave the demo's shell (exit) to start another demo")
@@ -145,6 +147,15 @@ def _wait_for(argv: list[str], paths: DemoPaths, env: dict[str, str] | None = No
         signal.signal(signal.SIGINT, previous)
 
 
+def _help(view: str) -> int:
+    """`slicectl demo VIEW --help`: the verb's own help for status, top and tui (what their
+    options mean), the demo's for shell."""
+    from slicectl.cli.parser import verb_parser
+
+    verb_parser(view if view in ("status", "top", "tui") else "demo").print_help()
+    return 0
+
+
 def _start(args: Namespace) -> tuple[Path, bool]:
     """The demo's folder, and whether to keep it at exit."""
     import tempfile
@@ -172,6 +183,8 @@ def cmd_demo(args: Namespace) -> int:
     from slicectl.demo.session import running_demo
 
     command = _leading_dir(args)
+    if command[:1] and command[0] in ("-h", "--help") and args.view != "run":
+        return _help(args.view)  # no demo to start for that
     if args.view == "run":  # this process becomes the command (the demo's shell's slicectl)
         import os
 

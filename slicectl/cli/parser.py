@@ -41,8 +41,9 @@ def seconds(text: str) -> float:
     return value
 
 
-def positive(unit: str) -> Callable[[str], float]:
-    """An argparse type: a finite number of `unit` (seconds, days) above 0."""
+def positive(unit: str, example: str = "60") -> Callable[[str], float]:
+    """An argparse type: a finite number of `unit` (seconds, days) above 0; `example`: a
+    value that makes sense for the option, for the error."""
 
     def parse(text: str) -> float:
         try:
@@ -51,7 +52,7 @@ def positive(unit: str) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"invalid number of {unit}: {text!r}") from None
         if not math.isfinite(value) or value <= 0:
             raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of {unit} "
-                                             "above 0 (e.g. 60)")
+                                             f"above 0 (e.g. {example})")
         return value
 
     return parse
@@ -263,7 +264,7 @@ def record(p: Parser) -> None:
     p.add_argument("--interval", metavar="S", type=positive("seconds"),
                    default=defaults.RECORD_INTERVAL_S,
                    help=f"seconds between samples (default: {defaults.RECORD_INTERVAL_S:g})")
-    p.add_argument("--retention", metavar="DAYS", type=positive("days"),
+    p.add_argument("--retention", metavar="DAYS", type=positive("days", "14"),
                    default=defaults.RECORD_RETENTION_DAYS,
                    help="delete samples older than DAYS days "
                         f"(default: {defaults.RECORD_RETENTION_DAYS:g})")
@@ -314,7 +315,7 @@ def status(p: Parser) -> None:
 def top(p: Parser) -> None:
     _cgroup_root(p)
     # Above 0: top refreshes every interval until stopped (0 would spin a core).
-    p.add_argument("--interval", metavar="S", type=positive("seconds"),
+    p.add_argument("--interval", metavar="S", type=positive("seconds", "1 or 0.5"),
                    default=defaults.MONITOR_INTERVAL_S,
                    help=f"seconds between refreshes (default: {defaults.MONITOR_INTERVAL_S:g})")
     p.add_argument("-n", "--iterations", metavar="N", type=int, default=None,
@@ -597,6 +598,10 @@ class Listed(Parser):
     """A verb that is only listed (`slicectl --help`, a usage error), never parsed: it skips
     ArgumentParser's set-up, whose gettext look-ups are most of a `--help`. `parser_for` never
     lets one parse: a command line naming a verb gets that verb's full parser."""
+
+    # What ArgumentParser.__init__ would have set and Python 3.14's argparse reads of the
+    # parsers add_parser made (`slicectl --help` died there with an AttributeError).
+    _cached_formatter = None
 
     def __init__(self, **kwargs: object) -> None:  # no super().__init__(), on purpose
         self.prog = str(kwargs.get("prog", ""))

@@ -113,8 +113,14 @@ def cmd_validate(args: Namespace) -> int:
     config = load_config(args)
     profiles = f", {len(config.profiles)} profile(s)" if config.profiles else ""
     if not (args.topology or args.sysfs):
-        print(f"{args.tenants}: ok ({len(config.tenants)} tenant(s){profiles}; file only: "
-              "give --topology or --sysfs to check placement)")
+        target = ""
+        if args.systemd_version is not None:  # the keys, without placement
+            from slicectl.core.properties.versions import check_version
+
+            check_version(config, args.systemd_version, "--systemd-version")
+            target = f", keys checked for systemd {args.systemd_version}"
+        print(f"{args.tenants}: ok ({len(config.tenants)} tenant(s){profiles}{target}; file "
+              "only: give --topology or --sysfs to check placement)")
         return EXIT_OK
     from slicectl.core.plan import build_plan
 

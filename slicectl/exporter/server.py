@@ -18,8 +18,10 @@ writer"). `SliceText` writes the same lines, byte for byte (tests/test_exporter.
 them with the library's in both formats), once per cgroup, and keeps them while the cgroup
 does not change; the library still writes every header, the exporter's own families and the
 process metrics. The response is a list of pieces, one per family, never joined into one
-buffer unless gzipped, as `make_wsgi_app` gzips, when the scraper asks (`wsgi_app`); over
-plain HTTP the server sends them with one scatter-gather `sendmsg` (`_Gather`).
+buffer: gzipped (as `make_wsgi_app` gzips, when the scraper asks) a piece at a time
+(`gzipped`); over plain HTTP the server sends them with one scatter-gather `sendmsg`
+(`_Gather`). So each scrape in flight holds references to the kept text, or its own
+compressed copy, never a copy of the whole text.
 
 A value that cannot be read drops its series and counts in `slicectl_exporter_errors_total`;
 a scrape never fails because of the host (the health metrics are always there).
@@ -29,14 +31,15 @@ filters read), `SliceText` (the same samples written by hand) and the WSGI app t
 between them must agree on one set of families and one order; they are kept together so a
 change to one is seen next to the others. What stands alone is elsewhere: the metric table
 (`families`), the process metrics (`process_metrics`), who may read them (`webconfig`:
-TLS and basic auth), the command (`cli/exporter`).
+the file, TLS and users; `access`: basic auth and the handshake at each request), the
+command (`cli/exporter`).
 """
 
 from __future__ import annotations
 
 import errno
 import functools
-import gzip
+import io
 import operator
 import os
 import re
@@ -44,10 +47,13 @@ import socket
 import sys
 import threading
 import time
+import zlib
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import accumulate
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -69,6 +75,7 @@ from slicectl.core import defaults
 from slicectl.core.balance.balance_state import BalanceState
 from slicectl.core.errors import SlicectlError
 from slicectl.core.monitor.metrics import NodeCpus
+from slicectl.exporter.access import BasicAuth, TlsServer, require_auth
 from slicectl.exporter.drift import DriftWatch
 from slicectl.exporter.families import (
     BALANCE,
@@ -85,12 +92,28 @@ from slicectl.exporter.families import (
     balance_series,
 )
 from slicectl.exporter.process_metrics import ProcessMetrics
-from slicectl.exporter.webconfig import BasicAuth, TlsServer, WebConfig, require_auth
+from slicectl.exporter.webconfig import WebConfig
 from slicectl.host.sampler import Sampler
 
 # The `source` of an error reading the balancer's state file.
 BALANCE_SOURCE = "balance-state"
 DEFAULT_PORT = int(defaults.EXPORTER_LISTEN.rpartition(":")[2])
+# Connections served at once (Prometheus holds one per scrape; a pair of them, promtool and a
+# curl or two fit many times over); one past them is closed at once. Each is a thread and,
+# while a scrape is written, a reference to its pieces: this bounds the exporter's memory
+# whatever a client of the port does (README, "Exporter").
+MAX_CONNECTIONS = 16
+# Seconds a client has to send its request's head (request line and headers), all of it,
+# before it is dropped: before basic auth is asked, so anyone who can reach the port could
+# otherwise hold a connection (a thread) for ever by sending nothing, or a byte at a time.
+REQUEST_DEADLINE = 5.0
+# Seconds any later read or write of a connection may wait (a scraper that stops reading).
+IO_TIMEOUT = 10.0
+# Seconds a reply (over plain HTTP) may take to go out in full, however slowly the client
+# reads: a scrape of 10,000 slices is about 30 MB.
+WRITE_DEADLINE = 60.0
+# The longest request head read (wsgiref's own line limit is 64 KiB).
+MAX_REQUEST_HEAD = 65536
 # The library's value format and OpenMetrics encoder (not annotated there).
 go_float: Callable[[float], str] = floatToGoString
 openmetrics_of: Callable[[Any], bytes] = generate_openmetrics
@@ -137,9 +160,12 @@ class SliceText:
     families, written here because the library's per-sample writing is far over the
     budget of `exporter.1000` (BENCHMARKS.md, "exporter.1000: the library's writer").
 
-    Kept between scrapes at two levels: each cgroup's sample lines by metric while its rows
-    are the same object (an unchanged cgroup: `SeriesMemo.rows`), and each metric's samples
-    of every cgroup (its column) while no cgroup's lines of that metric changed.
+    Kept between scrapes, once: each metric's samples of every cgroup (its column), and where
+    each cgroup's lines lie in it. A cgroup whose rows are the same object (an unchanged
+    cgroup: `SeriesMemo.rows`) is not written again; a column none of whose lines changed is
+    the very bytes object of the last scrape, and one whose lines did is spliced around
+    them. Nothing else holds the text: at 10,000 slices (30 MB of it) a second copy by
+    cgroup would be as large again.
 
     A sample line is the same in the text format and in OpenMetrics (`name{labels} value`,
     labels sorted by name, the value as Go prints floats); only the families' headers differ,
@@ -152,65 +178,109 @@ class SliceText:
                        for i, spec in enumerate(SLICE_METRICS)}
         self._headers = {om: tuple(encode([_family(spec, ())], om).removesuffix(b"# EOF\n")
                                    for spec in SLICE_METRICS) for om in (False, True)}
-        self._kept: dict[str, _Written] = {}  # by path, in the order of the last scrape
+        self._paths: list[str] = []  # the cgroups of the last scrape, in its order
+        self._rows: list[Out] = []  # their rows, as written
         self._columns = [b""] * len(SLICE_METRICS)
-        self._last: list[tuple[str, Out]] | None = None  # what the columns were joined from
+        # by metric position, for each cgroup in order: its lines' length, and where they end
+        self._lengths = [array("Q") for _ in SLICE_METRICS]
+        self._ends = [array("Q") for _ in SLICE_METRICS]
+        self._last: list[tuple[str, Out]] | None = None  # what the columns were written from
 
     def __len__(self) -> int:
         """The cgroups whose lines are kept: those of the last scrape."""
-        return len(self._kept)
+        return len(self._paths)
 
     def render(self, cgroups: list[tuple[str, Out]], om: bool) -> list[bytes]:
         """Every per-slice family, header then samples, in SLICE_METRICS order, as pieces to
         send one after the other: a column whose lines did not change is the very bytes
         object of the last scrape, and none is joined with the others into one buffer."""
         if cgroups is not self._last:
-            written = self._update(cgroups)
-            for i in self._changed(written):
-                self._columns[i] = b"".join([w.text[i] for w in self._kept.values()])
+            moved = self._moved(cgroups)
+            if moved is None:
+                self._rewrite(cgroups)
+            else:
+                self._patch(cgroups, moved)
             self._last = cgroups
         headers = self._headers[om]
         return [piece for i, column in enumerate(self._columns) for piece in (headers[i], column)]
 
-    def _update(self, cgroups: list[tuple[str, Out]]) -> list[tuple[_Written, _Written]] | None:
-        """Keep the lines of `cgroups`, those of the cgroups of the last scrape only. The
-        cgroups rewritten (before, after), or None when the cgroups are not the same ones.
-        `SeriesMemo.rows` hands back the very (path, rows) pair of a cgroup that did not
-        change, in the same place: only the pairs that are not the same are looked at."""
-        kept, last = self._kept, self._last
+    def _moved(self, cgroups: list[tuple[str, Out]]) -> list[int] | None:
+        """The places whose (path, rows) pair is not the last scrape's, or None when the
+        cgroups are not the same ones. `SeriesMemo.rows` hands back the very pair of a cgroup
+        that did not change, in the same place: only the pairs that are not the same count."""
+        last = self._last
         if last is None or len(cgroups) != len(last):
-            moved = None
-        else:
-            moved = [k for k, same in enumerate(map(operator.is_, cgroups, last)) if not same]
-            if any(cgroups[k][0] != last[k][0] for k in moved):
-                moved = None
-        if moved is None:
-            self._kept = {path: self._write(rows, kept.get(path)) for path, rows in cgroups}
             return None
-        written = []
+        moved = [k for k, same in enumerate(map(operator.is_, cgroups, last)) if not same]
+        if any(cgroups[k][0] != last[k][0] for k in moved):
+            return None
+        return moved
+
+    def _kept(self, k: int) -> tuple[memoryview, ...]:
+        """The lines of the last scrape's k-th cgroup, by metric position (views, no copy)."""
+        return tuple(memoryview(column)[ends[k] - lengths[k]:ends[k]] for column, lengths, ends
+                     in zip(self._columns, self._lengths, self._ends, strict=True))
+
+    def _rewrite(self, cgroups: list[tuple[str, Out]]) -> None:
+        """Every column written again, for other cgroups than last time's; the lines of a
+        cgroup that was there and did not change are taken from the old columns as they are."""
+        where = {path: k for k, path in enumerate(self._paths)}
+        by_metric: list[list[bytes | memoryview]] = [[] for _ in SLICE_METRICS]
+        for path, rows in cgroups:
+            k = where.get(path)
+            if k is None:
+                text: tuple[bytes | memoryview, ...] = self._write(rows, None)
+            elif self._rows[k] is rows:
+                text = self._kept(k)
+            else:
+                text = self._write(rows, (self._rows[k], self._kept(k)))
+            for pieces, piece in zip(by_metric, text, strict=True):
+                pieces.append(piece)
+        self._paths = [path for path, _ in cgroups]
+        self._rows = [rows for _, rows in cgroups]
+        for i, pieces in enumerate(by_metric):  # one column at a time, the pieces let go
+            self._lengths[i] = array("Q", map(len, pieces))
+            self._ends[i] = array("Q", accumulate(self._lengths[i]))
+            self._columns[i] = b"".join(pieces)
+            by_metric[i] = []
+
+    def _patch(self, cgroups: list[tuple[str, Out]], moved: list[int]) -> None:
+        """The same cgroups as last time, those at `moved` with new rows: their lines written
+        again, and each column where one changed spliced around them."""
+        changed: dict[int, list[tuple[int, bytes]]] = {}
         for k in moved:
-            path, rows = cgroups[k]
-            before = kept[path]
-            if before.rows is not rows:
-                kept[path] = after = self._write(rows, before)
-                written.append((before, after))
-        return written
+            rows, before = cgroups[k][1], self._rows[k]
+            if rows is before:
+                continue
+            old = self._kept(k)
+            for i, (line, new) in enumerate(zip(old, self._write(rows, (before, old)),
+                                                strict=True)):
+                if line != new:
+                    changed.setdefault(i, []).append((k, new))
+            self._rows[k] = rows
+        for i, lines in changed.items():
+            self._splice(i, lines)
 
-    @staticmethod
-    def _changed(written: list[tuple[_Written, _Written]] | None) -> Iterable[int]:
-        """The metric positions whose column must be joined again."""
-        if written is None:
-            return range(len(SLICE_METRICS))
-        return {i for before, after in written
-                for i, (old, new) in enumerate(zip(before.text, after.text, strict=True))
-                if old != new}
+    def _splice(self, i: int, lines: list[tuple[int, bytes]]) -> None:
+        """Column i with the lines of the cgroups at k (ascending) replaced by `lines`."""
+        view, lengths, ends = memoryview(self._columns[i]), self._lengths[i], self._ends[i]
+        pieces: list[bytes | memoryview] = []
+        at = 0
+        for k, text in lines:
+            pieces += (view[at:ends[k] - lengths[k]], text)
+            at = ends[k]
+            lengths[k] = len(text)
+        pieces.append(view[at:])
+        self._columns[i] = b"".join(pieces)
+        self._ends[i] = array("Q", accumulate(lengths))
 
-    def _write(self, rows: Out, before: _Written | None) -> _Written:
+    def _write(self, rows: Out, before: tuple[Out, tuple[memoryview, ...]] | None
+               ) -> tuple[bytes, ...]:
         """One cgroup's sample lines, by metric position. A row equal to the one at the same
         place `before` (a limit, a counter that did not move) keeps its line, and a row whose
         value alone changed keeps its line's name and labels."""
-        old_rows = before.rows if before is not None else []
-        old_lines = self._lines(before) if before is not None and len(old_rows) == len(rows) \
+        old_rows = before[0] if before is not None else []
+        old_lines = self._lines(*before) if before is not None and len(old_rows) == len(rows) \
             else None
         by_metric: list[list[bytes]] = [[] for _ in SLICE_METRICS]
         for k, row in enumerate(rows):
@@ -226,13 +296,13 @@ class SliceText:
                     prefix = f"{name}{{{self._labels(order, labels)}}} ".encode()
                 line = prefix + go_float(value).encode() + b"\n"
             by_metric[i].append(line)
-        return _Written(rows, tuple(b"".join(x) for x in by_metric))
+        return tuple(b"".join(x) for x in by_metric)
 
-    def _lines(self, written: _Written) -> list[bytes]:
+    def _lines(self, rows: Out, text: tuple[memoryview, ...]) -> list[bytes]:
         """A cgroup's lines as written, one per row in row order (its columns' text split:
         each metric's lines are in the order of its rows)."""
-        split = [iter(_LINE.findall(text)) for text in written.text]
-        return [next(split[self._index[name][0]]) for name, _, _ in written.rows]
+        split = [iter(_LINE.findall(t)) for t in text]
+        return [next(split[self._index[name][0]]) for name, _, _ in rows]
 
     @staticmethod
     def _labels(order: tuple[tuple[str, int], ...], labels: tuple[str, ...]) -> str:
@@ -241,13 +311,6 @@ class SliceText:
 
 # One sample line: a label value's newline is written escaped (`\n`), never as itself.
 _LINE = re.compile(rb"[^\n]*\n")
-
-
-class _Written(NamedTuple):
-    """One cgroup's rows as written: its sample lines by metric position."""
-
-    rows: Out
-    text: tuple[bytes, ...]
 
 
 def manifest_tenants(unit_dir: Path) -> dict[str, str]:
@@ -419,7 +482,7 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
     format or OpenMetrics 1.x (what Prometheus asks for) is written by `Exposition.parts`:
     the library's app can only write the body with `generate_latest` (see `SliceText`). Its
     format is the library's pick (`choose_encoder`), and it is gzipped as the library's app
-    gzips (`gzip_accepted`, `gzip.compress`) when the scraper asks."""
+    gzips (`gzip_accepted`, level 9) when the scraper asks, a piece at a time (`gzipped`)."""
     library = make_wsgi_app(exposition.registry)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -431,7 +494,7 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
         output = exposition.parts(om)
         headers = [("Content-Type", content_type)]
         if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
-            output = [gzip.compress(b"".join(output))]
+            output = gzipped(output)
             headers.append(("Content-Encoding", "gzip"))
         # (wsgiref counts the length of a one-piece body only)
         headers.append(("Content-Length", str(sum(map(len, output)))))
@@ -439,6 +502,16 @@ def wsgi_app(exposition: Exposition) -> Callable[..., Iterable[bytes]]:
         return output
 
     return app
+
+
+def gzipped(pieces: list[bytes]) -> list[bytes]:
+    """`pieces` as one gzip stream (at gzip.compress's level, as the library's app gzips),
+    compressed a piece at a time: the exposition is never joined into one buffer, so each
+    scrape that asks for gzip (every Prometheus scrape) holds only its compressed copy."""
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # 16+: a gzip header
+    out = [deflate.compress(piece) for piece in pieces]
+    out.append(deflate.flush())
+    return [piece for piece in out if piece]
 
 
 class _Gather:
@@ -468,7 +541,7 @@ class _Gather:
         self.closed = True
         pieces, self._pieces = self._pieces, []
         try:
-            send_pieces(self._sock, pieces)
+            send_pieces(self._sock, pieces, time.monotonic() + WRITE_DEADLINE)
         except OSError:
             pass  # the scraper went away: nobody to tell (as `finish` does with a flush)
 
@@ -476,12 +549,18 @@ class _Gather:
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024
 
 
-def send_pieces(sock: socket.socket, pieces: list[bytes]) -> None:
-    """Send `pieces` one after the other on a blocking socket, in as few `sendmsg` calls as
-    the kernel takes them (IOV_MAX pieces at most each time)."""
+def send_pieces(sock: socket.socket, pieces: list[bytes], deadline: float | None = None) -> None:
+    """Send `pieces` one after the other, in as few `sendmsg` calls as the kernel takes them
+    (IOV_MAX pieces at most each time); by `deadline` (time.monotonic()) if given, else
+    raises TimeoutError: a client that reads slowly holds its connection that long at most."""
     views = [memoryview(p) for p in pieces if p]
     first = 0
     while first < len(views):
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the client did not read the reply in time")
+            sock.settimeout(left)
         sent = sock.sendmsg(views[first:first + _IOV_MAX])
         while sent and sent >= len(views[first]):
             sent -= len(views[first])
@@ -491,13 +570,84 @@ def send_pieces(sock: socket.socket, pieces: list[bytes]) -> None:
 
 
 class _Quiet(WSGIRequestHandler):
+    """wsgiref's handler, with the request's head read within REQUEST_DEADLINE (before
+    basic auth is asked) and every later read or write within IO_TIMEOUT."""
+
+    timeout = IO_TIMEOUT  # (StreamRequestHandler sets it on the connection)
+
     def setup(self) -> None:
         super().setup()
         if type(self.connection) is socket.socket:  # TLS (an SSLSocket) has no sendmsg
             self.wfile = _Gather(self.connection)  # type: ignore[assignment]
 
+    def handle(self) -> None:
+        """One request, as wsgiref handles it, from a head read in time; a client that
+        sends it too slowly (a byte at a time, or nothing) or too long is dropped."""
+        head = read_head(self.connection, time.monotonic() + REQUEST_DEADLINE)
+        if head is None:
+            self.close_connection = True
+            return
+        self.connection.settimeout(IO_TIMEOUT)
+        self.rfile.close()  # (nothing read through it: the head is read from the socket)
+        self.rfile = io.BytesIO(head)
+        super().handle()
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
         """No line per request."""
+
+
+def read_head(sock: socket.socket, deadline: float) -> bytes | None:
+    """The request line and headers (and whatever came with them) by `deadline`
+    (time.monotonic()); None when the client closes, is too slow or sends more than
+    MAX_REQUEST_HEAD bytes without ending its headers. The deadline holds for the whole
+    head: a per-read timeout alone lets a client send a byte every few seconds for ever."""
+    data = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or len(data) > MAX_REQUEST_HEAD:
+            return None
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(4096)
+        except OSError:  # timed out, reset
+            return None
+        if not chunk:
+            return None
+        seen = max(0, len(data) - 3)
+        data += chunk
+        if b"\r\n\r\n" in data[seen:] or b"\n\n" in data[seen:]:
+            return bytes(data)
+
+
+class BoundedServer(ThreadingWSGIServer):
+    """prometheus_client's threading server with at most `max_connections` connections
+    (each a thread) served at once: one more is closed as soon as it is accepted, so
+    clients that connect and wait cannot pile up threads and memory without bound."""
+
+    max_connections = MAX_CONNECTIONS
+    # The kernel's queue of connections not yet accepted (socketserver's default, 5, drops a
+    # scraper's SYN while a flood of connections is accepted and closed).
+    request_queue_size = 128
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -522,7 +672,7 @@ def serve(exposition: Exposition, listen: str,
     try:
         family, _, _, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-        server_class = type("Server", (TlsServer, ThreadingWSGIServer), {
+        server_class = type("Server", (TlsServer, BoundedServer), {
             "address_family": family,
             "tls": web.tls.context() if web is not None and web.tls is not None else None})
         server: ThreadingWSGIServer = make_server(

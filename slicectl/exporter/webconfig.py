@@ -18,6 +18,11 @@ the format slicectl does not implement (inline `cert`/`key`, cipher suites, curv
 ignored, and so are `RequestClientCert` and `RequireAnyClientCert`: Python's ssl module
 verifies every client certificate it asks for, so it cannot accept one unverified.
 
+Settings no client could complete a handshake with (min_version above max_version, versions
+OpenSSL has no cipher for, a key that is not the certificate's) are refused at start: the
+server's context is built and shaken hands with in memory. Run as root, the file and the PEM
+files it names must be root's and writable by no one else (`slicectl.host.trust`).
+
 Every problem of the file is reported at once, located by line (`ConfigError`). The file is
 read when the exporter starts, unlike the toolkit, which reads it at every request: a new
 certificate takes a restart.
@@ -25,12 +30,11 @@ certificate takes a restart.
 
 from __future__ import annotations
 
-import hashlib
+import errno
 import re
-import socket
 import ssl
-import threading
-from collections.abc import Callable, Iterable, Mapping
+import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -145,10 +149,33 @@ class _Checker:
         if name is None:
             return None
         path = self.path.parent / name  # the toolkit's rule: relative to the config file
-        if not path.is_file():
-            self.add(node, key, f"tls_server_config.{key}", f"{shown(path)}: no such file")
+        where = f"tls_server_config.{key}"
+        try:
+            regular = stat.S_ISREG(path.stat().st_mode)
+        except OSError as e:  # a name too long (ENAMETOOLONG), a folder we may not enter
+            reason = "no such file" if e.errno == errno.ENOENT else f"cannot read: {e.strerror}"
+            self.add(node, key, where, f"{shown(path)}: {reason}")
             return None
-        return path
+        except ValueError:  # a NUL in the name ("\0" in a quoted YAML string)
+            self.add(node, key, where, f"{shown(path)}: a file name cannot hold a NUL byte")
+            return None
+        if not regular:
+            self.add(node, key, where, f"{shown(path)}: not a regular file",
+                     "a PEM file (certificate, key or CA certificates)")
+            return None
+        return path if self.trusted(node, key, where, path) else None
+
+    def trusted(self, node: Any, key: str, where: str, path: Path) -> bool:
+        """Whether root may read `path` (`check_trusted`); a problem at `key` if not."""
+        from slicectl.host.trust import check_trusted
+
+        try:
+            check_trusted(str(path), shown(path) if key else "the web-config file")
+        except ConfigError as e:
+            for problem in e.problems:
+                self.add(node, key, where, problem.message, problem.hint)
+            return False
+        return True
 
 
 def _tls(check: _Checker, tls: dict[Any, Any]) -> TlsConfig | None:
@@ -190,9 +217,15 @@ def _tls(check: _Checker, tls: dict[Any, Any]) -> TlsConfig | None:
             versions[name] = TLS_VERSIONS[version]
     if cert is None or key is None or (auth is not ClientAuth.NONE and ca is None):
         return None
-    config = TlsConfig(cert, key, auth, ca, versions.get("min_version", ssl.TLSVersion.TLSv1_2),
-                       versions.get("max_version"))
-    return config if _loads(check, tls, config) else None
+    low, high = versions.get("min_version", ssl.TLSVersion.TLSv1_2), versions.get("max_version")
+    if high is not None and low > high:
+        check.add(tls, "min_version", f"{where}.min_version",
+                  f"{tls.get('min_version', 'TLS12 (the default)')} is above max_version "
+                  f"{tls['max_version']}: no TLS version is left",
+                  "lower min_version or raise max_version (clients use TLS12 and TLS13)")
+        return None
+    config = TlsConfig(cert, key, auth, ca, low, high)
+    return config if _loads(check, tls, config) and _handshakes(check, tls, config) else None
 
 
 def _loads(check: _Checker, tls: dict[Any, Any], config: TlsConfig) -> bool:
@@ -216,6 +249,51 @@ def _loads(check: _Checker, tls: dict[Any, Any], config: TlsConfig) -> bool:
                       "a PEM file of the CA certificates that sign the clients'")
             ok = False
     return ok
+
+
+def _handshakes(check: _Checker, tls: dict[Any, Any], config: TlsConfig) -> bool:
+    """Whether a client (any version, any cipher OpenSSL has) completes a handshake with the
+    server's context, in memory: settings that load but leave no version or cipher both
+    sides could use (max_version TLS11 where OpenSSL allows TLS 1.1 no cipher) are refused
+    at start, not found by every scrape failing."""
+    try:
+        server = config.context()
+        server.verify_mode = ssl.CERT_NONE  # the probe has no client certificate to show
+        client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        client.check_hostname = False
+        client.verify_mode = ssl.CERT_NONE
+        client.set_ciphers("ALL:@SECLEVEL=0")
+        client.minimum_version = ssl.TLSVersion.MINIMUM_SUPPORTED
+        client.maximum_version = ssl.TLSVersion.MAXIMUM_SUPPORTED
+        _in_memory_handshake(server, client)
+        return True
+    except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+        key = next((k for k in ("max_version", "min_version") if k in tls), "cert_file")
+        check.add(tls, key, f"tls_server_config.{key}",
+                  f"no client can complete a TLS handshake with these settings ({_reason(e)})",
+                  "allow TLS12 or TLS13 (min_version, max_version), which every client and "
+                  "OpenSSL's defaults accept, with a key type OpenSSL's security level allows")
+        return False
+
+
+def _in_memory_handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> None:
+    """A handshake between `server` and `client` over memory buffers; raises ssl.SSLError
+    when it fails."""
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    ends = [client.wrap_bio(to_client, to_server), server.wrap_bio(to_server, to_client,
+                                                                  server_side=True)]
+    done = [False, False]
+    for _ in range(8):  # TLS 1.2 takes two round trips, TLS 1.3 one
+        for i, end in enumerate(ends):
+            if not done[i]:
+                try:
+                    end.do_handshake()
+                    done[i] = True
+                except ssl.SSLWantReadError:
+                    pass
+        if all(done):
+            return
+    raise ssl.SSLError("the handshake did not complete")
 
 
 def _reason(e: Exception) -> str:
@@ -243,14 +321,17 @@ def load_web_config(path: Path) -> WebConfig:
     from slicectl.core.config.config import load_yaml
 
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read for ever
+            raise OSError(errno.EINVAL, "not a regular file")
         text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError) as e:  # ENAMETOOLONG too: never a traceback
         reason = getattr(e, "strerror", None) or str(e)
         raise ConfigError([Problem(shown(path), 0, "", f"cannot read: {reason}",
                                    "--web-config FILE: exporter-toolkit's web configuration "
                                    "(docs/metrics.md)")]) from None
     doc = load_yaml(text, shown(path))
     check = _Checker(path)
+    check.trusted(None, "", "", path)
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
@@ -263,107 +344,3 @@ def load_web_config(path: Path) -> WebConfig:
     if check.problems:
         raise ConfigError(sorted(check.problems, key=lambda p: p.line))
     return WebConfig(tls, users)
-
-
-class BasicAuth:
-    """Checks an `Authorization: Basic` header against the users' bcrypt hashes.
-
-    bcrypt is slow on purpose (a cost of 10 is tens of milliseconds), and Prometheus sends the
-    same header at every scrape, so each answer is kept by a digest of the header, as the
-    toolkit keeps them. A user that does not exist is checked against a hash too, so the time
-    taken does not tell which users exist.
-    """
-
-    MAX_KEPT = 1024
-
-    def __init__(self, users: Mapping[str, bytes]) -> None:
-        self.users = dict(users)
-        self._kept: dict[bytes, bool] = {}
-        self._lock = threading.Lock()
-        self._decoy: bytes | None = None
-
-    def allows(self, authorization: str) -> bool:
-        """Whether the header names a user and its password."""
-        import base64
-        import binascii
-
-        scheme, _, encoded = authorization.partition(" ")
-        if scheme.lower() != "basic":
-            return False
-        try:
-            user, colon, password = base64.b64decode(encoded.strip(), validate=True) \
-                .decode("utf-8").partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return False
-        if not colon:
-            return False
-        key = hashlib.sha256(authorization.encode()).digest()
-        with self._lock:
-            kept = self._kept.get(key)
-        if kept is not None:
-            return kept
-        allowed = self._check(user, password.encode())
-        with self._lock:
-            if len(self._kept) >= self.MAX_KEPT:
-                self._kept.clear()
-            self._kept[key] = allowed
-        return allowed
-
-    def _check(self, user: str, password: bytes) -> bool:
-        import bcrypt
-
-        if len(password) > 72:  # bcrypt reads 72 bytes; the library refuses more
-            return False
-        hashed = self.users.get(user)
-        if hashed is None:
-            if self._decoy is None:
-                self._decoy = bcrypt.hashpw(b"", bcrypt.gensalt(10))
-            bcrypt.checkpw(password, self._decoy)
-            return False
-        return bool(bcrypt.checkpw(password, hashed))
-
-
-App = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-
-
-def require_auth(app: App, auth: BasicAuth) -> App:
-    """`app` for the users of `auth` only: anyone else gets 401 and a Basic challenge, as
-    the toolkit answers."""
-
-    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if auth.allows(environ.get("HTTP_AUTHORIZATION", "")):
-            return app(environ, start_response)
-        body = b"Unauthorized\n"
-        start_response("401 Unauthorized", [
-            ("WWW-Authenticate", 'Basic realm="slicectl exporter"'),
-            ("Content-Type", "text/plain; charset=utf-8"),
-            ("Content-Length", str(len(body)))])
-        return [body]
-
-    return guarded
-
-
-class TlsServer:
-    """Mixed into a socketserver server: TLS on each accepted connection, its handshake in
-    the connection's own thread. (prometheus_client's `start_http_server(certfile=...)` wraps
-    the listening socket, so each handshake runs in the accepting thread: one client that
-    connects and says nothing holds up every scrape.)"""
-
-    HANDSHAKE_TIMEOUT = 10.0
-    tls: ssl.SSLContext | None = None
-
-    def get_request(self) -> tuple[socket.socket, Any]:
-        sock, address = super().get_request()  # type: ignore[misc]
-        if self.tls is not None:
-            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        return sock, address
-
-    def finish_request(self, request: socket.socket, client_address: Any) -> None:
-        if isinstance(request, ssl.SSLSocket):
-            request.settimeout(self.HANDSHAKE_TIMEOUT)
-            try:
-                request.do_handshake()
-            except OSError:  # no certificate, a wrong one, plain HTTP, silence: closed
-                return
-            request.settimeout(None)
-        super().finish_request(request, client_address)  # type: ignore[misc]

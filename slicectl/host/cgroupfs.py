@@ -21,7 +21,8 @@ MAX_READ = 65536
 def read_cgroup_files(root: Path, control_group: str, names: list[str]
                       ) -> dict[str, str | None]:
     """Several files of one cgroup (None: missing), opened relative to the cgroup's folder
-    (a quarter of the cost of a full path per file)."""
+    (a quarter of the cost of a full path per file); what is not a regular file (a FIFO)
+reads as missing."""
     out: dict[str, str | None] = dict.fromkeys(names)
     try:
         folder = os.open(os.path.join(root, control_group.lstrip("/")),
@@ -31,11 +32,14 @@ def read_cgroup_files(root: Path, control_group: str, names: list[str]
     try:
         for name in names:
             try:
-                fd = os.open(name, os.O_RDONLY, dir_fd=folder)
+                # non-blocking: a FIFO or a device in place of a cgroup file (a broken tree)
+                # reads as missing instead of blocking the open or the read for ever
+                fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=folder)
             except (FileNotFoundError, NotADirectoryError):
                 continue
             try:
-                out[name] = os.read(fd, MAX_READ).decode(errors="replace")
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    out[name] = os.read(fd, MAX_READ).decode(errors="replace")
             finally:
                 os.close(fd)
     finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,8 +33,17 @@ CSV_COLUMNS = ("time", "unit", "anon", "active_file")
 
 
 def _read_text(path: Path) -> str | None:
+    """A file's text; None when it cannot be read or is not a regular file: opened
+    non-blocking, a FIFO in place of a cgroup file (a broken tree) never blocks."""
     try:
-        return path.read_text(errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        with open(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            return f.read().decode(errors="replace")
     except OSError:
         return None
 

@@ -41,6 +41,10 @@ from slicectl.host.inotify import Modified, Unavailable
 DEFAULT_ROOT = Path(defaults.CGROUP_ROOT)
 
 _READ_SIZE = 65536
+# Every file is opened non-blocking and read with pread: a FIFO or a device where a cgroup
+# file should be (a broken or hostile tree) would block a plain open or read for ever; opened
+# so, it fails at once (ESPIPE, EAGAIN) and counts as unreadable, as garbage does.
+_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
 # A vanished cgroup's open files fail with ENODEV on kernfs; ENOENT/ESRCH show up in races.
 _GONE = frozenset({errno.ENOENT, errno.ENODEV, errno.ESRCH})
 # Names of the cgroups _scan keeps: slices (and init.scope at the top), with `units` the
@@ -164,8 +168,7 @@ class Sampler:
         self.host_mems = self._root_list("cpuset.mems.effective")
         self.numa = numa if numa is not None else len(self.host_mems or ()) > 1
         try:
-            self._stat_fd: int | None = os.open(self.root / "cgroup.stat",
-                                                os.O_RDONLY | os.O_CLOEXEC)
+            self._stat_fd: int | None = os.open(self.root / "cgroup.stat", _READ_FLAGS)
         except OSError:
             self._stat_fd = None
         self._walked: bytes | None = None
@@ -325,7 +328,7 @@ class Sampler:
                 cg.events_fd = _open_at("cgroup.events", dfd)
                 cg.controllers_fd = _open_at("cgroup.controllers", dfd)
                 if cg.controllers_fd >= 0:
-                    cg.controllers = os.pread(cg.controllers_fd, 4096, 0)
+                    cg.controllers = _pread_or_empty(cg.controllers_fd)
         except OSError as e:
             for fd in fds:
                 if fd >= 0:
@@ -446,7 +449,11 @@ class Sampler:
     def _root_list(self, name: str) -> frozenset[int] | None:
         """A cpulist file of the root cgroup (its CPUs or memory nodes); None if unreadable."""
         try:
-            return parse_cpulist_file((self.root / name).read_bytes())
+            fd = os.open(self.root / name, _READ_FLAGS)
+            try:
+                return parse_cpulist_file(os.pread(fd, 4096, 0))
+            finally:
+                os.close(fd)
         except (OSError, ValueError):
             return None
 
@@ -559,7 +566,12 @@ class Sampler:
             else:
                 if cg is not None:
                     self._close(cg)
-                self._add(path, inode)
+                new = self._add(path, inode)
+                if cg is not None and cg.inode == inode:
+                    # the same cgroup, unpinned or its controllers changed: its last read
+                    # still stands for the files that read the same, so an unchanged cgroup
+                    # keeps its sample object (and the exporter its rows and text)
+                    new.raw, new.parsed, new.last = cg.raw, cg.parsed, cg.last
         for cg in old.values():
             self._close(cg)
         self._next_discovery = time.monotonic() + self.rediscover_every
@@ -643,6 +655,14 @@ def too_deep_warning(root: Path, too_deep: dict[str, int]) -> str:
 def _open_at(name: str, dfd: int) -> int:
     """Open `name` read-only relative to a directory fd; -1 if the controller is off."""
     try:
-        return os.open(name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dfd)
+        return os.open(name, _READ_FLAGS, dir_fd=dfd)
     except (FileNotFoundError, PermissionError):
         return -1
+
+
+def _pread_or_empty(fd: int) -> bytes:
+    """A small file's contents, empty where it cannot be read (a FIFO: ESPIPE)."""
+    try:
+        return os.pread(fd, 4096, 0)
+    except OSError:
+        return b""

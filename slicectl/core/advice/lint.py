@@ -177,8 +177,9 @@ def _cpu_rules(c: Config, t: Tenant, layout: Layout | None) -> Iterator[Finding]
     if t.cpu_quota is not None and t.cpus is None:
         # Babulal, LKML 2011: unpinned quotas left 30-40% of CPU time idle, shares uneven.
         yield _finding("quota-without-cpus", c.path, t.line_of("cpu_quota"),
-                       f"tenant {t.name} has cpu_quota {t.cpu_quota}% but no `cpus`: "
-                       "unpinned quotas leave CPUs idle and share them unevenly")
+                       f"tenant {t.name} has cpu_quota {t.cpu_quota}% on the shared pool "
+                       "(no `cpus` of its own): a quota on CPUs shared with others leaves "
+                       "CPUs idle and shares them unevenly")
     if t.cpu_weight == 0 and t.cpu_quota is not None:  # 0: idle
         # Babulal, LKML 2011: a quota leaves CPUs idle; an idle tenant is meant to use them.
         yield _finding("idle-with-quota", c.path, t.line_of("cpu_quota"),

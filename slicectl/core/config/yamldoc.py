@@ -237,6 +237,9 @@ def load_located(text: str, path: str, *, round_trip: bool = False) -> Any:
             hint = "write a plain value of that type, or quote it to make it text"
         if "duplicate" in message.lower() or "found duplicate" in str(e).lower():
             message = "duplicate key " + message.split("found duplicate key", 1)[-1].strip()
+            # A mapping or sequence is not built yet when ruamel sees the key twice: it
+            # would quote it as "{}" or "[]", which is not what the file says.
+            message = _UNBUILT_VALUES.sub("", message)
             hint = "each key may appear once; merge the two entries"
         raise problem(mark.line + 1 if mark is not None else 0, message, hint) from None
     except ReaderError as e:
@@ -260,6 +263,7 @@ def load_located(text: str, path: str, *, round_trip: bool = False) -> Any:
 # refused before parsing. "May nest": the bounds are counted on the text, not parsed, so they
 # are upper bounds (a bracket in a quoted string counts too) and cheap enough for every run.
 MAX_C_DEPTH = 64
+_UNBUILT_VALUES = re.compile(r' with value "(?:\{\}|\[\])" \(original value: "(?:\{\}|\[\])"\)')
 MAX_DEPTH = 200
 # What any document slicectl reads may hold: a tenants.yaml of 32,000 tenants is about 2 MiB.
 MAX_TEXT = 16 << 20

@@ -364,10 +364,26 @@ def _place_shared(
     return frozenset(got)
 
 
+def _split_housekeeping(claims: Claims, placements: Sequence[TenantPlacement]) -> list[str]:
+    """A note when housekeeping holds part of a physical core whose other threads run the
+    shared pool or shared tenants beside it (`housekeeping.cpus: 1` on an SMT host); an
+    exclusive tenant there has a note of its own."""
+    hk = claims.housekeeping
+    siblings = {c.id: c.siblings for c in claims.topo.cpus}
+    others = frozenset().union(*(siblings.get(cpu, frozenset()) for cpu in hk)) - hk
+    exclusive = frozenset().union(*(p.cpus for p in placements if p.exclusive))
+    if not hk or not others - exclusive:
+        return []
+    return [f"housekeeping CPU(s) {format_cpulist(hk)} share physical cores with CPU(s) "
+            f"{format_cpulist(others - exclusive)} (SMT siblings), which run the shared pool "
+            f"beside housekeeping; housekeeping.cpus: {len(hk | others)} keeps whole cores "
+            "apart"]
+
+
 def _notes(claims: Claims, config: Config, placements: Sequence[TenantPlacement]
            ) -> tuple[str, ...]:
     """Where the layout falls short of the rules, said once per tenant (pair)."""
-    notes: list[str] = []
+    notes = _split_housekeeping(claims, placements)
     for t, p in zip(config.tenants, placements, strict=True):
         if p.exclusive:
             for holder, (mine, theirs) in sorted(claims.shares_core(p.tenant, p.cpus).items()):
