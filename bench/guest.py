@@ -89,7 +89,7 @@ def bench_sampler() -> dict[str, Any]:
     refreshes = 10 if QUICK else 30
     with slice_tree("benchtree", 1000):
         sys.path.insert(0, os.environ.get("SLICECTL_CHECKOUT", "."))
-        from slicectl.core.metrics import MetricsMemo
+        from slicectl.core.monitor.metrics import MetricsMemo
         from slicectl.host.sampler import Sampler
         from slicectl.host.sysfs import read_topology
 
@@ -228,7 +228,7 @@ def balance_inputs(work: Path, tenants: int) -> tuple[Path, Path]:
     siblings c and c+208) as topology JSON, and a tenants.yaml of `tenants` elastic tenants
     s0000... of 4 CPUs (2 to 8) beside 2 housekeeping cores: 25 tenants a node."""
     sys.path.insert(0, os.environ.get("SLICECTL_CHECKOUT", "."))
-    from slicectl.core.topology import Cpu, Node, Topology
+    from slicectl.core.placement.topology import Cpu, Node, Topology
 
     nodes, cpus = [], []
     for n in range(4):

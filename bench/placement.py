@@ -11,11 +11,11 @@ import statistics
 import time
 from typing import Any
 
-from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.placement import place
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.placement.placement import place
+from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import build_plan
 from slicectl.core.render import render
-from slicectl.core.topology import Cpu, Node, Topology
 from slicectl.host.unitdir import Manifest, manifest_text
 
 SCALE = (2_000, 16_000)  # placement.scale: linear growth is 8x, quadratic 64x

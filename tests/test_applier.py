@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from slicectl.apply.applier import ApplyOptions, apply_plan, gather_all, load_plan, start_slices
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.tenants import Config
 from slicectl.core.errors import ApplyError
+from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.render import render
-from slicectl.core.tenants import Config
-from slicectl.core.topology import Cpu, Node, Topology
 from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.systemd import Systemd
 from slicectl.host.unitdir import Manifest

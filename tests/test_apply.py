@@ -19,9 +19,9 @@ import pytest
 
 from slicectl.apply.applier import ApplyOptions, apply_plan, compute_diff
 from slicectl.cli import main
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.errors import ApplyError
-from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.demo.fakesystemd import FakeSystemd
 
 YAML = """\

@@ -1,4 +1,4 @@
-"""The balancer's decision (slicectl.core.balance) on synthetic machines and traces."""
+"""The balancer's decision (slicectl.core.balance.balance) on synthetic machines and traces."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slicectl.core.balance import Elastic, Move, Reading, apply_moves, check_floors, decide
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.balance.balance import Elastic, Move, Reading, apply_moves, check_floors, decide
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.tenants import BalancePolicy
 from slicectl.core.errors import PlacementError
-from slicectl.core.placement import Layout, TenantPlacement
+from slicectl.core.placement.placement import Layout, TenantPlacement
+from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import build_plan
-from slicectl.core.tenants import BalancePolicy
-from slicectl.core.topology import Cpu, Node, Topology
 
 G = 1024**3
 POLICY = BalancePolicy()  # interval 10s, cooldown 60s, window 30s, 90% / 40%, pressure 20%

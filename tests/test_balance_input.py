@@ -1,4 +1,4 @@
-"""The balancer's input (slicectl.core.balance_input): a plan's layout and the slices'
+"""The balancer's input (slicectl.core.balance.balance_input): a plan's layout and the slices'
 metrics in, decide()'s tenants out, and its moves as `slicectl balance` prints them."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 from test_balance import core_cpus, machine
 
-from slicectl.core.balance import Reading, decide
-from slicectl.core.balance_input import (
+from slicectl.core.balance.balance import Reading, decide
+from slicectl.core.balance.balance_input import (
     elastic_tenants,
     move_json,
     move_line,
@@ -18,11 +18,11 @@ from slicectl.core.balance_input import (
     remember,
     untouchable,
 )
-from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.metrics import PressureMetrics, PsiMetrics, SliceMetrics
-from slicectl.core.placement import Layout, TenantPlacement
-from slicectl.core.tenants import BalancePolicy, Config
-from slicectl.core.topology import Topology
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.tenants import BalancePolicy, Config
+from slicectl.core.monitor.metrics import PressureMetrics, PsiMetrics, SliceMetrics
+from slicectl.core.placement.placement import Layout, TenantPlacement
+from slicectl.core.placement.topology import Topology
 
 
 def metrics_of(unit: str, cores: float | None, pressure: float | None = None,

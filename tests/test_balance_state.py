@@ -1,5 +1,5 @@
-"""The balancer's state (slicectl.core.balance_state) and what the plan says it may do
-(slicectl.core.balance.ElasticRange): moves recorded, apply's reset, a restart's adoption,
+"""The balancer's state (slicectl.core.balance.balance_state) and what the plan says it may do
+(slicectl.core.balance.balance.ElasticRange): moves recorded, apply's reset, a restart's adoption,
 balanced against drift, the state file's JSON and its errors."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.core.balance import ElasticRange, Move
-from slicectl.core.balance_state import (
+from slicectl.core.balance.balance import ElasticRange, Move
+from slicectl.core.balance.balance_state import (
     BalanceState,
     TenantBalance,
     is_balanced,
     reconcile,
 )
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.errors import StateError
 from slicectl.core.plan import Plan, build_plan

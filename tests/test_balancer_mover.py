@@ -13,12 +13,12 @@ import pytest
 from slicectl.apply.applier import ApplyOptions
 from slicectl.balancer import mover
 from slicectl.balancer.mover import Mover, Outcome
-from slicectl.core.balance import Move
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.balance.balance import Move
+from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.errors import OutputError, SlicectlError
+from slicectl.core.placement.topology import Topology
 from slicectl.core.plan import build_plan
-from slicectl.core.topology import Topology
 from slicectl.host.balance_state import read_state
 from slicectl.host.lock import locked_dir
 

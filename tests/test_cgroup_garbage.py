@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slicectl.cli.watch import run_record, run_status, run_top
-from slicectl.core.cgroupfiles import FILES
-from slicectl.core.metrics import MetricsMemo
-from slicectl.core.samples import CgroupSample, Pressure
+from slicectl.core.monitor.cgroupfiles import FILES
+from slicectl.core.monitor.metrics import MetricsMemo
+from slicectl.core.monitor.samples import CgroupSample, Pressure
 from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.host.recorder import open_db, rows_from_snapshot, write_rows
 from slicectl.host.sampler import Sampler

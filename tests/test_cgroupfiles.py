@@ -6,8 +6,8 @@ from dataclasses import fields
 
 import pytest
 
-from slicectl.core.cgroupfiles import FILES, build_sample, parse_changed
-from slicectl.core.samples import CgroupSample, NodeMemory, Pressure, PsiLine
+from slicectl.core.monitor.cgroupfiles import FILES, build_sample, parse_changed
+from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, PsiLine
 
 BY_NAME = {spec.name: spec for spec in FILES}
 

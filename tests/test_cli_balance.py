@@ -14,8 +14,8 @@ import pytest
 from slicectl.balancer.mover import Outcome
 from slicectl.cli import main
 from slicectl.cli.balance import _print_round
-from slicectl.core.balance import Move
-from slicectl.core.tenants import BalancePolicy
+from slicectl.core.balance.balance import Move
+from slicectl.core.config.tenants import BalancePolicy
 
 XEON = str(Path(__file__).parent / "fixtures" / "topologies" / "xeon-2s-smt.json")
 MOVE = Move("batch", "web", frozenset({1, 17}), 0, "web starved for 0.3s; batch idle")

@@ -12,8 +12,8 @@ import pytest
 from slicectl.cli.balance_plan import Inputs, plan_rounds, policy_for
 from slicectl.cli.common import apply_options, load_config, load_topology
 from slicectl.cli.parser import build_parser
+from slicectl.core.config.tenants import BalancePolicy
 from slicectl.core.errors import UsageError
-from slicectl.core.tenants import BalancePolicy
 
 XEON = str(Path(__file__).parent / "fixtures" / "topologies" / "xeon-2s-smt.json")
 POLICY = BalancePolicy(interval=100_000, window=300_000)

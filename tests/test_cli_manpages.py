@@ -16,7 +16,7 @@ import pytest
 
 from slicectl.cli.manpages import pages
 from slicectl.cli.parser import VERBS, build_parser
-from slicectl.core.properties import BALANCE_SETTINGS, CONFINE_SETTINGS, TENANT_SETTINGS
+from slicectl.core.properties.properties import BALANCE_SETTINGS, CONFINE_SETTINGS, TENANT_SETTINGS
 
 MAN = Path(__file__).resolve().parent.parent / "man"
 

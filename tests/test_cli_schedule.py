@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli.schedule import check_target_version, in_force, schedule_command, schedule_json
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.tenants import Config
 from slicectl.core.errors import ConfigError
+from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import ScheduleCommand
-from slicectl.core.tenants import Config
-from slicectl.core.topology import Cpu, Node, Topology
 from slicectl.host import systemd_calendar
 from slicectl.host.systemd_calendar import InForce
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.core import yamldoc
-from slicectl.core.config import Config, load_yaml, parse_config
+from slicectl.core.config import yamldoc
+from slicectl.core.config.config import Config, load_yaml, parse_config
+from slicectl.core.config.values import INFINITY
 from slicectl.core.errors import ConfigError, Problem
-from slicectl.core.properties import PROFILE_KEYS, Numa
-from slicectl.core.values import INFINITY
+from slicectl.core.properties.properties import PROFILE_KEYS, Numa
 from slicectl.host.planning import load_tenants
 
 G = 1024**3
@@ -530,7 +530,7 @@ def test_services_single_string_is_a_list() -> None:
     assert c.tenant("a").services == ("app.service",)
 
 
-# --- systemd versions (slicectl.core.versions) ---------------------------------------------
+# --- systemd versions (slicectl.core.properties.versions) ---------------------------------------
 
 # A value each key takes, as tenants.yaml writes it (every key of the settings table that
 # becomes a property).
@@ -548,7 +548,7 @@ VERSION_SAMPLES = {
 
 
 def _gated() -> list[tuple[str, str]]:
-    from slicectl.core.properties import SETTINGS, Scope
+    from slicectl.core.properties.properties import SETTINGS, Scope
 
     cases = []
     for s in SETTINGS:
@@ -569,8 +569,8 @@ def test_every_property_key_has_a_version_sample() -> None:
 def test_every_key_is_gated_wherever_it_is_set(key: str, where: str) -> None:
     """Each key is refused, located, by a systemd one release older than its property, in
     each place it may be set; the release that introduced it takes it."""
-    from slicectl.core.properties import BY_KEY
-    from slicectl.core.versions import version_problems
+    from slicectl.core.properties.properties import BY_KEY
+    from slicectl.core.properties.versions import version_problems
 
     value = VERSION_SAMPLES[key]
     if where == "tenant":
@@ -597,7 +597,7 @@ def test_every_key_is_gated_wherever_it_is_set(key: str, where: str) -> None:
 
 
 def test_housekeeping_cpus_is_gated() -> None:
-    from slicectl.core.versions import version_problems
+    from slicectl.core.properties.versions import version_problems
 
     config = parse("version: 1\nhousekeeping:\n  cpus: 2\ntenants: {db: {}}\n")
     assert [str(p) for p in version_problems(config, 243, "--systemd-version")] == [

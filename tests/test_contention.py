@@ -1,5 +1,5 @@
-"""Guaranteed CPU per tenant from tenants.yaml (slicectl.core.contention), and what `plan` and
-`lint` show of it (the live reader of competitors: tests/test_readers.py)."""
+"""Guaranteed CPU per tenant from tenants.yaml (slicectl.core.shares.contention), and what `plan`
+and `lint` show of it (the live reader of competitors: tests/test_readers.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.contention import (
+from slicectl.core.advice.lint import lint
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.tenants import Config
+from slicectl.core.placement.placement import place
+from slicectl.core.placement.topology import Cpu, Node, Topology
+from slicectl.core.plan import build_plan
+from slicectl.core.shares.contention import (
     ROOT_UNIT,
     Competition,
     Competitor,
@@ -16,12 +21,7 @@ from slicectl.core.contention import (
     Level,
     predict_shares,
 )
-from slicectl.core.lint import lint
-from slicectl.core.placement import place
-from slicectl.core.plan import build_plan
-from slicectl.core.shares import IDLE_WEIGHT, Bound, Kind, nice_weight
-from slicectl.core.tenants import Config
-from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.core.shares.shares import IDLE_WEIGHT, Bound, Kind, nice_weight
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Settings that cannot take effect (slicectl.core.contradictions) are validate's errors and
+"""Settings that cannot take effect (slicectl.core.config.contradictions) are validate's errors and
 lint's, from one place: reported with every other problem of the file in one run, and refused
 by generate as by validate."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.contradictions import contradictions
+from slicectl.core.advice.lint import Level, lint
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.contradictions import contradictions
 from slicectl.core.errors import ConfigError
-from slicectl.core.lint import Level, lint
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGY = str(ROOT / "tests" / "fixtures" / "topologies" / "xeon-2s-smt.json")

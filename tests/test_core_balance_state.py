@@ -1,5 +1,5 @@
-"""The balancer's state (slicectl.core.balance_state) as docs/balance.md documents its file: the
-documented document read and written as it stands there, and each malformed part named by its
+"""The balancer's state (slicectl.core.balance.balance_state) as docs/balance.md documents its file:
+the documented document read and written as it stands there, and each malformed part named by its
 JSON path. Moves, resets, adoption and balanced-or-drift are in test_balance_state.py."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from slicectl.core.balance_state import FORMAT, BalanceState, TenantBalance
+from slicectl.core.balance.balance_state import FORMAT, BalanceState, TenantBalance
 from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.errors import StateError
 

@@ -1,13 +1,13 @@
-"""Who holds which CPU during a placement run (slicectl.core.cores): picks take whole free cores
-first, complete a tenant's own cores, split at most one core, and take threads of a core that
+"""Who holds which CPU during a placement run (slicectl.core.placement.cores): picks take whole free
+cores first, complete a tenant's own cores, split at most one core, and take threads of a core that
 housekeeping or another tenant holds only when allowed."""
 
 from __future__ import annotations
 
 import pytest
 
-from slicectl.core.cores import Claims, cores_of
-from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.core.placement.cores import Claims, cores_of
+from slicectl.core.placement.topology import Cpu, Node, Topology
 
 
 def smt_topology(cores_per_node: int = 4, nodes: int = 2, memory: int = 1 << 30) -> Topology:

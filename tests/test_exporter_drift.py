@@ -12,10 +12,10 @@ import pytest
 
 from slicectl.apply.applier import ApplyOptions
 from slicectl.apply.host_diff import Diff, PropChange
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.errors import ConfigError, SlicectlError
+from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import Plan, build_plan
-from slicectl.core.topology import Cpu, Node, Topology
 from slicectl.exporter.drift import ACTIVE, FILE, DriftWatch, drift_rows
 from slicectl.host.unitdir import FileChanges
 

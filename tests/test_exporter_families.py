@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from slicectl.core.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
+from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
 from slicectl.exporter.families import METRICS, SLICE_METRICS, MetricType, SeriesMemo
 
 UNKNOWN = {f.name: None for f in dataclasses.fields(CgroupSample)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from slicectl.core.errors import SamplerError
-from slicectl.core.samples import Snapshot
+from slicectl.core.monitor.samples import Snapshot
 from slicectl.exporter.server import (
     ExporterError,
     Exposition,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mypy import api
 
-from slicectl.core.topology import Cpu
+from slicectl.core.placement.topology import Cpu
 
 
 def test_values_compare_and_hash_by_value() -> None:
@@ -19,7 +19,7 @@ def test_values_compare_and_hash_by_value() -> None:
 
 def test_mypy_refuses_an_assignment_to_a_field(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text("from slicectl.core.topology import Cpu\n"
+    probe.write_text("from slicectl.core.placement.topology import Cpu\n"
                      "def f(c: Cpu) -> None:\n"
                      "    c.id = 1\n")
     out, _, status = api.run(["--strict", "--no-incremental", "--follow-imports=silent",

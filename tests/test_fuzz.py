@@ -237,7 +237,7 @@ def test_an_alias_bomb_is_read_in_linear_memory() -> None:
     lines = ["version: 1", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
     lines += ["tenants:", "  db: {cpus: *a8}"]
-    from slicectl.core.config import load_yaml, parse_config
+    from slicectl.core.config.config import load_yaml, parse_config
     from slicectl.core.errors import ConfigError
 
     with pytest.raises(ConfigError) as e:
@@ -260,7 +260,7 @@ DEEP = st.builds(lambda piece, n: piece * n, st.sampled_from(["- ", "[", "{a: ",
 @given(pieces=st.lists(st.one_of(YAML_PIECES, DEEP, st.text(max_size=8)), max_size=40))
 def test_any_text_is_read_or_refused_located(pieces: list[str]) -> None:
     """Whatever the text, reading and checking it raises a located ConfigError or nothing."""
-    from slicectl.core.config import load_yaml, parse_config
+    from slicectl.core.config.config import load_yaml, parse_config
     from slicectl.core.errors import ConfigError
 
     text = "".join(pieces)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.core.balance import ElasticRange
-from slicectl.core.balance_state import BalanceState, TenantBalance
+from slicectl.core.balance.balance import ElasticRange
+from slicectl.core.balance.balance_state import BalanceState, TenantBalance
 from slicectl.core.errors import StateError
 from slicectl.host.balance_state import read_state, reset_state, state_or_none, write_state
 

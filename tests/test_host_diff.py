@@ -10,10 +10,10 @@ import pytest
 
 from slicectl.apply.applier import ApplyOptions, load_plan
 from slicectl.apply.host_diff import Diff, PropChange, cgroup_problems, host_diff, unit_of
-from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.kinds import CgroupExpectation, same_cpus
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import Plan
-from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.core.properties.kinds import CgroupExpectation, same_cpus
 from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.systemd import Systemd
 from slicectl.host.unitdir import FileChanges, Manifest, UnitDir

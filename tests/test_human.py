@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from slicectl.core.config.values import INFINITY, parse_size
 from slicectl.core.human import exact_size, human_limit, human_rate, human_size, human_time
-from slicectl.core.values import INFINITY, parse_size
 
 K, M, G = 1024, 1024**2, 1024**3
 

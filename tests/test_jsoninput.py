@@ -1,5 +1,5 @@
-"""Untrusted JSON (slicectl.core.jsoninput): every refusal names the file and the JSON path of
-what is wrong, and says what was found."""
+"""Untrusted JSON (slicectl.core.config.jsoninput): every refusal names the file and the JSON path
+of what is wrong, and says what was found."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from slicectl.core.config.jsoninput import JsonReader, kind
 from slicectl.core.errors import TopologyError
-from slicectl.core.jsoninput import JsonReader, kind
 
 READER = JsonReader("topo.json", "re-export it with `slicectl topology --json`")
 

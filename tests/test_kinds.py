@@ -1,5 +1,5 @@
-"""Kinds of property values (slicectl.core.kinds): each value as a unit file, plan JSON, the
-live value systemd reports and people read, and the cgroup file that proves the kernel took it.
+"""Kinds of property values (slicectl.core.properties.kinds): each value as a unit file, plan JSON,
+the live value systemd reports and people read, and the cgroup file that proves the kernel took it.
 The D-Bus forms of every property, against hand-computed wire values, are in test_systemd.py."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from slicectl.core.kinds import (
+from slicectl.core.config.values import INFINITY, UINT32_MAX, UINT64_MAX
+from slicectl.core.properties.kinds import (
     Bool,
     Bytes,
     CgroupExpectation,
@@ -31,7 +32,6 @@ from slicectl.core.kinds import (
     same_cpus,
     weight_text,
 )
-from slicectl.core.values import INFINITY, UINT32_MAX, UINT64_MAX
 
 SDA_SDB = (("/dev/sda", INFINITY), ("/dev/sdb", 5_000_000))
 

@@ -4,6 +4,7 @@ from the folders themselves, and no import cycles."""
 from __future__ import annotations
 
 import ast
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,10 +154,17 @@ def test_import_checker_sees_lazy_relative_and_crossing_imports(tmp_path: Path) 
     (pkg / "views" / "tables.py").write_text("from slicectl.core.config import f\n")
     (pkg / "views" / "rows.py").write_text("from ..tui import app\n")
     (pkg / "odd" / "thing.py").write_text("")
+    (pkg / "core" / "placement").mkdir()  # a topic folder of the core is the core too
+    (pkg / "core" / "placement" / "__init__.py").write_text('"""placement"""\n')
+    (pkg / "core" / "placement" / "cores.py").write_text(
+        "import textual\ndef f():\n    from slicectl.views import tables\n"
+        "    from ..config import f\n")
     (pkg / "loose.py").write_text("")
     graph = import_graph(scan(tmp_path))
     assert graph["slicectl.core.config"] == {"slicectl.host.sysfs": 4, "slicectl.host": 4}
     assert graph["slicectl.tui"] == {"slicectl.tui.app": 1}
+    assert graph["slicectl.core.placement.cores"] == {
+        "slicectl.views": 3, "slicectl.views.tables": 3, "slicectl.core.config": 4}
     assert graph["slicectl.tui.app"] == {"slicectl.tui": 2, "slicectl": 2}
     assert sorted(map(sorted, cycles(graph))) == [
         ["slicectl.core.config", "slicectl.host.sysfs", "slicectl.views.tables"],
@@ -168,6 +176,9 @@ def test_import_checker_sees_lazy_relative_and_crossing_imports(tmp_path: Path) 
         "slicectl.core.config:3: core imports rich.table.Table",
         "slicectl.core.config:4: core imports host slicectl.host",
         "slicectl.core.config:4: core imports host slicectl.host.sysfs",
+        "slicectl.core.placement.cores:1: core imports textual",
+        "slicectl.core.placement.cores:3: core imports views slicectl.views",
+        "slicectl.core.placement.cores:3: core imports views slicectl.views.tables",
         "slicectl.host.sysfs:2: host imports views slicectl.views.tables",
         "slicectl.host.sysfs:3: host imports demo slicectl.demo",
         "slicectl.host.sysfs:3: host imports demo slicectl.demo.fakesystemd",
@@ -199,3 +210,30 @@ def test_every_folder_of_the_package_is_installed() -> None:
     folders = {".".join(p.parent.relative_to(ROOT).parts)
                for p in (ROOT / "slicectl").rglob("__init__.py")}
     assert folders - listed == set(), "add them to [tool.setuptools] packages in pyproject.toml"
+
+
+def core_folders(root: Path = ROOT) -> str:
+    """docs/development.md's list of the core's topic folders, each told by its __init__'s
+    docstring: the folders describe themselves, so the list cannot drift from them."""
+    lines = []
+    for init in sorted((root / "slicectl" / "core").glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        lines += textwrap.wrap(f"`{init.parent.name}/`: {' '.join(doc.split())}", 96,
+                               initial_indent="    - ", subsequent_indent="      ")
+    return "\n".join(lines)
+
+
+def test_core_folders_say_what_they_own_and_hold_nothing_else() -> None:
+    """Each topic folder of the core has a docstring saying what it owns and nothing else: no
+    re-exports (imports name the module), and importing a folder loads nothing (the generator's
+    start-up)."""
+    for init in sorted((ROOT / "slicectl" / "core").glob("*/__init__.py")):
+        body = ast.parse(init.read_text()).body
+        assert len(body) == 1 and ast.get_docstring(ast.Module(body, [])), init
+
+
+def test_development_md_lists_the_core_folders_from_their_docstrings() -> None:
+    text = (ROOT / "docs" / "development.md").read_text()
+    assert f"\n{core_folders()}\n" in text, (
+        "docs/development.md's list of the core's folders is stale; replace it with:\n"
+        + core_folders())

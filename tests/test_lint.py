@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli import main
-from slicectl.core.config import Config
-from slicectl.core.lint import RULES, lint
+from slicectl.core.advice.lint import RULES, lint
+from slicectl.core.config.config import Config
 from slicectl.host.planning import load_tenants
 from slicectl.host.sysfs import load_topology_file
 
@@ -146,8 +146,8 @@ def test_run_lint_sysfs(capsys: pytest.CaptureFixture[str]) -> None:
 def test_no_protection_cannot_overcommit() -> None:
     """Housekeeping limits above RAM with no tenant protection: nothing is protected, so
     protection-overcommit has nothing to say (and build_plan, which enforces it, plans)."""
-    from slicectl.core.config import load_yaml, parse_config
-    from slicectl.core.lint import overcommit_rule
+    from slicectl.core.advice.lint import overcommit_rule
+    from slicectl.core.config.config import load_yaml, parse_config
     from slicectl.core.plan import build_plan
 
     text = ("version: 1\nhousekeeping: {cpus: 2}\nconfine:\n  system.slice: {memory_max: 300G}\n"
@@ -181,7 +181,7 @@ def live_config(tmp_path: Path) -> Config:
 
 
 def test_io_settings_for_devices_the_host_lacks(tmp_path: Path) -> None:
-    from slicectl.core.lint import missing_devices
+    from slicectl.core.advice.lint import missing_devices
 
     config = live_config(tmp_path)
     found = missing_devices(config, lambda path: path == "/dev/vda")
@@ -194,7 +194,7 @@ def test_io_settings_for_devices_the_host_lacks(tmp_path: Path) -> None:
 
 
 def test_managed_oom_without_systemd_oomd(tmp_path: Path) -> None:
-    from slicectl.core.lint import oomd_rule
+    from slicectl.core.advice.lint import oomd_rule
 
     config = live_config(tmp_path)
     (finding,) = oomd_rule(config, oomd_running=False)

@@ -1,12 +1,14 @@
-"""Live values (slicectl.core.live_values): what systemd must report and what cgroup files must
-say."""
+"""Live values (slicectl.core.properties.live_values): what systemd must report and what cgroup
+files must say."""
 
 from __future__ import annotations
 
 import pytest
 
-from slicectl.core.kinds import LiveValue
-from slicectl.core.live_values import (
+from slicectl.core.config.values import INFINITY, UINT64_MAX
+from slicectl.core.plan import FileKind, Section, UnitPlan
+from slicectl.core.properties.kinds import LiveValue
+from slicectl.core.properties.live_values import (
     cgroup_expectations,
     desired,
     file_key,
@@ -16,9 +18,7 @@ from slicectl.core.live_values import (
     override_source,
     unset,
 )
-from slicectl.core.plan import FileKind, Section, UnitPlan
-from slicectl.core.properties import PROPERTIES
-from slicectl.core.values import INFINITY, UINT64_MAX
+from slicectl.core.properties.properties import PROPERTIES
 
 G = 1024**3
 

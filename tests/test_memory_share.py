@@ -1,5 +1,5 @@
 """Shares of the host's RAM in memory properties ("50%"): what systemd takes, and the bytes
-it makes of them (slicectl.core.values.RamShare)."""
+it makes of them (slicectl.core.config.values.RamShare)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def test_parse_memory_size_takes_what_systemd_takes(value: str, permyriad: int, 
                                                      needs: int) -> None:
     """systemd's parse_permyriad: % with two decimals, ‰ with one, ‱ whole (all accepted by
     systemd-analyze verify on 252; tests/test_render.py verifies a generated file)."""
-    from slicectl.core.values import RamShare, parse_memory_size
+    from slicectl.core.config.values import RamShare, parse_memory_size
 
     share = parse_memory_size(value)
     assert share == RamShare(permyriad, text)
@@ -27,7 +27,7 @@ def test_parse_memory_size_takes_what_systemd_takes(value: str, permyriad: int, 
 
 
 def test_parse_memory_size_keeps_sizes() -> None:
-    from slicectl.core.values import INFINITY, parse_memory_size
+    from slicectl.core.config.values import INFINITY, parse_memory_size
 
     assert parse_memory_size("24G") == 24 * G
     assert parse_memory_size("infinity") is INFINITY
@@ -47,7 +47,7 @@ def test_parse_memory_size_keeps_sizes() -> None:
 ])
 def test_parse_memory_size_refuses_what_systemd_refuses(value: str, minimum: int, message: str,
                                                         hint: str | None) -> None:
-    from slicectl.core.values import parse_memory_size
+    from slicectl.core.config.values import parse_memory_size
 
     with pytest.raises(ValueError) as e:
         parse_memory_size(value, minimum)
@@ -56,7 +56,7 @@ def test_parse_memory_size_refuses_what_systemd_refuses(value: str, minimum: int
 
 def test_zero_percent_is_no_limit_only_where_systemd_takes_zero() -> None:
     """MemoryMax=0% and MemoryHigh=0% are "out of range" to systemd; MemoryLow=0% is not."""
-    from slicectl.core.values import parse_memory_size
+    from slicectl.core.config.values import parse_memory_size
 
     assert parse_memory_size("0%", 0).permyriad == 0  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="systemd takes more than 0% here"):
@@ -75,7 +75,7 @@ def test_zero_percent_is_no_limit_only_where_systemd_takes_zero() -> None:
 ])
 def test_share_of_ram_in_bytes_as_systemd_computes_them(ram: int, permyriad: int, file: int,
                                                         bus: int) -> None:
-    from slicectl.core.values import RamShare
+    from slicectl.core.config.values import RamShare
 
     share = RamShare(permyriad, "x")
     assert (share.bytes_of(ram), share.bytes_over_dbus(ram)) == (file, bus)
@@ -83,7 +83,7 @@ def test_share_of_ram_in_bytes_as_systemd_computes_them(ram: int, permyriad: int
 
 def test_share_of_ram_scale_is_systemds_uint32_scale() -> None:
     """UINT32_SCALE_FROM_PERMYRIAD of systemd's percent-util.h: rounded to the nearest."""
-    from slicectl.core.values import RamShare
+    from slicectl.core.config.values import RamShare
 
     assert RamShare(5000, "50%").scale() == 2**31
     assert RamShare(10_000, "100%").scale() == 2**32 - 1
@@ -91,7 +91,7 @@ def test_share_of_ram_scale_is_systemds_uint32_scale() -> None:
 
 
 def test_memory_sum_of_shares_stays_a_share() -> None:
-    from slicectl.core.values import INFINITY, RamShare, memory_sum
+    from slicectl.core.config.values import INFINITY, RamShare, memory_sum
 
     assert memory_sum([RamShare(2500, "25%"), None, RamShare(1050, "105‰")], G) == RamShare(
         3550, "35.5%")

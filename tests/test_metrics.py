@@ -10,8 +10,15 @@ from cgtree import NUMA_HOSTS, build_numa_fixture
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slicectl.core.metrics import MetricsMemo, NumaMetrics, SliceMetrics, Trouble, classify, compute
-from slicectl.core.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
+from slicectl.core.monitor.metrics import (
+    MetricsMemo,
+    NumaMetrics,
+    SliceMetrics,
+    Trouble,
+    classify,
+    compute,
+)
+from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
 from slicectl.host.sampler import Sampler
 from slicectl.host.sysfs import read_topology
 

@@ -1,5 +1,5 @@
-"""The live NUMA map (slicectl/core/numa_map.py) and `slicectl topology --live`: which slice holds
-each CPU now, against the plan, with each tenant's memory per node."""
+"""The live NUMA map (slicectl/core/monitor/numa_map.py) and `slicectl topology --live`: which slice
+holds each CPU now, against the plan, with each tenant's memory per node."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ import pytest
 from tuikit import make_topology
 
 from slicectl.cli import main
-from slicectl.core.metrics import SliceMetrics, compute
-from slicectl.core.numa_map import HOUSEKEEPING, SHARED, LiveMap, build_live_map, live_map_json
+from slicectl.core.monitor.metrics import SliceMetrics, compute
+from slicectl.core.monitor.numa_map import (
+    HOUSEKEEPING,
+    SHARED,
+    LiveMap,
+    build_live_map,
+    live_map_json,
+)
 from slicectl.demo.cgtree import MovingTree
 from slicectl.host.sampler import Sampler
 

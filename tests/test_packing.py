@@ -1,6 +1,6 @@
-"""Which node each counted exclusive tenant lands on (slicectl.core.packing): local tenants on
-one node each whenever some assignment allows it, spread tenants dealt a core per node, and
-errors that say what was asked and what is free."""
+"""Which node each counted exclusive tenant lands on (slicectl.core.placement.packing): local
+tenants on one node each whenever some assignment allows it, spread tenants dealt a core per node,
+and errors that say what was asked and what is free."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from slicectl.core.cores import Claims
+from slicectl.core.config.tenants import Tenant
 from slicectl.core.errors import PlacementError
-from slicectl.core.packing import Ask, place_asks
-from slicectl.core.properties import Numa
-from slicectl.core.tenants import Tenant
-from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.core.placement.cores import Claims
+from slicectl.core.placement.packing import Ask, place_asks
+from slicectl.core.placement.topology import Cpu, Node, Topology
+from slicectl.core.properties.properties import Numa
 
 
 def topology(sizes: Sequence[int], memory: int = 1 << 30) -> Topology:

@@ -1,5 +1,5 @@
-"""Parsers of tenants.yaml values (slicectl.core.parsers): what each accepts, the typed value it
-returns, and the message a user reads for what it refuses."""
+"""Parsers of tenants.yaml values (slicectl.core.config.parsers): what each accepts, the typed value
+it returns, and the message a user reads for what it refuses."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from slicectl.core import parsers as p
-from slicectl.core.values import INFINITY
+from slicectl.core.config import parsers as p
+from slicectl.core.config.values import INFINITY
 
 
 @pytest.mark.parametrize(("parse", "value", "expected"), [

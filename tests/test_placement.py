@@ -20,11 +20,11 @@ from examplecounts import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from slicectl.core.config import Config, Tenant, load_yaml, parse_config
+from slicectl.core.config.config import Config, Tenant, load_yaml, parse_config
 from slicectl.core.errors import PlacementError
-from slicectl.core.placement import Layout, place
-from slicectl.core.properties import Numa
-from slicectl.core.topology import LOCAL_DISTANCE, Cpu, Node, Topology
+from slicectl.core.placement.placement import Layout, place
+from slicectl.core.placement.topology import LOCAL_DISTANCE, Cpu, Node, Topology
+from slicectl.core.properties.properties import Numa
 from slicectl.host.sysfs import read_topology
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from unitcheck import parse_unit, systemd_verify
 
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.values import INFINITY
 from slicectl.core.errors import PlacementError
+from slicectl.core.placement.topology import Topology
 from slicectl.core.plan import FileKind, Plan, Section, build_plan
 from slicectl.core.render import render
-from slicectl.core.topology import Topology
-from slicectl.core.values import INFINITY
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "tests" / "fixtures" / "topologies"

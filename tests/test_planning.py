@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.core.errors import ConfigError
-from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.host import systemd_calendar
 from slicectl.host.planning import load_tenants, plan_for_host, read_text
 from slicectl.host.unitdir import MANIFEST_NAME, Manifest

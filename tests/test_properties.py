@@ -1,5 +1,5 @@
-"""The property table (slicectl.core.properties) and the value kinds (slicectl.core.kinds) it
-names."""
+"""The property table (slicectl.core.properties.properties) and the value kinds
+(slicectl.core.properties.kinds) it names."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.core.kinds import Bytes, CpuSet, Quota
-from slicectl.core.properties import (
+from slicectl.core.config.values import INFINITY, UINT64_MAX
+from slicectl.core.properties.kinds import Bytes, CpuSet, Quota
+from slicectl.core.properties.properties import (
     BY_KEY,
     CONFINE_SETTINGS,
     EDITABLE_KEYS,
@@ -23,7 +24,6 @@ from slicectl.core.properties import (
     Role,
     Scope,
 )
-from slicectl.core.values import INFINITY, UINT64_MAX
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,20 +1,20 @@
-"""Memory protection must fit (slicectl.core.protection): in RAM minus housekeeping, and in the
-memory of the nodes each tenant's memory is bound to."""
+"""Memory protection must fit (slicectl.core.placement.protection): in RAM minus housekeeping, and
+in the memory of the nodes each tenant's memory is bound to."""
 
 from __future__ import annotations
 
-from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.placement import Layout, TenantPlacement
-from slicectl.core.protection import (
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.tenants import Config, Tenant
+from slicectl.core.config.values import INFINITY
+from slicectl.core.placement.placement import Layout, TenantPlacement
+from slicectl.core.placement.protection import (
     housekeeping_memory,
     node_overcommit,
     overcommit,
     protection,
     protects,
 )
-from slicectl.core.tenants import Config, Tenant
-from slicectl.core.topology import Cpu, Node, Topology
-from slicectl.core.values import INFINITY
+from slicectl.core.placement.topology import Cpu, Node, Topology
 
 GiB = 1 << 30
 # two nodes of 4 CPUs and 4G each

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli import main
-from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.contention import predict_shares
+from slicectl.core.advice.lint import RULES, root_tasks
+from slicectl.core.advice.recommend import RecommendError, Sample
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.tenants import Config
 from slicectl.core.errors import SlicectlError
-from slicectl.core.lint import RULES, root_tasks
-from slicectl.core.placement import place
-from slicectl.core.recommend import RecommendError, Sample
-from slicectl.core.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
-from slicectl.core.tenants import Config
-from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.core.placement.placement import place
+from slicectl.core.placement.topology import Cpu, Node, Topology
+from slicectl.core.shares.contention import predict_shares
+from slicectl.core.shares.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
 from slicectl.host.readers import crowded_cgroups, read_competition, read_samples_csv
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli import build_parser
-from slicectl.core.properties import (
+from slicectl.core.properties.properties import (
     CONFINE_SETTINGS,
     TENANT_SETTINGS,
     Setting,
@@ -32,7 +32,7 @@ def test_dbus_reference_is_the_property_table() -> None:
     table = dbus_reference_table()
     dbus = (Path(__file__).resolve().parent.parent / "docs" / "dbus.md").read_text()
     assert f"\n{table}\n" in dbus, f"docs/dbus.md lacks or misstates the table:\n{table}"
-    from slicectl.core.properties import PROPERTIES
+    from slicectl.core.properties.properties import PROPERTIES
 
     assert table.count("\n| `") == len(PROPERTIES)
 
@@ -67,7 +67,7 @@ def test_the_readme_opens_with_trying_it_then_installing_it() -> None:
 
 
 def test_balance_reference_is_the_settings_table() -> None:
-    from slicectl.core.properties import BALANCE_SETTINGS, balance_reference_table
+    from slicectl.core.properties.properties import BALANCE_SETTINGS, balance_reference_table
 
     table = balance_reference_table()
     assert f"\n{table}\n" in README, f"README lacks or misstates the table:\n{table}"

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slicectl.cli import main
-from slicectl.core.recommend import Sample, recommend, sustained_max
+from slicectl.core.advice.recommend import Sample, recommend, sustained_max
 from slicectl.host.planning import load_tenants
 from slicectl.host.recorder import Row, open_db, write_rows
 

@@ -21,11 +21,11 @@ import pytest
 from unitcheck import parse_unit, systemd_verify
 
 import slicectl
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.errors import RenderError, SlicectlError
+from slicectl.core.placement.topology import Topology
 from slicectl.core.plan import FileKind, Plan, Section, UnitPlan, build_plan
 from slicectl.core.render import check_value, default_templates_dir, render
-from slicectl.core.topology import Topology
 from slicectl.host.planning import load_tenants
 
 ROOT = Path(__file__).resolve().parent.parent

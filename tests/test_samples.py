@@ -1,5 +1,5 @@
-"""What one read of the cgroup tree holds (slicectl.core.samples): values as the kernel reports
-them, built by hand as every consumer's tests do."""
+"""What one read of the cgroup tree holds (slicectl.core.monitor.samples): values as the kernel
+reports them, built by hand as every consumer's tests do."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from slicectl.core.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
+from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
 
 UNKNOWN = {f.name: None for f in dataclasses.fields(CgroupSample)
            if f.default is dataclasses.MISSING and f.name not in ("unit", "path", "inode")}

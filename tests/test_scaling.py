@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import slicectl
-from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.lint import lint
+from slicectl.core.advice.lint import lint
+from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.plan import build_plan
 from slicectl.core.render import render
 from slicectl.host.sysfs import load_topology_file

@@ -1,10 +1,10 @@
-"""CPUs the firmware lists in several NUMA nodes (slicectl.core.shared_cpus): each goes to one
-node, by its SMT siblings, else its package, else the lowest node id, and the choice is said."""
+"""CPUs the firmware lists in several NUMA nodes (slicectl.core.placement.shared_cpus): each goes to
+one node, by its SMT siblings, else its package, else the lowest node id, and the choice is said."""
 
 from __future__ import annotations
 
-from slicectl.core.shared_cpus import assign_shared_cpus
-from slicectl.core.topology import Cpu, Node
+from slicectl.core.placement.shared_cpus import assign_shared_cpus
+from slicectl.core.placement.topology import Cpu, Node
 
 WHY_KERNEL = ("(their cpulist files), but the kernel runs each CPU on one node (a firmware NUMA "
               "table error, or a CXL layout): slicectl puts")

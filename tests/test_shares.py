@@ -1,11 +1,11 @@
-"""The CPU share model (slicectl.core.shares): seed 004's seven cases on one CPU, exactly, and
-the multi-CPU rules (load-proportional group weights, cpusets, tasks, quotas, no controller)."""
+"""The CPU share model (slicectl.core.shares.shares): seed 004's seven cases on one CPU, exactly,
+and the multi-CPU rules (load-proportional group weights, cpusets, tasks, quotas, no controller)."""
 
 from __future__ import annotations
 
 import pytest
 
-from slicectl.core.shares import (
+from slicectl.core.shares.shares import (
     IDLE_WEIGHT,
     Bound,
     Entity,

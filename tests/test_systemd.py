@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from dbus_fast import Message, Variant
 
+from slicectl.core.config.values import UINT64_MAX
 from slicectl.core.errors import SystemdError
-from slicectl.core.kinds import LiveValue
-from slicectl.core.properties import PROPERTIES
-from slicectl.core.values import UINT64_MAX
+from slicectl.core.properties.kinds import LiveValue
+from slicectl.core.properties.properties import PROPERTIES
 from slicectl.demo.bus import PrivateBus
 from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.systemd import Systemd, decode, encode
@@ -531,8 +531,8 @@ async def test_a_share_of_ram_travels_as_the_scale_twin(systemd_client: Systemd,
                                                         fake_systemd: Any, prop: Any) -> None:
     """Every memory property of the table takes "50%" as its *Scale twin (`u`); systemd
     reports the bytes of its RAM (the fake: 4G) under the property itself."""
-    from slicectl.core.kinds import RamShareLive
-    from slicectl.core.values import RamShare
+    from slicectl.core.config.values import RamShare
+    from slicectl.core.properties.kinds import RamShareLive
 
     want = RamShareLive(RamShare(5000, "50%"), fake_systemd.memory)
     await systemd_client.set_unit_properties(UNIT, {prop.dbus: want}, runtime=True)
@@ -546,9 +546,9 @@ async def test_a_share_of_the_task_limit_travels_as_tasks_max_scale(
         systemd_client: Systemd, fake_systemd: Any) -> None:
     """TasksMax=50% is sent as TasksMaxScale (`u`); systemd reports the count it made of its
     task limit (the fake: 32767) under TasksMax."""
-    from slicectl.core.kinds import TaskShareLive
-    from slicectl.core.properties import PROP_BY_DBUS
-    from slicectl.core.values import TaskShare
+    from slicectl.core.config.values import TaskShare
+    from slicectl.core.properties.kinds import TaskShareLive
+    from slicectl.core.properties.properties import PROP_BY_DBUS
 
     want = TaskShareLive(TaskShare(5000, "50%"), fake_systemd.tasks)
     await systemd_client.set_unit_properties(UNIT, {"TasksMax": want}, runtime=True)
@@ -561,8 +561,8 @@ async def test_a_share_of_the_task_limit_travels_as_tasks_max_scale(
 async def test_zero_percent_is_sent_as_zero_bytes(systemd_client: Systemd,
                                                   fake_systemd: Any) -> None:
     """systemd refuses a *Scale that comes to no memory ("out of range"): 0% goes as 0."""
-    from slicectl.core.kinds import RamShareLive
-    from slicectl.core.values import RamShare
+    from slicectl.core.config.values import RamShare
+    from slicectl.core.properties.kinds import RamShareLive
 
     zero = RamShareLive(RamShare(0, "0%"), fake_systemd.memory)
     await systemd_client.set_unit_properties(UNIT, {"MemoryLow": zero}, runtime=True)

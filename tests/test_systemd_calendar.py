@@ -107,7 +107,7 @@ def test_many_expressions_take_a_few_runs_and_each_invalid_one_is_located(
     one is reported at its profile's line with systemd's own words."""
     import subprocess
 
-    from slicectl.core.config import load_yaml, parse_config
+    from slicectl.core.config.config import load_yaml, parse_config
 
     runs: list[list[str]] = []
     real = subprocess.run

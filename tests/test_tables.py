@@ -8,10 +8,10 @@ import io
 
 from rich.console import Console, RenderableType
 
-from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.placement import place
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.placement.placement import place
+from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import Plan, build_plan
-from slicectl.core.topology import Cpu, Node, Topology
 from slicectl.views.tables import (
     placement_line,
     placement_preview,

@@ -1,6 +1,6 @@
 """Shares of the kernel's task limit in TasksMax= ("50%"): what systemd takes, the count it
-makes of them, and how they travel over D-Bus (slicectl.core.values.TaskShare,
-slicectl.core.kinds.Tasks)."""
+makes of them, and how they travel over D-Bus (slicectl.core.config.values.TaskShare,
+slicectl.core.properties.kinds.Tasks)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ def test_parse_tasks_max_takes_what_systemd_takes(value: str, permyriad: int, te
                                                   needs: int) -> None:
     """systemd's TasksMax= parses with parse_permyriad (all accepted by systemd-analyze verify
     on 252; tests/cases/tasks-share.yaml verifies a generated file)."""
-    from slicectl.core.parsers import parse_tasks_max
-    from slicectl.core.values import TaskShare
+    from slicectl.core.config.parsers import parse_tasks_max
+    from slicectl.core.config.values import TaskShare
 
     share = parse_tasks_max(value)
     assert share == TaskShare(permyriad, text)
@@ -40,7 +40,7 @@ def test_parse_tasks_max_takes_what_systemd_takes(value: str, permyriad: int, te
 ])
 def test_parse_tasks_max_refuses_what_systemd_refuses(value: str, message: str,
                                                       hint: str | None) -> None:
-    from slicectl.core.parsers import parse_tasks_max
+    from slicectl.core.config.parsers import parse_tasks_max
 
     with pytest.raises(ValueError) as e:
         parse_tasks_max(value)
@@ -59,15 +59,15 @@ def test_parse_tasks_max_refuses_what_systemd_refuses(value: str, message: str,
 ])
 def test_share_of_tasks_as_systemd_computes_it(limit: int, permyriad: int, file: int,
                                                bus: int) -> None:
-    from slicectl.core.values import TaskShare
+    from slicectl.core.config.values import TaskShare
 
     share = TaskShare(permyriad, "x")
     assert (share.tasks_of(limit), share.tasks_over_dbus(limit)) == (file, bus)
 
 
 def test_share_travels_as_tasks_max_scale_and_all_of_it_as_the_count() -> None:
-    from slicectl.core.kinds import HostLimits, Tasks, TaskShareLive
-    from slicectl.core.values import TaskShare
+    from slicectl.core.config.values import TaskShare
+    from slicectl.core.properties.kinds import HostLimits, Tasks, TaskShareLive
 
     kind = Tasks(scale_since=231)
     half = kind.live_on(TaskShare(5000, "50%"), HostLimits(tasks=32767))

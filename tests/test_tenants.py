@@ -1,13 +1,13 @@
-"""The tenants model (slicectl.core.tenants): profiles, slice names, lines of keys and the
+"""The tenants model (slicectl.core.config.tenants): profiles, slice names, lines of keys and the
 elastic tenants' size range."""
 
 from __future__ import annotations
 
 import pytest
 
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.tenants import BASE_PROFILE, Config, Tenant
 from slicectl.core.errors import ConfigError
-from slicectl.core.tenants import BASE_PROFILE, Config, Tenant
 
 YAML = """\
 version: 1

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from slicectl.cli import main
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.yamledit import merge_document as merge
 from slicectl.core.errors import ConfigError
-from slicectl.core.yamledit import merge_document as merge
 from slicectl.host.tenantsfile import write_tenants
 
 if TYPE_CHECKING:

@@ -1,12 +1,14 @@
 """Tests mirror modules: every module of the package has a test file named after it.
 
-The name: `tests/test_<module>.py` for a module of a layer folder (core, host, apply, views)
-or of the package's top level; `tests/test_<front end>_<module>.py` for a module of a front
+The name: `tests/test_<module>.py` for a module of a layer folder (core, host, apply, views),
+its topic folders left out (slicectl/core/placement/packing.py -> tests/test_packing.py), or
+of the package's top level; `tests/test_<front end>_<module>.py` for a module of a front
 end's folder, subfolders left out (slicectl/cli/balance.py -> tests/test_cli_balance.py,
 slicectl/tui/screens/edit.py -> tests/test_tui_edit.py), so `cli/balance.py` and
-`core/balance.py` each have their own file. A name two layer folders share takes its folder
-too (slicectl/core/balance_state.py -> tests/test_core_balance_state.py, and
-slicectl/host/balance_state.py -> tests/test_host_balance_state.py).
+`core/balance/balance.py` each have their own file. A name two layer folders share takes its
+folder too (slicectl/core/balance/balance_state.py -> tests/test_core_balance_state.py, and
+slicectl/host/balance_state.py -> tests/test_host_balance_state.py); two modules that would
+share a file (two topic folders' modules of one name) are named apart.
 A package's `__init__.py` that defines functions or classes is its front end's module
 (slicectl/generator/__init__.py -> tests/test_generator.py); `__main__.py` files only call
 one. Tests that span modules (a verb end to end, the README, the linters) live in files of
@@ -87,8 +89,10 @@ def test_the_names(tmp_path: Path) -> None:
     """The rule as the docstring states it, on a made-up package."""
     files = {"slicectl/__init__.py": "", "slicectl/__main__.py": "main()\n",
              "slicectl/install.py": "", "slicectl/core/__init__.py": '"""core"""\n',
-             "slicectl/core/balance.py": "", "slicectl/host/sysfs.py": "",
-             "slicectl/core/state.py": "", "slicectl/host/state.py": "",
+             "slicectl/core/balance/__init__.py": '"""balance"""\n',
+             "slicectl/core/balance/balance.py": "", "slicectl/host/sysfs.py": "",
+             "slicectl/core/balance/state.py": "", "slicectl/host/state.py": "",
+             "slicectl/core/monitor/tree.py": "", "slicectl/core/shares/tree.py": "",
              "slicectl/cli/__init__.py": "def main(): ...\n", "slicectl/cli/balance.py": "",
              "slicectl/tui/screens/edit.py": "", "slicectl/tui/components/edit.py": "",
              "slicectl/web/__init__.py": "class Web: ...\n", "slicectl/web/tree.py": ""}
@@ -100,11 +104,13 @@ def test_the_names(tmp_path: Path) -> None:
     assert missing(tmp_path) == [
         "slicectl/cli/__init__.py: create tests/test_cli.py",
         "slicectl/cli/balance.py: create tests/test_cli_balance.py",
-        "slicectl/core/balance.py: create tests/test_balance.py",
-        "slicectl/core/state.py: create tests/test_core_state.py",
+        "slicectl/core/balance/balance.py: create tests/test_balance.py",
+        "slicectl/core/balance/state.py: create tests/test_core_state.py",
         "slicectl/host/state.py: create tests/test_host_state.py",
         "slicectl/install.py: create tests/test_install.py",
         "slicectl/web/__init__.py: create tests/test_web.py",
         "slicectl/web/tree.py: create tests/test_web_tree.py",
+        "slicectl/core/monitor/tree.py, slicectl/core/shares/tree.py: each would be tested in "
+        "tests/test_tree.py; rename a module",
         "slicectl/tui/components/edit.py, slicectl/tui/screens/edit.py: each would be tested "
         "in tests/test_tui_edit.py; rename a module"]

@@ -1,5 +1,5 @@
-"""slicectl.core.topology: the model's lookups, merging nodes that list the same CPUs, and the
-`--topology FILE` export read as untrusted input (a located message, never an
+"""slicectl.core.placement.topology: the model's lookups, merging nodes that list the same CPUs, and
+the `--topology FILE` export read as untrusted input (a located message, never an
 internal error)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from slicectl.cli import main
 from slicectl.core.errors import TopologyError
-from slicectl.core.topology import (
+from slicectl.core.placement.topology import (
     Cpu,
     Node,
     Topology,

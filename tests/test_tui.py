@@ -26,9 +26,9 @@ from tuikit import (
     wait_for,
 )
 
+from slicectl.core.config.yamledit import edit_tenant
 from slicectl.core.errors import SamplerError
-from slicectl.core.metrics import MIN_RATE_WINDOW, Trouble
-from slicectl.core.yamledit import edit_tenant
+from slicectl.core.monitor.metrics import MIN_RATE_WINDOW, Trouble
 from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.host.sysfs import read_topology
 from slicectl.tui import run_tui
@@ -72,7 +72,7 @@ async def test_an_elastic_tenant_shows_its_size_now_and_declared(tree: MovingTre
                                                                    tmp_path: Path) -> None:
     """From the balancer's state file: web holds 6 CPUs of its declared 4; db1 is fixed."""
     from slicectl.apply.applier import ApplyOptions
-    from slicectl.core.balance_state import BalanceState, TenantBalance
+    from slicectl.core.balance.balance_state import BalanceState, TenantBalance
     from slicectl.host.balance_state import write_state
 
     state = tmp_path / "balance.json"

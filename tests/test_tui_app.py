@@ -9,7 +9,7 @@ import threading
 from tuikit import monitor_settings, running, wait_for
 
 from slicectl.core.errors import SamplerError
-from slicectl.core.samples import Snapshot
+from slicectl.core.monitor.samples import Snapshot
 from slicectl.demo.cgtree import MovingTree
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from slicectl.core.samples import Snapshot
+from slicectl.core.monitor.samples import Snapshot
 from slicectl.tui.messages import (
     Applied,
     ApplyRefused,

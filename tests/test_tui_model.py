@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from tuikit import YAML, moving_tree
 
+from slicectl.core.config.yamledit import current_values, edit_tenant
 from slicectl.core.errors import ConfigError
-from slicectl.core.metrics import MIN_RATE_WINDOW, SliceMetrics, compute
-from slicectl.core.yamledit import current_values, edit_tenant
+from slicectl.core.monitor.metrics import MIN_RATE_WINDOW, SliceMetrics, compute
 from slicectl.demo.cgtree import MovingTree, make_root
 from slicectl.host.atomic import write_atomically
 from slicectl.host.sampler import Sampler

@@ -10,8 +10,8 @@ import pytest
 from tuikit import make_topology
 
 from slicectl.apply.applier import ApplyOptions
-from slicectl.core.config import load_yaml, parse_config
-from slicectl.core.tenants import Config
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.tenants import Config
 from slicectl.tui.plans import cpu_overrides, placement_preview, plan_for, plan_view
 from slicectl.tui.settings import TuiSettings
 

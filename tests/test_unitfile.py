@@ -1,12 +1,12 @@
-"""systemd's unit-file syntax (slicectl.core.unitfile), on the cases of systemd.syntax(7):
-whitespace around `=`, sections, comments, continuations and resets."""
+"""systemd's unit-file syntax (slicectl.core.properties.unitfile), on the cases of
+systemd.syntax(7): whitespace around `=`, sections, comments, continuations and resets."""
 
 from __future__ import annotations
 
 import pytest
 
-from slicectl.core.live_values import override_source
-from slicectl.core.unitfile import Assignment, assigned, assignments
+from slicectl.core.properties.live_values import override_source
+from slicectl.core.properties.unitfile import Assignment, assigned, assignments
 
 
 @pytest.mark.parametrize(("text", "value"), [

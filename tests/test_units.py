@@ -117,10 +117,10 @@ schedule:
 def profile_service(tmp_path: Path) -> Path:
     """slicectl-profile@.service as `generate` writes it, as an instance (security rates
     instances), with ExecStart on this interpreter's slicectl (verify checks it exists)."""
-    from slicectl.core.config import load_yaml, parse_config
+    from slicectl.core.config.config import load_yaml, parse_config
+    from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import SCHEDULE_SERVICE, ScheduleCommand, build_plan
     from slicectl.core.render import render
-    from slicectl.core.topology import Topology
 
     config = parse_config(load_yaml(SCHEDULED, "tenants.yaml"), "/etc/slicectl/tenants.yaml")
     topo = Topology.from_json(json.loads(

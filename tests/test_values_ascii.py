@@ -12,9 +12,9 @@ from examplecounts import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slicectl.core import parsers as S
+from slicectl.core.config import parsers as S
+from slicectl.core.config.values import ValueHint, parse_percent
 from slicectl.core.cpulist import parse_cpulist
-from slicectl.core.values import ValueHint, parse_percent
 
 LOOKALIKES = ["٥", "５", "²", "₅", "৫", "५", "๕", "߅", "𝟓", "\u00a0", "\u2009", "％", "Ｍ"]
 
@@ -84,10 +84,10 @@ def _rendered(values: dict[str, Any]) -> dict[str, str]:
     import json
     from pathlib import Path
 
-    from slicectl.core.config import load_yaml, parse_config
+    from slicectl.core.config.config import load_yaml, parse_config
+    from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import build_plan
     from slicectl.core.render import render
-    from slicectl.core.topology import Topology
 
     text = "version: 1\ntenants:\n  t: " + _flow(values) + "\n"
     topology = Topology.from_json(json.loads((Path(__file__).parent / "fixtures" / "topologies"

@@ -1,14 +1,14 @@
-"""Version gating (slicectl.core.versions): a key the target's systemd or kernel cannot take is
-refused before anything is written, located where tenants.yaml sets it."""
+"""Version gating (slicectl.core.properties.versions): a key the target's systemd or kernel cannot
+take is refused before anything is written, located where tenants.yaml sets it."""
 
 from __future__ import annotations
 
 import pytest
 
-from slicectl.core.config import load_yaml, parse_config
+from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.config.tenants import Config
 from slicectl.core.errors import ConfigError
-from slicectl.core.tenants import Config
-from slicectl.core.versions import (
+from slicectl.core.properties.versions import (
     check_version,
     kernel_problems,
     parse_kernel,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.cli import main
-from slicectl.core.metrics import MetricsMemo
+from slicectl.core.monitor.metrics import MetricsMemo
 from slicectl.host.sampler import Sampler
 
 ROOT = Path(__file__).resolve().parent.parent

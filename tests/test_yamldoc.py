@@ -1,5 +1,5 @@
-"""slicectl.core.yamldoc: the same data and the same lines as ruamel's round-trip loader, with
-libyaml's parser and with the pure-Python fallback."""
+"""slicectl.core.config.yamldoc: the same data and the same lines as ruamel's round-trip loader,
+with libyaml's parser and with the pure-Python fallback."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError
 
-from slicectl.core import yamldoc
+from slicectl.core.config import yamldoc
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.yaml"))
 

@@ -1,20 +1,20 @@
-"""The tenants.yaml editor (slicectl.core.yamledit): keys set and removed on tenants, every other
-line kept byte for byte, the result validated before it is returned; and whole documents
+"""The tenants.yaml editor (slicectl.core.config.yamledit): keys set and removed on tenants, every
+other line kept byte for byte, the result validated before it is returned; and whole documents
 merged into an existing file."""
 
 from __future__ import annotations
 
 import pytest
 
-from slicectl.core.config import load_yaml
-from slicectl.core.errors import ConfigError
-from slicectl.core.yamledit import (
+from slicectl.core.config.config import load_yaml
+from slicectl.core.config.yamledit import (
     EDITABLE,
     current_values,
     edit_tenant,
     edit_tenants,
     merge_document,
 )
+from slicectl.core.errors import ConfigError
 
 YAML = """\
 # tenants of the test host

@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Static
 
-from slicectl.core.topology import Cpu, Node, Topology
+from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.tui import tui_sampler
 from slicectl.tui.app import SlicectlApp, TuiSettings

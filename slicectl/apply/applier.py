@@ -27,17 +27,17 @@ from slicectl.apply.transaction import Transaction
 from slicectl.core import defaults
 from slicectl.core.errors import ApplyError, SlicectlError
 from slicectl.core.frozen import frozen
-from slicectl.core.live_values import LiveValue, human_live
 from slicectl.core.plan import Plan, ScheduleCommand
-from slicectl.core.versions import check_version, parse_version
+from slicectl.core.properties.live_values import LiveValue, human_live
+from slicectl.core.properties.versions import check_version, parse_version
 from slicectl.host.balance_state import reset_state, state_or_none
 from slicectl.host.lock import LOCK_TIMEOUT
 from slicectl.host.planning import plan_for_host
 from slicectl.host.unitdir import Manifest, UnitDir
 
 if TYPE_CHECKING:
-    from slicectl.core.config import Config
-    from slicectl.core.topology import Topology
+    from slicectl.core.config.config import Config
+    from slicectl.core.placement.topology import Topology
     from slicectl.host.systemd import Systemd, UnitState
 
 __all__ = ["ApplyOptions", "ApplyReport", "Diff", "PropChange", "apply_plan", "compute_diff",

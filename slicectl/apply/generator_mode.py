@@ -34,8 +34,8 @@ from slicectl.host.unitdir import MANIFEST_NAME, Manifest, UnitDir
 
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions, ApplyReport, Confirm, Progress
-    from slicectl.core.config import Config
-    from slicectl.core.topology import Topology
+    from slicectl.core.config.config import Config
+    from slicectl.core.placement.topology import Topology
 
 GENERATOR = "slicectl-generator"
 

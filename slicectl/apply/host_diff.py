@@ -1,8 +1,8 @@
 """What the host has now, against the plan: the diff `plan` shows and apply acts on, and the
 read-back apply verifies with (an edge: it asks systemd over D-Bus and reads cgroupfs).
 
-Differences are named by their source (slicectl.core.live_values.override_source): a `systemctl
-set-property` file, a drop-in that sorts after slicectl's, a pending daemon-reload.
+Differences are named by their source (slicectl.core.properties.live_values.override_source): a
+`systemctl set-property` file, a drop-in that sorts after slicectl's, a pending daemon-reload.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from slicectl.core.frozen import frozen
-from slicectl.core.kinds import HostLimits
-from slicectl.core.live_values import (
+from slicectl.core.plan import FileKind, Plan, UnitPlan
+from slicectl.core.properties.kinds import HostLimits
+from slicectl.core.properties.live_values import (
     CgroupExpectation,
     LiveValue,
     cgroup_expectations,
@@ -27,13 +28,12 @@ from slicectl.core.live_values import (
     matches,
     override_source,
 )
-from slicectl.core.plan import FileKind, Plan, UnitPlan
 from slicectl.core.render import dropin_path
 from slicectl.host.cgroupfs import block_device, populated, read_cgroup_files
 from slicectl.host.unitdir import FileChanges, UnitDir
 
 if TYPE_CHECKING:
-    from slicectl.core.balance_state import BalanceState
+    from slicectl.core.balance.balance_state import BalanceState
     from slicectl.host.systemd import Systemd, UnitState
 
 _LISTABLE = re.compile(r"[A-Za-z0-9_.:-]+\.slice")  # a slice name no glob could misread
@@ -110,8 +110,8 @@ def balanced_line(c: PropChange) -> str:
 def split_balanced(plan: Plan, changes: list[PropChange], state: BalanceState | None
                    ) -> tuple[list[PropChange], list[PropChange]]:
     """(drift, balanced): the AllowedCPUs changes of elastic tenants whose live CPUs are a
-    state the balancer left them in (slicectl.core.balance_state.is_balanced) apart."""
-    from slicectl.core.balance_state import is_balanced
+    state the balancer left them in (slicectl.core.balance.balance_state.is_balanced) apart."""
+    from slicectl.core.balance.balance_state import is_balanced
 
     if not plan.elastic:
         return changes, []

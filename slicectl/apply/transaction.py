@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from slicectl.core.errors import SlicectlError
-from slicectl.core.kinds import LiveValue
+from slicectl.core.properties.kinds import LiveValue
 from slicectl.host.unitdir import FileChanges, Journal, Manifest, UnitDir
 
 if TYPE_CHECKING:

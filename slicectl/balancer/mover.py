@@ -26,9 +26,9 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from slicectl.apply.transaction import set_live
-from slicectl.core.balance import ElasticRange, Move
-from slicectl.core.balance_input import tenant_unit
-from slicectl.core.balance_state import BalanceState
+from slicectl.core.balance.balance import ElasticRange, Move
+from slicectl.core.balance.balance_input import tenant_unit
+from slicectl.core.balance.balance_state import BalanceState
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import SlicectlError
 from slicectl.core.frozen import frozen
@@ -38,7 +38,7 @@ from slicectl.host.unitdir import UnitDir
 
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
-    from slicectl.core.config import Config
+    from slicectl.core.config.config import Config
     from slicectl.core.plan import Plan
     from slicectl.host.systemd import Systemd
 

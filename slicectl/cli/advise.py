@@ -1,8 +1,8 @@
 """The verbs that advise: lint (rules from the studies in docs/background.md) and recommend
 (memory sizes from records).
 
-The rules (`slicectl.core.lint`) and the sizing (`slicectl.core.recommend`) are pure; here they get
-their input from the readers and print for people or as JSON (docs/lint.md,
+The rules (`slicectl.core.advice.lint`) and the sizing (`slicectl.core.advice.recommend`) are pure;
+here they get their input from the readers and print for people or as JSON (docs/lint.md,
 docs/recommend.md).
 """
 
@@ -18,12 +18,12 @@ if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Sequence
 
-    from slicectl.core.lint import Finding
-    from slicectl.core.recommend import Recommendation
+    from slicectl.core.advice.lint import Finding
+    from slicectl.core.advice.recommend import Recommendation
 
 
 def _print_findings(path: str, findings: list[Finding]) -> None:
-    from slicectl.core.lint import Level
+    from slicectl.core.advice.lint import Level
 
     for f in findings:  # the level first, as validate's `error:` lines
         print(f"{f.level}: {f}")
@@ -40,7 +40,7 @@ def _print_findings(path: str, findings: list[Finding]) -> None:
 def _print_findings_json(findings: list[Finding]) -> None:
     import json
 
-    from slicectl.core.lint import Level
+    from slicectl.core.advice.lint import Level
 
     print(json.dumps({
         "format": "slicectl-lint/1",
@@ -52,7 +52,7 @@ def _print_findings_json(findings: list[Finding]) -> None:
 
 def cmd_lint(args: Namespace) -> int:
     """`slicectl lint`: print findings; 1 if any error (with --strict: any finding), else 0."""
-    from slicectl.core.lint import Level, lint, missing_devices, oomd_rule, root_tasks
+    from slicectl.core.advice.lint import Level, lint, missing_devices, oomd_rule, root_tasks
 
     config = load_config(args, contradictions_are_errors=False)  # reported as lint errors
     competition = None
@@ -85,8 +85,8 @@ def _parameters(args: Namespace) -> int:
     """The headroom in bytes; RecommendError for a bad --headroom, --startup or --hold."""
     import math
 
-    from slicectl.core.recommend import RecommendError
-    from slicectl.core.values import INFINITY, parse_size
+    from slicectl.core.advice.recommend import RecommendError
+    from slicectl.core.config.values import INFINITY, parse_size
 
     try:
         head = parse_size(args.headroom)
@@ -103,8 +103,8 @@ def _write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
     """Set memory_max/high/low of the tenants whose slice has a recommendation; returns them."""
     from pathlib import Path
 
-    from slicectl.core.recommend import tenant_sizes
-    from slicectl.core.yamledit import edit_tenants
+    from slicectl.core.advice.recommend import tenant_sizes
+    from slicectl.core.config.yamledit import edit_tenants
     from slicectl.host.atomic import write_atomically
     from slicectl.host.planning import load_tenants
 
@@ -118,8 +118,8 @@ def _write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
 
 
 def _print_recommendations(recs: Sequence[Recommendation]) -> None:
+    from slicectl.core.advice.recommend import format_duration, round_up
     from slicectl.core.human import exact_size
-    from slicectl.core.recommend import format_duration, round_up
 
     for r in recs:
         print(f"{r.unit}: {r.samples} sample(s) over {format_duration(r.last - r.first)}")
@@ -139,7 +139,7 @@ def _print_recommendations(recs: Sequence[Recommendation]) -> None:
 
 def cmd_recommend(args: Namespace) -> int:
     """`slicectl recommend`: print suggestions (and write them into TENANTS with --write)."""
-    from slicectl.core.recommend import recommend
+    from slicectl.core.advice.recommend import recommend
 
     head = _parameters(args)
     if args.samples is not None:

@@ -1,9 +1,9 @@
 """`slicectl balance`: the balancer on the live host (docs/balance.md).
 
 Samples the slices every interval, keeps each elastic tenant's readings
-(slicectl.core.balance_input), asks slicectl.core.balance.decide for the moves, and makes them
-(slicectl.balancer.mover: runtime AllowedCPUs under apply's lock, verified, recorded in the
-state file) or, with --dry-run, only prints them. Every decision is one line on stdout (the
+(slicectl.core.balance.balance_input), asks slicectl.core.balance.balance.decide for the moves, and
+makes them (slicectl.balancer.mover: runtime AllowedCPUs under apply's lock, verified, recorded in
+the state file) or, with --dry-run, only prints them. Every decision is one line on stdout (the
 journal, under systemd); what could not be done goes to stderr. A stop by SIGTERM or SIGINT
 returns every tenant the balancer moved to its declared CPUs before the process exits.
 
@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
     from slicectl.balancer.mover import Outcome
     from slicectl.cli.balance_plan import Inputs, Planned
-    from slicectl.core.balance import Move, Reading
-    from slicectl.core.samples import Snapshot
-    from slicectl.core.tenants import BalancePolicy
-    from slicectl.core.topology import Topology
+    from slicectl.core.balance.balance import Move, Reading
+    from slicectl.core.config.tenants import BalancePolicy
+    from slicectl.core.monitor.samples import Snapshot
+    from slicectl.core.placement.topology import Topology
 
 JSON_FORMAT = "slicectl-balance/1"
 _US = 1_000_000
@@ -75,7 +75,7 @@ def _print_round(outcomes: list[Outcome], elapsed: float, args: Namespace,
                  policy: BalancePolicy, out: TextIO) -> None:
     """One decision: a line per move (made, would be made, or not made and why), or one
     JSON object."""
-    from slicectl.core.balance_input import move_json, move_line
+    from slicectl.core.balance.balance_input import move_json, move_line
     from slicectl.core.cpulist import format_cpulist
 
     if args.json:
@@ -152,7 +152,7 @@ def _rounds(args: Namespace, inputs: Inputs, signals: _Signals,
     balancer start then). The slices and the interval are the plan's of the round."""
     from pathlib import Path
 
-    from slicectl.core.cgroupfiles import FILES
+    from slicectl.core.monitor.cgroupfiles import FILES
     from slicectl.host.notify import notify
     from slicectl.host.sampler import Sampler
 
@@ -195,10 +195,10 @@ def _ready(planned: Planned, dry_run: bool) -> str:
 def _run(args: Namespace, topo: Topology, inputs: Inputs, signals: _Signals,
          sleep: Callable[[float], None], out: TextIO) -> int:
     from slicectl.balancer.mover import Outcome
-    from slicectl.core.balance import decide, may_be_starved
-    from slicectl.core.balance_input import remember
+    from slicectl.core.balance.balance import decide, may_be_starved
+    from slicectl.core.balance.balance_input import remember
     from slicectl.core.cpulist import format_cpulist
-    from slicectl.core.metrics import MetricsMemo
+    from slicectl.core.monitor.metrics import MetricsMemo
     from slicectl.host.notify import notify
 
     p = inputs.planned

@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 
     from slicectl.apply.applier import ApplyOptions
     from slicectl.balancer.mover import Mover
-    from slicectl.core.balance import ElasticRange
-    from slicectl.core.balance_input import BalanceInput
-    from slicectl.core.config import Config
+    from slicectl.core.balance.balance import ElasticRange
+    from slicectl.core.balance.balance_input import BalanceInput
+    from slicectl.core.config.config import Config
+    from slicectl.core.config.tenants import BalancePolicy
+    from slicectl.core.monitor.samples import Snapshot
+    from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import Plan
-    from slicectl.core.samples import Snapshot
-    from slicectl.core.tenants import BalancePolicy
-    from slicectl.core.topology import Topology
 
 _US = 1_000_000
 
@@ -38,7 +38,7 @@ def policy_for(policy: BalancePolicy, interval: float | None) -> BalancePolicy:
     from dataclasses import replace
 
     from slicectl.core.errors import UsageError
-    from slicectl.core.metrics import MIN_RATE_WINDOW
+    from slicectl.core.monitor.metrics import MIN_RATE_WINDOW
 
     if interval is None:
         return policy
@@ -62,8 +62,8 @@ class Held:
     def __call__(self, cur: Snapshot) -> Mapping[str, frozenset[int]]:
         from dataclasses import replace
 
-        from slicectl.core.balance_input import current_cpus
-        from slicectl.core.balance_state import reconcile
+        from slicectl.core.balance.balance_input import current_cpus
+        from slicectl.core.balance.balance_state import reconcile
         from slicectl.core.cpulist import format_cpulist
 
         # The elastic slices' CPUs read now: the sampler reads an empty cgroup (an idle
@@ -123,7 +123,7 @@ class Planned:
     @property
     def slices(self) -> frozenset[str]:
         """The elastic tenants' slice units: all the sampler reads."""
-        from slicectl.core.balance_input import tenant_unit
+        from slicectl.core.balance.balance_input import tenant_unit
 
         return frozenset(tenant_unit(self.config, e.tenant) for e in self.plan.elastic)
 
@@ -136,7 +136,7 @@ def plan_rounds(args: Namespace, config: Config, topo: Topology, options: ApplyO
              ) -> Planned:
     """The plan of `config` on the host (placed where the manifest says), its policy, and
     the mover that makes its moves (none for a dry run)."""
-    from slicectl.core.balance_input import BalanceInput, untouchable
+    from slicectl.core.balance.balance_input import BalanceInput, untouchable
     from slicectl.host.planning import plan_for_host
 
     plan = plan_for_host(config, topo, placed_in(args))

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from argparse import Namespace
 
     from slicectl.apply.applier import ApplyOptions
-    from slicectl.core.config import Config
-    from slicectl.core.topology import Topology
+    from slicectl.core.config.config import Config
+    from slicectl.core.placement.topology import Topology
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DIFF = 0, 1, 2, 3
 
@@ -35,7 +35,7 @@ def load_topology(args: Namespace) -> Topology:
 
 def load_config(args: Namespace, *, contradictions_are_errors: bool = True) -> Config:
     """tenants.yaml of `args.tenants` with every check, and `--profile P`'s overrides
-    (`contradictions_are_errors`: as slicectl.core.config.parse_config's)."""
+    (`contradictions_are_errors`: as slicectl.core.config.config.parse_config's)."""
     import sys
 
     from slicectl.host.planning import load_tenants

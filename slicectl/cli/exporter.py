@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Callable
 
-    from slicectl.core.metrics import NodeCpus
-    from slicectl.core.topology import Topology
+    from slicectl.core.monitor.metrics import NodeCpus
+    from slicectl.core.placement.topology import Topology
 
 
 def cmd_exporter(args: Namespace) -> int:

@@ -5,8 +5,8 @@ A verb's page is argparse-manpage's rendering of that verb's parser (its synopsi
 every visible option with its help text), with the verb's one-line summary as its NAME and its
 example as EXAMPLE. The overview page lists the verbs and the exit codes, which argparse-manpage
 would instead expand into every verb's options; the tenants.yaml page is not a parser's at all
-(its key tables come from slicectl.core.properties, as the README's do): those two are written
-here, in the same roff.
+(its key tables come from slicectl.core.properties.properties, as the README's do): those two are
+written here, in the same roff.
 
 docs/update-man writes the pages into man/ (package data that `slicectl install` places);
 tests/test_cli_manpages.py fails when they differ from what the parser makes now. argparse-manpage
@@ -194,7 +194,7 @@ def _rows(rows: Iterable[tuple[str, str, str | None, int | None, str]]) -> Itera
 
 def tenants_page() -> str:
     """slicectl-tenants(5): the tenants file, its keys from the property table."""
-    from slicectl.core.properties import (
+    from slicectl.core.properties.properties import (
         BALANCE_SETTINGS,
         CONFINE_SETTINGS,
         TENANT_SETTINGS,

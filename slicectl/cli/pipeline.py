@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from slicectl.apply.applier import ApplyOptions, ApplyReport, Diff
-    from slicectl.core.config import Config
+    from slicectl.core.config.config import Config
+    from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import Plan
-    from slicectl.core.topology import Topology
     from slicectl.host.unitdir import FileChanges
 
 
@@ -72,8 +72,8 @@ def run_live_map(args: Namespace) -> int:
     --tenants when given."""
     from pathlib import Path
 
-    from slicectl.core.metrics import MetricsMemo
-    from slicectl.core.numa_map import build_live_map, default_tenant_of, live_map_json
+    from slicectl.core.monitor.metrics import MetricsMemo
+    from slicectl.core.monitor.numa_map import build_live_map, default_tenant_of, live_map_json
     from slicectl.host.readers import cpu_overrides
     from slicectl.host.sampler import Sampler
 
@@ -115,7 +115,7 @@ def cmd_validate(args: Namespace) -> int:
     if not (args.topology or args.sysfs):
         target = ""
         if args.systemd_version is not None:  # the keys, without placement
-            from slicectl.core.versions import check_version
+            from slicectl.core.properties.versions import check_version
 
             check_version(config, args.systemd_version, "--systemd-version")
             target = f", keys checked for systemd {args.systemd_version}"
@@ -186,8 +186,8 @@ def _live_shares(args: Namespace, config: Config, topo: Topology, plan: Plan) ->
     (its cgroup tree); without a cgroup v2 tree the standard ones stay assumed, and say so."""
     from dataclasses import replace
 
-    from slicectl.core.contention import predict_shares
     from slicectl.core.errors import SlicectlError
+    from slicectl.core.shares.contention import predict_shares
     from slicectl.host.readers import read_competition
 
     try:
@@ -313,7 +313,7 @@ def cmd_plan(args: Namespace) -> int:
 
 def diff_json(diff: Diff) -> dict[str, object]:
     """The `changes` object of `plan --json` and `apply --json` (docs/plan-json.md)."""
-    from slicectl.core.live_values import format_live
+    from slicectl.core.properties.live_values import format_live
 
     return {
         "changed": diff.drifted,

@@ -10,16 +10,16 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from argparse import Namespace
 
-    from slicectl.core.config import Config
+    from slicectl.core.config.config import Config
+    from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import ScheduleCommand
-    from slicectl.core.topology import Topology
     from slicectl.host.systemd_calendar import InForce
 
 
 def check_target_version(args: Namespace, config: Config, topo: Topology) -> None:
     """Refuse keys the target's systemd cannot take: --systemd-version, else the topology
     export's, else (planning for this host) the installed one."""
-    from slicectl.core.versions import check_version
+    from slicectl.core.properties.versions import check_version
 
     if args.systemd_version is not None:
         check_version(config, args.systemd_version, "--systemd-version")
@@ -47,7 +47,7 @@ def in_force(config: Config) -> bool:
 
 def _base_name(config: Config) -> str | None:
     """The schedule's name for the base file: `default`, unless a profile has that name."""
-    from slicectl.core.tenants import BASE_PROFILE
+    from slicectl.core.config.tenants import BASE_PROFILE
 
     return None if BASE_PROFILE in config.profiles else BASE_PROFILE
 

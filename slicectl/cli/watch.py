@@ -1,7 +1,8 @@
 """The verbs that watch the host: status, top, tui and record (DESIGN §7).
 
-Each samples cgroupfs through `slicectl.host.sampler`, computes with `slicectl.core.metrics` and
-prints through `slicectl.views.monitor`'s render layer (status, top), the TUI, or SQLite (record).
+Each samples cgroupfs through `slicectl.host.sampler`, computes with `slicectl.core.monitor.metrics`
+and prints through `slicectl.views.monitor`'s render layer (status, top), the TUI, or SQLite
+(record).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
     from rich.live import Live
 
-    from slicectl.core.metrics import MetricsMemo, NodeCpus
+    from slicectl.core.monitor.metrics import MetricsMemo, NodeCpus
     from slicectl.host.sampler import Sampler
 
 
@@ -43,7 +44,7 @@ def run_status(
 ) -> int:
     """`slicectl status`: two samples `interval` apart, printed once; raises SamplerError.
     `node_cpus`: the host's NUMA nodes and their CPUs, for memory locality."""
-    from slicectl.core.metrics import MetricsMemo
+    from slicectl.core.monitor.metrics import MetricsMemo
     from slicectl.views.monitor import render_table, status_json
 
     out = out or sys.stdout  # looked up now: tests (and callers) may have replaced it
@@ -159,7 +160,7 @@ def run_top(
     from rich.console import Console
     from rich.live import Live
 
-    from slicectl.core.metrics import MetricsMemo
+    from slicectl.core.monitor.metrics import MetricsMemo
     from slicectl.host.sampler import Sampler
 
     def pause(seconds: float) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from slicectl.core.values import check_ascii
+from slicectl.core.config.values import check_ascii
 
 # The largest NR_CPUS a Linux build allows (x86 MAXSMP, powerpc): no CPU id reaches it.
 KERNEL_MAX_CPUS = 8192

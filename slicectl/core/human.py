@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from slicectl.core.values import (
+from slicectl.core.config.values import (
     INFINITY,
     MemorySize,
     RamShare,

@@ -2,8 +2,8 @@
 
 `build_plan(config, topology)` = placement + the unit files it implies. Properties are keyed by
 their unit-file names (`AllowedCPUs`, `CPUQuota`, `MemoryMax`, …) with typed plan values
-(slicectl.core.kinds.PlanValue); the settings table says how each is written, sent and checked.
-Plans round-trip through JSON (docs/plan-json.md).
+(slicectl.core.properties.kinds.PlanValue); the settings table says how each is written, sent and
+checked. Plans round-trip through JSON (docs/plan-json.md).
 
 Why this module runs past 400 lines: it is the plan and every unit it implies (tenant slices,
 housekeeping drop-ins, the schedule's timers and their sandboxed service), kept together so a
@@ -17,26 +17,26 @@ from dataclasses import field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from slicectl.core.config.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
+from slicectl.core.config.values import RamShare, format_memory, format_size, memory_sum
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import PlacementError, RenderError, shown
 from slicectl.core.frozen import frozen
-from slicectl.core.kinds import HostLimits, PlanValue
-from slicectl.core.placement import Layout, TenantPlacement, place
-from slicectl.core.properties import (
+from slicectl.core.placement.placement import Layout, TenantPlacement, place
+from slicectl.core.placement.protection import FIX, SOURCE, node_overcommit, overcommit, protects
+from slicectl.core.placement.topology import Topology
+from slicectl.core.properties.kinds import HostLimits, PlanValue
+from slicectl.core.properties.properties import (
     ALLOWED_CPUS,
     ALLOWED_MEMORY_NODES,
     BY_KEY,
     PROP_BY_NAME,
     PROPERTIES,
 )
-from slicectl.core.protection import FIX, SOURCE, node_overcommit, overcommit, protects
-from slicectl.core.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
-from slicectl.core.topology import Topology
-from slicectl.core.values import RamShare, format_memory, format_size, memory_sum
 
 if TYPE_CHECKING:
-    from slicectl.core.balance import ElasticRange
-    from slicectl.core.contention import Competition, CpuShares
+    from slicectl.core.balance.balance import ElasticRange
+    from slicectl.core.shares.contention import Competition, CpuShares
 
 FORMAT = "slicectl-plan/1"
 # (property, human, set) -> its lines in a unit file: see UnitPlan.formatted
@@ -149,7 +149,7 @@ class Plan:
     layout: Layout
     units: tuple[UnitPlan, ...]
     # What each tenant is guaranteed when everything is busy (cpu.shares experiments;
-    # slicectl.core.contention)
+    # slicectl.core.shares.contention)
     shares: CpuShares | None = None
     # What the balancer may make of each elastic tenant (docs/balance.md)
     elastic: tuple[ElasticRange, ...] = ()
@@ -229,13 +229,13 @@ class Plan:
         units = tuple(UnitPlan.from_json(u) for u in d["units"])
         shares = None
         if "cpu_shares" in d:
-            from slicectl.core.contention import CpuShares
+            from slicectl.core.shares.contention import CpuShares
 
             shares = CpuShares.from_json(d["cpu_shares"], {
                 u.unit: u.tenant for u in units if u.tenant is not None and u.kind == "unit"})
         elastic: tuple[ElasticRange, ...] = ()
         if any("elastic" in t for t in d["tenants"]):
-            from slicectl.core.balance import ElasticRange
+            from slicectl.core.balance.balance import ElasticRange
 
             elastic = tuple(ElasticRange(
                 t["name"], parse_cpulist(t["cpus"]), t["elastic"]["cpus_min"],
@@ -487,13 +487,13 @@ def build_plan(
     `command` is how the schedule's timers run slicectl (default: ScheduleCommand.default);
     `competition` is what else competes for CPU (default: the standard units, assumed).
     Without `shares` the plan has no guaranteed CPU per tenant (`generate` writes files only,
-    and skips slicectl.core.contention's import and its prediction)."""
+    and skips slicectl.core.shares.contention's import and its prediction)."""
     layout = place(config, topo, previous)
     if any(protects(t) for t in config.tenants):
         check_protection(config, topo, layout)
     elastic: tuple[ElasticRange, ...] = ()
     if any(t.elastic for t in config.tenants):
-        from slicectl.core.balance import check_floors, elastic_ranges
+        from slicectl.core.balance.balance import check_floors, elastic_ranges
 
         check_floors(config, topo, layout)
         elastic = elastic_ranges(config, topo, layout)
@@ -515,7 +515,7 @@ def build_plan(
                                   slice=config.slice_unit(t.name), tenant=t.name))
     predicted = None
     if shares:
-        from slicectl.core.contention import predict_shares
+        from slicectl.core.shares.contention import predict_shares
 
         predicted = predict_shares(config, layout, topo, competition)
     return Plan(source=config.path, profile=config.profile, topology=topo.source,

@@ -25,7 +25,7 @@ from dbus_fast.annotations import DBusBool, DBusObjectPath, DBusSignature, DBusS
 from dbus_fast.constants import PropertyAccess
 from dbus_fast.service import ServiceInterface, dbus_method, dbus_property, dbus_signal
 
-from slicectl.core.properties import PROPERTIES
+from slicectl.core.properties.properties import PROPERTIES
 
 UINT64_MAX = 2**64 - 1
 MANAGER_PATH = "/org/freedesktop/systemd1"

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 
 from slicectl.core.errors import SlicectlError, UsageError
-from slicectl.core.topology import Topology
+from slicectl.core.placement.topology import Topology
 
 TICK_S = 0.25  # how often the tree moves; status, top and the TUI sample every second
 MARKER = ".slicectl-demo"  # names a folder as a demo's (and the demo as running: its pid)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slicectl.core.cpulist import format_cpulist
-from slicectl.core.topology import Topology
+from slicectl.core.placement.topology import Topology
 
 
 def write_sysfs(topology: Topology, root: Path) -> None:

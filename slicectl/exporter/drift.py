@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from slicectl.apply.host_diff import host_diff, managed_units, unit_of
 from slicectl.core.errors import SlicectlError
-from slicectl.core.live_values import desired
+from slicectl.core.properties.live_values import desired
 from slicectl.host.balance_state import state_or_none
 from slicectl.host.unitdir import UnitDir
 
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
+    from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import Plan
-    from slicectl.core.topology import Topology
     from slicectl.host.systemd import Systemd
 
 T = TypeVar("T")

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from slicectl.core.balance_state import GROW, SHRINK, BalanceState
-from slicectl.core.cgroupfiles import FILES
-from slicectl.core.metrics import NodeCpus, NumaMetrics
-from slicectl.core.samples import CgroupSample, Pressure, Snapshot
+from slicectl.core.balance.balance_state import GROW, SHRINK, BalanceState
+from slicectl.core.monitor.cgroupfiles import FILES
+from slicectl.core.monitor.metrics import NodeCpus, NumaMetrics
+from slicectl.core.monitor.samples import CgroupSample, Pressure, Snapshot
 
 INF = float("inf")
 SLICE_LABELS = ("slice", "tenant")

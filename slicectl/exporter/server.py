@@ -72,9 +72,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
 from slicectl.core import defaults
-from slicectl.core.balance_state import BalanceState
+from slicectl.core.balance.balance_state import BalanceState
 from slicectl.core.errors import SlicectlError
-from slicectl.core.metrics import NodeCpus
+from slicectl.core.monitor.metrics import NodeCpus
 from slicectl.exporter.access import BasicAuth, TlsServer, require_auth
 from slicectl.exporter.drift import DriftWatch
 from slicectl.exporter.families import (

@@ -318,7 +318,7 @@ def _users(check: _Checker, users: dict[Any, Any]) -> dict[str, bytes]:
 
 def load_web_config(path: Path) -> WebConfig:
     """The web-config file at `path`; every problem at once as a located ConfigError."""
-    from slicectl.core.config import load_yaml
+    from slicectl.core.config.config import load_yaml
 
     try:
         if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read for ever

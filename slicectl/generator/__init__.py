@@ -113,7 +113,7 @@ def _last_record(tenants: str) -> tuple[str, dict[str, bytes], bytes] | None:
 def _tenants_bytes(tenants: str) -> bytes | None:
     """tenants.yaml's bytes, None when there is none; a file that is not regular, too large,
     or that another user could have written (run as root) raises ConfigError."""
-    from slicectl.core.yamldoc import MAX_TEXT
+    from slicectl.core.config.yamldoc import MAX_TEXT
     from slicectl.host.trust import read_bounded
 
     if not os.path.lexists(tenants):
@@ -189,7 +189,7 @@ def _placed(tenants: str, sysfs: str, last: dict[str, bytes] | None) -> dict[str
     plan refuses it where this host's systemd or kernel cannot take a key."""
     from pathlib import Path
 
-    from slicectl.core.versions import check_version
+    from slicectl.core.properties.versions import check_version
     from slicectl.host.hostinfo import systemd_version
     from slicectl.host.planning import generator_command, generator_files, load_tenants
     from slicectl.host.sysfs import read_topology

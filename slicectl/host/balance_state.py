@@ -2,7 +2,7 @@
 
 /run/slicectl/balance.json by default (tmpfs: a reboot forgets it, as systemd forgets the
 runtime properties the balancer set); tests and other roots pass their own path. What it holds
-is slicectl.core.balance_state.
+is slicectl.core.balance.balance_state.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from slicectl.core.balance import ElasticRange
-from slicectl.core.balance_state import BalanceState
+from slicectl.core.balance.balance import ElasticRange
+from slicectl.core.balance.balance_state import BalanceState
 from slicectl.core.errors import StateError, shown
 from slicectl.host.atomic import write_atomically
 

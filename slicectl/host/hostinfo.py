@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from slicectl.core.versions import parse_version
+from slicectl.core.properties.versions import parse_version
 
 # Where distributions install systemd's private shared library, named after its release
 # (Debian and Ubuntu: /usr/lib/systemd/libsystemd-shared-252.so; Fedora and RHEL: lib64).

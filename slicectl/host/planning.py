@@ -2,7 +2,7 @@
 TUI, exporter, apply, the generator) calls these two, so each gets the same checks and the
 same placement.
 
-`load_tenants` reads the file and runs every check: the schema (slicectl.core.config) and the
+`load_tenants` reads the file and runs every check: the schema (slicectl.core.config.config) and the
 schedule's calendar events, by systemd's own parser. `plan_for_host` places the tenants where
 the unit directory's manifest says the last apply or generate left them, so that what `plan`
 shows is what `apply` does and a tenant keeps its CPUs from one run to the next.
@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from slicectl.core.config import Config, load_yaml, parse_config
+from slicectl.core.config.config import Config, load_yaml, parse_config
 from slicectl.core.errors import ConfigError, Problem, shown
 
 if TYPE_CHECKING:
+    from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import Plan, ScheduleCommand
-    from slicectl.core.topology import Topology
     from slicectl.host.unitdir import Manifest
 
 __all__ = ["generator_command", "generator_files", "load_tenants", "plan_for_host",
@@ -32,7 +32,7 @@ def read_text(path: str) -> str:
     Only a regular file is read (a FIFO or a device is refused without blocking), at most
     yamldoc.MAX_TEXT of it, and, run as root, only one no other user could have written
     (slicectl.host.trust)."""
-    from slicectl.core.yamldoc import MAX_TEXT
+    from slicectl.core.config.yamldoc import MAX_TEXT
     from slicectl.host.trust import read_bounded
 
     name = shown(path)  # bytes that are not UTF-8 as \xNN, on one line

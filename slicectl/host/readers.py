@@ -1,10 +1,10 @@
 """Readers of host state and user files for the pure rules: an edge, like sysfs and sampler.
 
 `crowded_cgroups` walks cgroupfs and procfs for `lint --live` (the root-tasks rule in
-`slicectl.core.lint`); `read_competition` finds what competes with the tenants for CPU at the root
-and in their parent slice (`slicectl.core.contention`: plan, lint --live, the TUI);
+`slicectl.core.advice.lint`); `read_competition` finds what competes with the tenants for CPU at the
+root and in their parent slice (`slicectl.core.shares.contention`: plan, lint --live, the TUI);
 `read_samples_csv` reads the footprint samples `recommend --samples` sizes
-from (`slicectl.core.recommend`). Each takes its root or path, so tests use fixture trees.
+from (`slicectl.core.advice.recommend`). Each takes its root or path, so tests use fixture trees.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from slicectl.core.contention import ROOT_UNIT, Competition, Competitor, Level
+from slicectl.core.advice.lint import CrowdedCgroup
+from slicectl.core.advice.recommend import RecommendError, Sample
+from slicectl.core.config.tenants import Config
 from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.errors import SlicectlError
-from slicectl.core.lint import CrowdedCgroup
-from slicectl.core.recommend import RecommendError, Sample
-from slicectl.core.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
-from slicectl.core.tenants import Config
+from slicectl.core.shares.contention import ROOT_UNIT, Competition, Competitor, Level
+from slicectl.core.shares.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
 
 KTHREADD_PID = 2
 CSV_COLUMNS = ("time", "unit", "anon", "active_file")

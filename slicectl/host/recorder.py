@@ -13,11 +13,11 @@ from collections.abc import Iterable
 from dataclasses import astuple, fields
 from pathlib import Path
 
+from slicectl.core.advice.recommend import Sample
 from slicectl.core.errors import SlicectlError
 from slicectl.core.frozen import frozen
-from slicectl.core.metrics import NodeCpus, NumaMetrics
-from slicectl.core.recommend import Sample
-from slicectl.core.samples import Snapshot
+from slicectl.core.monitor.metrics import NodeCpus, NumaMetrics
+from slicectl.core.monitor.samples import Snapshot
 from slicectl.host.sampler import Sampler
 
 # 2: numa_local_percent and numa_outside_percent. A version-1 database gets the

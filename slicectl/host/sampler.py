@@ -27,9 +27,15 @@ import time
 from pathlib import Path
 
 from slicectl.core import defaults
-from slicectl.core.cgroupfiles import FILES, Values, build_sample, parse_changed, parse_cpulist_file
 from slicectl.core.errors import SamplerError
-from slicectl.core.samples import CgroupSample, Snapshot
+from slicectl.core.monitor.cgroupfiles import (
+    FILES,
+    Values,
+    build_sample,
+    parse_changed,
+    parse_cpulist_file,
+)
+from slicectl.core.monitor.samples import CgroupSample, Snapshot
 from slicectl.host.inotify import Modified, Unavailable
 
 DEFAULT_ROOT = Path(defaults.CGROUP_ROOT)

@@ -17,7 +17,7 @@ from pathlib import Path
 from slicectl.core import defaults
 from slicectl.core.cpulist import parse_cpulist, parse_cpumask
 from slicectl.core.errors import TopologyError
-from slicectl.core.topology import (
+from slicectl.core.placement.topology import (
     LOCAL_DISTANCE,
     Cpu,
     Node,

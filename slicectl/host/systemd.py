@@ -28,8 +28,8 @@ from dbus_fast.errors import AuthError, DBusFastError
 from slicectl.core.cpulist import from_bitmask
 from slicectl.core.errors import SystemdError
 from slicectl.core.frozen import frozen
-from slicectl.core.kinds import LiveValue
-from slicectl.core.properties import PROP_BY_DBUS, PROPERTIES
+from slicectl.core.properties.kinds import LiveValue
+from slicectl.core.properties.properties import PROP_BY_DBUS, PROPERTIES
 
 BUS_NAME: Final = "org.freedesktop.systemd1"
 MANAGER_PATH: Final = "/org/freedesktop/systemd1"

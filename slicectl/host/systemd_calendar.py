@@ -17,10 +17,10 @@ import subprocess
 import time
 from collections.abc import Iterable, Mapping
 
+from slicectl.core.config.tenants import Config
 from slicectl.core.errors import Problem, SlicectlError
 from slicectl.core.frozen import frozen
 from slicectl.core.human import human_time
-from slicectl.core.tenants import Config
 
 # Overlaps are looked for among the next elapses of each schedule: a year of daily events.
 OVERLAP_ITERATIONS = 400

@@ -1,5 +1,5 @@
 """`slicectl write`: tenants.yaml from a mapping (JSON or YAML), keeping the file's comments
-(an edge: it reads and writes files; the merge itself is slicectl.core.yamledit's).
+(an edge: it reads and writes files; the merge itself is slicectl.core.config.yamledit's).
 
 Configuration tools (the Ansible collection in ansible/, a CMDB export) hold tenants as data,
 while operators annotate tenants.yaml by hand. The result is validated like any tenants.yaml
@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from slicectl.core.config.yamledit import merge_document
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.frozen import frozen
-from slicectl.core.yamledit import merge_document
 from slicectl.host.atomic import write_atomically
 
 
@@ -74,7 +74,7 @@ def plan_write(path: str, data: Mapping[str, Any]) -> TenantsFileChange:
 
     Raises ConfigError with the problems located in the new text (the lines it would have).
     """
-    from slicectl.core.config import load_yaml, parse_config
+    from slicectl.core.config.config import load_yaml, parse_config
 
     try:
         before: str | None = Path(path).read_text(encoding="utf-8")

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from slicectl import __version__
+from slicectl.core.config.parsers import UNIT_NAME_RE
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.defaults import MANIFEST_NAME as MANIFEST_NAME  # re-exported
 from slicectl.core.errors import OutputError, shown
 from slicectl.core.frozen import frozen
-from slicectl.core.parsers import UNIT_NAME_RE
 from slicectl.core.plan import DROPIN_NAME
 from slicectl.host.atomic import write_atomically, write_many
 from slicectl.host.lock import LOCK_TIMEOUT, LockTimeout, locked_dir, make_dirs

@@ -27,8 +27,8 @@ from textual.timer import Timer
 
 from slicectl.core import defaults
 from slicectl.core.errors import ApplyError, SlicectlError
-from slicectl.core.metrics import MetricsMemo, SliceMetrics
-from slicectl.core.samples import Snapshot
+from slicectl.core.monitor.metrics import MetricsMemo, SliceMetrics
+from slicectl.core.monitor.samples import Snapshot
 from slicectl.host.sampler import Sampler
 from slicectl.tui.messages import (
     Applied,
@@ -51,8 +51,8 @@ __all__ = ["STALE", "PendingChange", "SlicectlApp", "TuiSettings"]
 
 if TYPE_CHECKING:
     from slicectl.apply.host_diff import Diff
-    from slicectl.core.config import Config
-    from slicectl.core.contention import CpuShares
+    from slicectl.core.config.config import Config
+    from slicectl.core.shares.contention import CpuShares
     from slicectl.tui.screens.edit import EditResult
     from slicectl.tui.state import TuiState
 

@@ -6,16 +6,16 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from slicectl.core.metrics import SliceMetrics
-from slicectl.core.samples import Snapshot
+from slicectl.core.monitor.metrics import SliceMetrics
+from slicectl.core.monitor.samples import Snapshot
 from slicectl.tui.model import Process
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from slicectl.apply.host_diff import Diff
-    from slicectl.core.contention import CpuShares
     from slicectl.core.plan import Plan
+    from slicectl.core.shares.contention import CpuShares
     from slicectl.tui.plans import PlanView
 
 

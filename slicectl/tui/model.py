@@ -16,7 +16,7 @@ from pathlib import Path
 from slicectl.core import defaults
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.human import human_size
-from slicectl.core.metrics import MIN_RATE_WINDOW, PressureMetrics, SliceMetrics
+from slicectl.core.monitor.metrics import MIN_RATE_WINDOW, PressureMetrics, SliceMetrics
 
 HISTORY = 120  # samples kept per slice: two minutes at the default interval
 SPARK = "▁▂▃▄▅▆▇█"

@@ -16,9 +16,9 @@ from slicectl.core.errors import SlicectlError
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from slicectl.core.config import Config
-    from slicectl.core.contention import CpuShares
+    from slicectl.core.config.config import Config
     from slicectl.core.plan import Plan
+    from slicectl.core.shares.contention import CpuShares
     from slicectl.tui.settings import TuiSettings
 
 
@@ -47,7 +47,7 @@ def cpu_shares(settings: TuiSettings, base: Config | None, profile: str | None
     plan, _ = plan_for(settings, base, profile)
     if plan is None or base is None or settings.topology is None:
         return None
-    from slicectl.core.contention import predict_shares
+    from slicectl.core.shares.contention import predict_shares
     from slicectl.host.readers import read_competition
 
     config = base.with_profile(profile)

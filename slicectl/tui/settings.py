@@ -10,8 +10,8 @@ from slicectl.core import defaults
 
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
-    from slicectl.core.config import Config
-    from slicectl.core.topology import Topology
+    from slicectl.core.config.config import Config
+    from slicectl.core.placement.topology import Topology
 
 
 @dataclass

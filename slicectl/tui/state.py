@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from slicectl.core.config import Config
-    from slicectl.core.contention import CpuShares
-    from slicectl.core.metrics import SliceMetrics
+    from slicectl.core.config.config import Config
+    from slicectl.core.monitor.metrics import SliceMetrics
+    from slicectl.core.shares.contention import CpuShares
     from slicectl.tui.model import History, SortKey
     from slicectl.tui.settings import TuiSettings
 

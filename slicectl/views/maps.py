@@ -16,12 +16,12 @@ from rich.table import Table
 from rich.text import Text
 
 from slicectl.core.human import human_size
-from slicectl.core.placement import Layout
-from slicectl.core.topology import Topology
+from slicectl.core.placement.placement import Layout
+from slicectl.core.placement.topology import Topology
 from slicectl.views.page import column, memory_text, table
 
 if TYPE_CHECKING:
-    from slicectl.core.numa_map import LiveMap
+    from slicectl.core.monitor.numa_map import LiveMap
 
 # Colours for tenants in the NUMA map, in tenant order; housekeeping and free fixed.
 PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan",
@@ -101,7 +101,7 @@ def live_map_view(live: LiveMap) -> RenderableType:
     """The live NUMA map: per node the CPUs coloured by the slice holding them now, the plan's
     beside them (CPUs where they differ in reverse video, listed below with the reason), and
     each tenant's memory on the node."""
-    from slicectl.core.numa_map import HOUSEKEEPING, SHARED
+    from slicectl.core.monitor.numa_map import HOUSEKEEPING, SHARED
 
     marks = marks_of(live.tenants)
     marks[HOUSEKEEPING] = (HOUSEKEEPING_MARK, HOUSEKEEPING_STYLE)

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.human import human_limit, human_rate, human_size
-from slicectl.core.metrics import NumaMetrics, PressureMetrics, SliceMetrics, Trouble
+from slicectl.core.monitor.metrics import NumaMetrics, PressureMetrics, SliceMetrics, Trouble
 
 if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-    from slicectl.core.balance_state import BalanceState
+    from slicectl.core.balance.balance_state import BalanceState
 
 JSON_VERSION = 1
 

@@ -15,12 +15,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from slicectl.core.contention import CpuShares, percent
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.human import human_time
-from slicectl.core.placement import Layout, TenantPlacement
+from slicectl.core.placement.placement import Layout, TenantPlacement
+from slicectl.core.placement.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
 from slicectl.core.plan import Plan, SetLines, UnitPlan
-from slicectl.core.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
+from slicectl.core.shares.contention import CpuShares, percent
 from slicectl.views.maps import numa_map
 from slicectl.views.page import CpuList, column, fits, memory_text, table
 

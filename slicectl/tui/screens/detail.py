@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.human import human_limit, human_size
-from slicectl.core.metrics import PressureMetrics, SliceMetrics
+from slicectl.core.monitor.metrics import PressureMetrics, SliceMetrics
 from slicectl.tui.messages import EditRequested, ProcessesRead
 from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, node_bars, read_processes
 from slicectl.tui.screens.base import DataScreen

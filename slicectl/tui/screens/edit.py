@@ -15,10 +15,10 @@ from textual.timer import Timer
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from slicectl.core.config import Config
+from slicectl.core.config.config import Config
+from slicectl.core.config.yamledit import EDITABLE, current_values, edit_tenant
 from slicectl.core.errors import ConfigError
-from slicectl.core.properties import BY_KEY
-from slicectl.core.yamledit import EDITABLE, current_values, edit_tenant
+from slicectl.core.properties.properties import BY_KEY
 from slicectl.tui.messages import PreviewReady
 
 HINTS = {key: BY_KEY[key].hint for key in EDITABLE}  # the settings table's examples

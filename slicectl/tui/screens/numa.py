@@ -1,6 +1,6 @@
 """The NUMA map: nodes × CPUs coloured by the slice that holds each CPU now, beside the plan
 for this host when TENANTS is given (CPUs where they differ marked, with the reason), and each
-tenant's memory per node (slicectl/core/numa_map.py)."""
+tenant's memory per node (slicectl/core/monitor/numa_map.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Header, Static
 
-from slicectl.core.numa_map import LiveMap, build_live_map, default_tenant_of
+from slicectl.core.monitor.numa_map import LiveMap, build_live_map, default_tenant_of
 from slicectl.tui.messages import PlanRead
 from slicectl.tui.plans import PlanView, plan_view
 from slicectl.tui.screens.base import DataScreen
