@@ -268,3 +268,60 @@ def test_any_text_is_read_or_refused_located(pieces: list[str]) -> None:
         parse_config(load_yaml(text, "t.yaml"), "t.yaml")
     except ConfigError as e:
         assert e.problems and all(p.file == "t.yaml" for p in e.problems), e
+
+
+# web-config documents: the keys of exporter-toolkit's format with values valid or not, some
+# naming the fixture's real certificate and key, some files that are not there or not files.
+WEB_VALUES = st.one_of(SCALARS, st.sampled_from(
+    ["server.crt", "server.key", "ca.crt", "missing.pem", "/dev/zero", ".", "TLS12", "TLS13",
+     "TLS10", "RequireAndVerifyClientCert", "NoClientCert", "VerifyClientCertIfGiven",
+     "$2b$04$" + "a" * 53, "x" * 5000]))
+WEB_KEYS = {"tls_server_config": ["cert_file", "key_file", "client_ca_file",
+                                  "client_auth_type", "min_version", "max_version",
+                                  "cipher_suites", "curve_preferences"],
+            "basic_auth_users": ["alice", "bob", ""], "http_server_config": ["http2"]}
+
+
+_MADE: dict[str, Any] = {}
+
+
+@st.composite
+def web_configs(draw: st.DrawFn) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for section, keys in WEB_KEYS.items():
+        if draw(st.booleans()):
+            chosen = draw(st.lists(st.sampled_from(keys), max_size=4, unique=True))
+            doc[section] = {k: draw(WEB_VALUES) for k in chosen}
+    if draw(st.integers(0, 5)) == 0:
+        doc[draw(st.sampled_from(["tls_config", "users", ""]))] = draw(VALUES)
+    return doc
+
+
+@seed(20261128)
+@settings(max_examples=examples(200), deadline=None, derandomize=deterministic(),
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(doc=web_configs(), style=st.integers(0, 2))
+def test_any_web_config_is_loaded_or_refused_located(tmp_path_factory: Any,
+                                                     doc: dict[str, Any], style: int) -> None:
+    """The exporter's --web-config: whatever it holds, a WebConfig or a located ConfigError,
+    never a traceback or a hang."""
+    from pki import make_pki
+
+    from slicectl.core.errors import ConfigError
+    from slicectl.exporter.webconfig import load_web_config
+
+    if "pki" not in _MADE:  # one set of keys for every example: openssl is slow
+        _MADE["pki"] = make_pki(tmp_path_factory.mktemp("pki"))
+    pki = _MADE["pki"]
+    work = tmp_path_factory.mktemp("web")
+    for name, made in (("server.crt", pki.server_cert), ("server.key", pki.server_key),
+                       ("ca.crt", pki.ca)):
+        (work / name).write_bytes(made.read_bytes())
+        (work / name).chmod(0o600)
+    path = work / "web.yml"
+    path.write_text(to_yaml(doc, style))
+    try:
+        load_web_config(path)
+    except ConfigError as e:
+        assert e.problems and all(p.file.startswith(str(path)) or str(path) in str(p)
+                                  for p in e.problems), e
