@@ -782,7 +782,8 @@ def test_no_shared_core_whenever_a_layout_on_whole_cores_exists(data: st.DataObj
     lay = place(cfg, t)
     check_layout(cfg, t, lay)
     _check_locals(cfg, t, lay)
-    assert lay.notes == ()
+    # No note of a tenant sharing a core (one of housekeeping's own split core may stand).
+    assert [n for n in lay.notes if not n.startswith("housekeeping CPU(s)")] == []
     owner = {c: p.tenant for p in lay.tenants for c in p.cpus}
     owner.update({c: "housekeeping" for c in lay.housekeeping})
     for core in t.cores():
