@@ -61,6 +61,20 @@ def test_apply_options_from_the_command_line(tmp_path: Path) -> None:
     assert options.schedule_command.tenants == str(tenants)
 
 
+def test_apply_runs_the_timers_on_the_target_tenants_yaml_declares(tmp_path: Path) -> None:
+    """`target:` names the paths on the hosts the units are for: apply (on such a host, as
+    the Ansible role runs it) writes the timers with them, as generate and plan do."""
+    tenants = tmp_path / "t.yaml"
+    tenants.write_text("version: 1\ntenants:\n  a: {cpus: 1}\nprofiles:\n  night:\n"
+                       "    a: {cpus: 2}\nschedule:\n  night: '22:00'\ntarget:\n"
+                       "  slicectl: /opt/slicectl/bin/slicectl\n"
+                       "  tenants: /etc/slicectl/tenants.yaml\n")
+    args = build_parser().parse_args(["apply", str(tenants)])
+    options = common.apply_options(args, common.load_config(args))
+    assert options.schedule_command == ScheduleCommand(("/opt/slicectl/bin/slicectl",),
+                                                       "/etc/slicectl/tenants.yaml")
+
+
 def test_apply_options_default_to_the_host() -> None:
     options = common.apply_options(argparse.Namespace(unit_dir=None,
                                                       cgroup_root="/sys/fs/cgroup", bus=None))
