@@ -18,17 +18,17 @@ def systemd_version(library_folders: tuple[str, ...] = _SHARED_LIBRARY_FOLDERS) 
     """The release of the systemd installed here, or None when there is none (a build host
     without systemd). Read from the name of systemd's shared library when there is exactly
     one (no process to start: the generator asks at every boot), else `systemctl --version`."""
-    found: set[int | None] = set()
+    found: set[int] = set()
     for folder in library_folders:
         try:
             names = os.listdir(folder)
         except OSError:
             continue
-        found.update(parse_version(name[len(_SHARED_LIBRARY):]) for name in names
-                     if name.startswith(_SHARED_LIBRARY) and name.endswith(".so"))
-    found.discard(None)
+        found.update(v for name in names if name.startswith(_SHARED_LIBRARY)
+                     and name.endswith(".so")
+                     and (v := parse_version(name[len(_SHARED_LIBRARY):])) is not None)
     if len(found) == 1:
-        return int(found.pop() or 0)
+        return found.pop()
     try:
         proc = subprocess.run(["systemctl", "--version"], capture_output=True, text=True,
                               timeout=10, check=False)
