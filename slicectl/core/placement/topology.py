@@ -33,6 +33,11 @@ class Cpu:
     die: int | None = None
     core: int | None = None
     siblings: frozenset[int] = frozenset()  # SMT thread siblings, including this CPU
+    # The online CPUs sharing this CPU's last-level cache, itself included (sysfs
+    # cpuN/cache/indexM/shared_cpu_list of the highest level). Empty when unknown, or when the
+    # cache reaches beyond this CPU's node (one L3 per package with Sub-NUMA Clustering): then
+    # the node stands in for it (`Topology.cache_group`). `build_topology` ensures that.
+    cache: frozenset[int] = frozenset()
 
     def core_key(self) -> tuple[int, int, int, int]:
         """Identity of the physical core this CPU is a thread of."""
@@ -136,6 +141,21 @@ class Topology:
                 return n.id
         return None
 
+    def cache_group(self, cpu_id: int) -> frozenset[int]:
+        """The online CPUs sharing `cpu_id`'s last-level cache, never beyond its node: where
+        the cache is unknown or shared across nodes, its node's CPUs."""
+        cpu = self.cpu(cpu_id)
+        if cpu.cache:
+            return cpu.cache
+        node = self.node_of(cpu_id)
+        return self.node(node).cpus if node is not None else frozenset({cpu_id})
+
+    def cache_groups(self, node_id: int) -> tuple[frozenset[int], ...]:
+        """The last-level cache groups of one node, by lowest CPU (one group, the node's
+        CPUs, when the caches are unknown or shared across nodes)."""
+        groups = {self.cache_group(c) for c in self.node(node_id).cpus}
+        return tuple(sorted(groups, key=min))
+
     def distance(self, a: int, b: int) -> int:
         """SLIT distance; 10 for a node to itself, 20 when the kernel gave none."""
         na, nb = self.node(a), self.node(b)
@@ -209,9 +229,25 @@ def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
                        for n in merged)
     warnings = merges + assigned
     node_of = {c: n.id for n in merged for c in n.cpus}
-    fixed = tuple(replace(c, node=node_of.get(c.id)) if c.online else c for c in cpus)
+    node_cpus = {n.id: n.cpus for n in merged}
+    online = frozenset(c.id for c in cpus if c.online)
+    fixed = tuple(replace(c, node=node_of.get(c.id),
+                          cache=_cache_within_node(c, node_cpus.get(node_of.get(c.id, -1)),
+                                                   online))
+                  if c.online else replace(c, cache=frozenset())
+                  for c in cpus)
     return Topology(nodes=merged, cpus=fixed, source=source, systemd_version=systemd_version,
                     task_limit=task_limit, warnings=warnings)
+
+
+def _cache_within_node(cpu: Cpu, node: frozenset[int] | None,
+                       online: frozenset[int]) -> frozenset[int]:
+    """A CPU's cache group as placement uses it: its online members, itself included; empty
+    (the node stands in) when the group is unknown or reaches beyond the CPU's node."""
+    group = cpu.cache & online
+    if node is None or cpu.id not in group or not group <= node:
+        return frozenset()
+    return group
 
 
 def merge_shared_cpus(nodes: Sequence[Node]) -> tuple[tuple[Node, ...], tuple[str, ...]]:
