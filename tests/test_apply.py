@@ -34,7 +34,7 @@ tenants:
   db2: {cpus: 2, cpu_quota: 150%}
 profiles:
   night:
-    db1: {cpus: 4}
+    db1: {cpus: 4, numa: any}   # more than a node of 2 CPUs: it may span nodes
     db2: {cpus: 1, cpu_quota: 100%}
 """
 

@@ -13,7 +13,7 @@ from slicectl.core.balance.balance import Elastic, Move, Reading, apply_moves, c
 from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.config.tenants import BalancePolicy
 from slicectl.core.errors import PlacementError
-from slicectl.core.placement.placement import Layout, TenantPlacement
+from slicectl.core.placement.layout import Layout, TenantPlacement
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import build_plan
 

@@ -21,7 +21,7 @@ from slicectl.core.balance.balance_input import (
 from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.config.tenants import BalancePolicy, Config
 from slicectl.core.monitor.metrics import PressureMetrics, PsiMetrics, SliceMetrics
-from slicectl.core.placement.placement import Layout, TenantPlacement
+from slicectl.core.placement.layout import Layout, TenantPlacement
 from slicectl.core.placement.topology import Topology
 
 

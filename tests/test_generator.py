@@ -68,8 +68,7 @@ def record(tenants: Path, out: Path, sysfs: Path) -> None:
     placement_record.save(str(tenants), files_of(out), fingerprint)
 
 
-@pytest.mark.parametrize(("example", "sysfs"), [("web-batch", "nehalem-ex-4node"),
-                                                ("web-batch", "xeon-2s-smt"),
+@pytest.mark.parametrize(("example", "sysfs"), [("web-batch", "xeon-2s-smt"),
                                                 ("oracle-4node", "nehalem-ex-4node"),
                                                 ("day-night", "epyc-nps4"),
                                                 ("consolidation", "xeon-2s-smt")])
@@ -86,7 +85,7 @@ def test_writes_what_generate_writes(tmp_path: Path, example: str, sysfs: str) -
 
 def test_a_broken_tenants_file_writes_the_last_good_placement(tmp_path: Path) -> None:
     tenants = tenants_file(tmp_path)
-    sysfs = SYSFS / "nehalem-ex-4node"
+    sysfs = SYSFS / "xeon-2s-smt"
     good, _ = run_generator(tmp_path / "first", tenants, sysfs)
     record(tenants, good, sysfs)
     expected = files_of(good)
@@ -105,8 +104,8 @@ def test_a_broken_tenants_file_writes_the_last_good_placement(tmp_path: Path) ->
 
 def test_a_placement_that_no_longer_fits_falls_back_whole(tmp_path: Path) -> None:
     tenants = tenants_file(tmp_path)
-    good, _ = run_generator(tmp_path / "first", tenants, SYSFS / "nehalem-ex-4node")
-    record(tenants, good, SYSFS / "nehalem-ex-4node")
+    good, _ = run_generator(tmp_path / "first", tenants, SYSFS / "xeon-2s-smt")
+    record(tenants, good, SYSFS / "xeon-2s-smt")
     # The same file on a machine too small for it (a board swapped, CPUs offlined).
     out, logged = run_generator(tmp_path / "second", tenants, SYSFS / "single-node")
     assert "wrote the last good placement instead" in logged
@@ -133,7 +132,7 @@ def test_unchanged_inputs_copy_the_record_without_planning(tmp_path: Path) -> No
     """The common case at every daemon-reload: nothing changed since the record, so the
     planner (and ruamel.yaml, jinja2) is not even imported."""
     tenants = tenants_file(tmp_path)
-    sysfs = SYSFS / "nehalem-ex-4node"
+    sysfs = SYSFS / "xeon-2s-smt"
     good, _ = run_generator(tmp_path / "first", tenants, sysfs)
     record(tenants, good, sysfs)
     probe = ("import sys; from slicectl.generator import main; main(sys.argv[1:]); "

@@ -19,7 +19,7 @@ from slicectl.host import placement_record
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the trust checks apply to root")
 FALLBACK = "wrote the last good placement instead"
-NEHALEM = SYSFS / "nehalem-ex-4node"
+HOST = SYSFS / "xeon-2s-smt"  # web-batch, the example host: 2 nodes of 16 CPUs
 
 
 @pytest.fixture
@@ -30,14 +30,14 @@ def recorded(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
     for folder in (tenants.parent.parent, tenants.parent):
         folder.chmod(0o755)
     tenants.chmod(0o644)
-    good, _ = run_generator(tmp_path / "first", tenants, NEHALEM)
-    record(tenants, good, NEHALEM)
+    good, _ = run_generator(tmp_path / "first", tenants, HOST)
+    record(tenants, good, HOST)
     return tenants, files_of(good)
 
 
 def fell_back(tmp_path: Path, tenants: Path, expected: dict[str, bytes]) -> str:
     """Run the generator; assert it wrote the record whole; returns what it logged."""
-    out, logged = run_generator(tmp_path / "again", tenants, NEHALEM)
+    out, logged = run_generator(tmp_path / "again", tenants, HOST)
     written = files_of(out)
     error = written.pop(".slicectl-generator-error").decode()
     assert written == expected
@@ -82,7 +82,7 @@ def test_a_crash_while_placing_still_writes_the_record(
     kmsg = tmp_path / "kmsg"
     monkeypatch.setenv("SLICECTL_KMSG", str(kmsg))
     out = tmp_path / "out"
-    assert generator.generate_into(str(out), str(tenants), str(NEHALEM)) == "fallback"
+    assert generator.generate_into(str(out), str(tenants), str(HOST)) == "fallback"
     written = files_of(out)
     written.pop(".slicectl-generator-error")
     assert written == expected
@@ -104,7 +104,7 @@ def test_placing_that_takes_too_long_is_stopped(
     monkeypatch.setenv("SLICECTL_GENERATOR_TIMEOUT", "1")
     monkeypatch.setenv("SLICECTL_KMSG", str(tmp_path / "kmsg"))
     out = tmp_path / "out"
-    assert generator.generate_into(str(out), str(tenants), str(NEHALEM)) == "fallback"
+    assert generator.generate_into(str(out), str(tenants), str(HOST)) == "fallback"
     assert started.exists()  # the child ran, and was stopped
     assert "placing the tenants took longer than 1 s; stopped; " + FALLBACK in \
         (tmp_path / "kmsg").read_text()
@@ -150,7 +150,7 @@ def test_etc_slicectl_writable_by_others_is_not_used_at_all(
     """Anyone could have replaced tenants.yaml or the record under it: neither is used."""
     tenants, _ = recorded
     tenants.parent.chmod(0o777)
-    out, logged = run_generator(tmp_path / "again", tenants, NEHALEM)
+    out, logged = run_generator(tmp_path / "again", tenants, HOST)
     assert f"its folder {tenants.parent} is writable by every user (mode 0777)" in logged
     assert "no placement recorded: no tenant units written" in logged
     assert sorted(files_of(out)) == [".slicectl-generator-error"]
@@ -162,7 +162,7 @@ def test_a_record_another_user_could_write_is_not_copied(
     tenants, _ = recorded
     folder, _ = placement_record.recorded(str(tenants)) or ("", b"")
     os.chmod(folder, 0o777)
-    out, logged = run_generator(tmp_path / "again", tenants, NEHALEM)
+    out, logged = run_generator(tmp_path / "again", tenants, HOST)
     assert f"the recorded placement in {folder}: not used: {folder} is writable by every " \
            "user (mode 0777); planning without it" in logged
     assert "tenants-web.slice" in files_of(out)  # planned from tenants.yaml
@@ -185,7 +185,7 @@ def test_a_record_unlike_its_manifest_is_not_copied(
         unit.unlink()
         unit.symlink_to("/etc/shadow")
     tenants.write_text("version: 1\ntenants:\n  Bad-Name: {cpus: 2}\n")  # broken: fall back
-    out, logged = run_generator(tmp_path / "again", tenants, NEHALEM)
+    out, logged = run_generator(tmp_path / "again", tenants, HOST)
     assert f"the recorded placement in {folder}: not used: " in logged
     assert "no placement recorded: no tenant units written" in logged
     assert sorted(files_of(out)) == [".slicectl-generator-error"]
@@ -243,7 +243,7 @@ def test_keys_this_host_s_systemd_cannot_take_are_refused(
     monkeypatch.setattr(hostinfo, "systemd_version", lambda *_: 252)
     monkeypatch.setenv("SLICECTL_KMSG", str(tmp_path / "kmsg"))
     out = tmp_path / "out"
-    assert generator.generate_into(str(out), str(tenants), str(NEHALEM)) == "fallback"
+    assert generator.generate_into(str(out), str(tenants), str(HOST)) == "fallback"
     logged = (tmp_path / "kmsg").read_text()
     assert "tenants.web.memory_zswap_max: needs systemd 253 or later" in logged
     assert "but the target runs systemd 252 (systemd on this host)" in logged

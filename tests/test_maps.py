@@ -11,7 +11,7 @@ from tuikit import make_topology
 
 from slicectl.core.monitor.metrics import compute
 from slicectl.core.monitor.numa_map import build_live_map
-from slicectl.core.placement.placement import Layout, TenantPlacement
+from slicectl.core.placement.layout import Layout, TenantPlacement
 from slicectl.demo.cgtree import MovingTree
 from slicectl.host.sampler import Sampler
 from slicectl.views.maps import live_map_view, numa_map

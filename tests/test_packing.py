@@ -89,3 +89,25 @@ def test_spread_too_big() -> None:
     e = refusal(Claims(topology([7, 5])), [ask("s", 13, numa=Numa.SPREAD)])
     assert e.message == ("t.yaml:5: tenants.s.cpus: asks for 13 CPUs spread over nodes 0, 1, "
                          "but only 12 are free there")
+
+
+def test_spread_spans_nodes_when_the_locals_can_make_room() -> None:
+    """Nodes with 2, 2 and 7 free CPUs (3, 2 and 7 with housekeeping on the first): three
+    2-CPU local tenants and a 4-CPU spread tenant. Best fit puts the locals on the small
+    nodes and leaves the spread tenant the big node alone; a local on the big node lets it
+    span nodes."""
+    trio = (0, 1, 2)
+    asks = [ask("a", 2, trio), ask("b", 2, trio), ask("c", 2, trio),
+            ask("s", 4, trio, numa=Numa.SPREAD)]
+    claims = Claims(topology([2, 2, 7]))
+    placed = place_asks(claims, asks)
+    assert len({claims.node_of[c] for c in placed["s"]}) >= 2
+    for name in "abc":
+        assert len({claims.node_of[c] for c in placed[name]}) == 1
+
+
+def test_spread_on_one_node_when_no_layout_leaves_room_on_two() -> None:
+    claims = Claims(topology([2, 4]))
+    placed = place_asks(claims, [ask("a", 4), ask("s", 2, numa=Numa.SPREAD)])
+    assert {claims.node_of[c] for c in placed["a"]} == {1}
+    assert {claims.node_of[c] for c in placed["s"]} == {0}

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from slicectl.core.config.config import Config, Tenant, load_yaml, parse_config
 from slicectl.core.errors import PlacementError
-from slicectl.core.placement.placement import Layout, place
+from slicectl.core.placement.layout import Layout
+from slicectl.core.placement.placement import place
 from slicectl.core.placement.topology import LOCAL_DISTANCE, Cpu, Node, Topology
 from slicectl.core.properties.properties import Numa
 from slicectl.host.sysfs import read_topology
@@ -295,10 +296,17 @@ def test_two_tenants_sharing_a_core_are_noted_once() -> None:
                          "SMT siblings (no whole cores were left for it)",)
 
 
-def test_local_tenant_spanning_nodes_is_noted() -> None:
-    lay = layout("version: 1\ntenants:\n  a: {cpus: 10}\n", "nehalem-ex-4node")
-    assert lay.notes == ("tenant a (numa: local) spans nodes 0, 1: no node had 10 CPUs free "
-                         "for it",)
+def test_a_local_tenant_no_node_can_hold_is_refused_and_numa_any_lets_it_span() -> None:
+    e = placement_error("version: 1\ntenants:\n  a: {cpus: 10}\n", "nehalem-ex-4node")
+    assert str(e) == ("t.yaml:3: tenants.a.cpus: asks for 10 CPUs with numa: local, but no "
+                      "node can hold them all beside the other tenants (they would span "
+                      "nodes 0, 1)")
+    assert e.hint == ("CPUs free for it per node: node0: 8; node1: 8; node2: 8; node3: 8; set "
+                      "numa: any on a to let it span nodes (its memory is then not bound), or "
+                      "lower cpus to 8")
+    lay = layout("version: 1\ntenants:\n  a: {cpus: 10, numa: any}\n", "nehalem-ex-4node")
+    assert lay.of("a").cpu_nodes == (0, 1) and lay.of("a").memory_nodes is None
+    assert lay.notes == ()
 
 
 def test_placement_error_carries_its_location() -> None:
@@ -391,7 +399,9 @@ def test_changing_one_count_keeps_everyone_else(
     lay1 = place(cfg1, t)
     previous = {p.tenant: p.cpus for p in lay1.tenants if not p.pool}
     for count in counts:
-        tenants = tuple(replace(x, cpus=count) if x.name == changed else x for x in cfg1.tenants)
+        # numa: any: the changed tenant may outgrow its node (a local one would be refused).
+        tenants = tuple(replace(x, cpus=count, numa=Numa.ANY) if x.name == changed else x
+                        for x in cfg1.tenants)
         lay2 = place(replace(cfg1, tenants=tenants), t, previous)
         assert len(lay2.of(changed).cpus) == count
         for p in lay1.tenants:
@@ -403,7 +413,8 @@ def test_changing_one_count_keeps_everyone_else(
 
 def test_replaying_a_placement_changes_nothing() -> None:
     t = topo("nehalem-ex-4node")
-    cfg = config("version: 1\ntenants:\n  a: {cpus: 1}\n  b: {cpus: 1}\n  c: {cpus: 9}\n")
+    cfg = config("version: 1\ntenants:\n  a: {cpus: 1}\n  b: {cpus: 1}\n"
+                 "  c: {cpus: 9, numa: any}\n")
     lay1 = place(cfg, t)
     assert len(lay1.of("c").cpu_nodes) == 2
     previous = {p.tenant: p.cpus for p in lay1.tenants}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.config.tenants import Config, Tenant
 from slicectl.core.config.values import INFINITY
-from slicectl.core.placement.placement import Layout, TenantPlacement
+from slicectl.core.placement.layout import Layout, TenantPlacement
 from slicectl.core.placement.protection import (
     housekeeping_memory,
     node_overcommit,

@@ -38,7 +38,7 @@ tenants:
   db2: {cpus: 2, cpu_quota: 150%}   # flow style stays flow style
 profiles:
   night:
-    db1: {cpus: 4}
+    db1: {cpus: 4, numa: any}
     db2: {cpus: 1, cpu_quota: 100%}
 """
 

@@ -61,6 +61,8 @@ class ApplyOptions:
     kernel: str | None = None  # the host's kernel release (None: this machine's, uname -r)
     # The balancer's state: its moves are not drift, and apply records their undoing there.
     balance_state: Path = Path(defaults.BALANCE_STATE)
+    # Move the fewest tenants where keeping all in place would split a local one (--repack).
+    repack: bool = False
 
 
 @dataclass
@@ -86,7 +88,7 @@ def load_plan(config: Config, topology: Topology, options: ApplyOptions,
     from slicectl.core.render import render
 
     plan = plan_for_host(config, topology, options.unit_dir, options.schedule_command,
-                         manifest=manifest)
+                         manifest=manifest, repack=options.repack)
     return plan, render(plan, options.templates)
 
 

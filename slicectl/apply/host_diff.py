@@ -236,6 +236,7 @@ async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str],
     diff.props = _from_changed_files(diff.props, diff.files)
     diff.start += await _stopped_timers(sd, plan)
     diff.stop, diff.notes = await _removed_slices(sd, plan, units, cgroup_root)
+    diff.notes = [*plan.layout.repack_notes(), *diff.notes]
     diff.notes += notes + await _member_notes(sd, plan)
     diff.reload = await _needs_reload(sd, diff.files, states)
     return diff, states

@@ -70,4 +70,5 @@ def apply_options(args: Namespace, config: Config | None = None) -> ApplyOptions
         else None,
         force=getattr(args, "force", False),
         balance_state=Path(getattr(args, "balance_state", defaults.BALANCE_STATE)),
+        repack=getattr(args, "repack", False),
     )

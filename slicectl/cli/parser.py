@@ -175,6 +175,10 @@ def plan(p: Parser) -> None:
     p.add_argument("--contents", action="store_true",
                    help="with --json: add each changed file's text before and after")
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR (as apply will)")
+    _repack(p)
+    p.add_argument("--explain", metavar="TENANT",
+                   help="say why TENANT got its CPUs: kept from the last apply, best fit on a "
+                   "node, inside one cache group, or why not")
     _targets(p)
     _host(p)
     _generator_root(p)
@@ -202,6 +206,7 @@ def apply(p: Parser) -> None:
     p.add_argument("--sysfs", metavar="ROOT", help=argparse.SUPPRESS)
     p.add_argument("--topology", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
+    _repack(p)
     _force(p)
     _host(p)
     _lock_timeout(p, "the unit directory")
@@ -226,9 +231,18 @@ def generate(p: Parser) -> None:
     p.add_argument("--out", metavar="DIR", required=True, type=directory,
                    help="directory laid out like /etc/systemd/system")
     p.add_argument("--templates", metavar="DIR", help="use templates from DIR")
+    _repack(p)
     _targets(p)
     _force(p)
     _lock_timeout(p, "DIR")
+
+
+def _repack(p: Parser) -> None:
+    p.add_argument("--repack", action="store_true",
+                   help="when keeping every tenant where it is would split a numa: local "
+                   "tenant over nodes, move the fewest other tenants (then the fewest CPUs) "
+                   "so that every local tenant is on one node; without it such a plan is "
+                   "refused, naming those moves")
 
 
 def _targets(p: Parser) -> None:

@@ -223,8 +223,7 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
     schedule = [tables.schedule_table(schedule_json(config))] if config.schedule else []
     page.show(tables.plan_table(plan, page.output_width()), *schedule,
               tables.plan_files_table(plan), maps.numa_map(topo, plan.layout))
-    for note in plan.layout.notes:
-        print(f"note: {note}")
+    _print_notes(plan, diff)
     if diff is not None:
         lines = diff.lines(Path(args.unit_dir or defaults.UNIT_DIR), balanced=False)
         print("Changes on this host:" if lines else "This host matches the plan.")
@@ -237,6 +236,13 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
             print(f"  {balanced_line(c)}")
         for note in diff.notes:
             print(f"  note: {note}")
+
+
+def _print_notes(plan: Plan, diff: Diff | None) -> None:
+    """The placement's notes, and a re-pack's moves where no host's changes say them."""
+    moves = plan.layout.repack_notes() if diff is None else []
+    for note in [*plan.layout.notes, *moves]:
+        print(f"note: {note}")
 
 
 def _contents(diff: Diff, files: dict[str, str], unit_dir: str) -> dict[str, dict[str, object]]:
@@ -452,7 +458,8 @@ def cmd_generate(args: Namespace) -> int:
     timeout = LOCK_TIMEOUT if args.lock_timeout is None else args.lock_timeout
     with unit_dir.locked(timeout, on_wait=waiting):
         plan = plan_for_host(config, topo, unit_dir.root, schedule_command(args, config),
-                             shares=False)  # files only: no guaranteed CPU to show
+                             shares=False,  # files only: no guaranteed CPU to show
+                             repack=args.repack)
         files = render(plan, args.templates)
         changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
                                                     source=Path(config.path).name),

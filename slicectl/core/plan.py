@@ -22,7 +22,8 @@ from slicectl.core.config.values import RamShare, format_memory, format_size, me
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import PlacementError, RenderError, shown
 from slicectl.core.frozen import frozen
-from slicectl.core.placement.placement import Layout, TenantPlacement, place
+from slicectl.core.placement.layout import Layout, Move, TenantPlacement
+from slicectl.core.placement.placement import place
 from slicectl.core.placement.protection import FIX, SOURCE, node_overcommit, overcommit, protects
 from slicectl.core.placement.topology import Topology
 from slicectl.core.properties.kinds import HostLimits, PlanValue
@@ -189,6 +190,7 @@ class Plan:
             "housekeeping_cpus": format_cpulist(lay.housekeeping),
             "shared_pool": format_cpulist(lay.shared_pool),
             "placement_notes": list(lay.notes),
+            "moves": [m.to_json() for m in lay.moves],
             "tenants": [
                 {
                     "name": p.tenant,
@@ -225,6 +227,7 @@ class Plan:
                 for t in d["tenants"]
             ),
             notes=tuple(d.get("placement_notes", ())),
+            moves=tuple(Move.from_json(m) for m in d.get("moves", ())),
         )
         units = tuple(UnitPlan.from_json(u) for u in d["units"])
         shares = None
@@ -481,14 +484,16 @@ def _housekeeping_dropins(config: Config, layout: Layout) -> list[UnitPlan]:
 def build_plan(
     config: Config, topo: Topology, previous: Mapping[str, frozenset[int]] | None = None,
     command: ScheduleCommand | None = None, competition: Competition | None = None,
-    shares: bool = True,
+    shares: bool = True, repack: bool = False,
 ) -> Plan:
     """Place tenants and derive the unit files; `previous` keeps tenants where they were;
     `command` is how the schedule's timers run slicectl (default: ScheduleCommand.default);
     `competition` is what else competes for CPU (default: the standard units, assumed).
     Without `shares` the plan has no guaranteed CPU per tenant (`generate` writes files only,
-    and skips slicectl.core.shares.contention's import and its prediction)."""
-    layout = place(config, topo, previous)
+    and skips slicectl.core.shares.contention's import and its prediction). `repack`: where
+    keeping every tenant in place would split a local tenant, the fewest moves that avoid it
+    (without it such a plan is refused: slicectl.core.placement.repack)."""
+    layout = place(config, topo, previous, repack)
     if any(protects(t) for t in config.tenants):
         check_protection(config, topo, layout)
     elastic: tuple[ElasticRange, ...] = ()

@@ -84,11 +84,11 @@ def _check_schedule(config: Config, warn: Callable[[str], None] | None) -> None:
 
 def plan_for_host(config: Config, topology: Topology, unit_dir: Path | None,
                   command: ScheduleCommand | None = None, shares: bool = True,
-                  manifest: Manifest | None = None) -> Plan:
+                  manifest: Manifest | None = None, repack: bool = False) -> Plan:
     """The plan for a host: `config` placed on `topology`, keeping each tenant where the last
     apply or generate into `unit_dir` placed it (its manifest; `manifest` when the caller has
     read it already). `unit_dir` None: a plan with no history (another host's, offline).
-    `command`: how the schedule's timers run slicectl; `shares`: as build_plan's."""
+    `command`: how the schedule's timers run slicectl; `shares`, `repack`: as build_plan's."""
     from slicectl.core.plan import build_plan
 
     placements: Mapping[str, frozenset[int]] = {}
@@ -98,7 +98,7 @@ def plan_for_host(config: Config, topology: Topology, unit_dir: Path | None,
         from slicectl.host.unitdir import UnitDir
 
         placements = UnitDir(unit_dir).manifest().placements
-    return build_plan(config, topology, placements, command, shares=shares)
+    return build_plan(config, topology, placements, command, shares=shares, repack=repack)
 
 
 def generator_command(generator: str, tenants: str) -> ScheduleCommand:

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from slicectl.core.human import human_size
-from slicectl.core.placement.placement import Layout
+from slicectl.core.placement.layout import Layout
 from slicectl.core.placement.topology import Topology
 from slicectl.views.page import column, memory_text, table
 

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.human import human_time
-from slicectl.core.placement.placement import Layout, TenantPlacement
+from slicectl.core.placement.layout import Layout, TenantPlacement
 from slicectl.core.placement.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
 from slicectl.core.plan import Plan, SetLines, UnitPlan
 from slicectl.core.shares.contention import CpuShares, percent

@@ -27,7 +27,8 @@ from slicectl.core.config.values import (
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.frozen import frozen
 from slicectl.core.human import exact_size, human_memory
-from slicectl.core.placement.placement import Layout, place
+from slicectl.core.placement.layout import Layout
+from slicectl.core.placement.placement import place
 from slicectl.core.placement.protection import node_overcommit, overcommit
 from slicectl.core.placement.topology import Topology
 from slicectl.core.properties.kinds import WEIGHT_IDLE

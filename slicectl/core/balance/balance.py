@@ -15,7 +15,7 @@ from slicectl.core.config.tenants import BalancePolicy, Config
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.errors import PlacementError, Problem
 from slicectl.core.frozen import frozen
-from slicectl.core.placement.placement import Layout
+from slicectl.core.placement.layout import Layout
 from slicectl.core.placement.topology import Topology
 
 Core = tuple[int, ...]

@@ -17,7 +17,7 @@ from slicectl.core.config.tenants import BalancePolicy, Config
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.monitor.metrics import SliceMetrics
 from slicectl.core.monitor.samples import CgroupSample
-from slicectl.core.placement.placement import Layout
+from slicectl.core.placement.layout import Layout
 
 History = Mapping[str, tuple[Reading, ...]]
 _US = 1_000_000

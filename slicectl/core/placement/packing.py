@@ -51,22 +51,39 @@ class Ask:
                                       f"tenants.{self.name}.cpus", message, hint))
 
 
-def place_asks(claims: Claims, asks: Sequence[Ask]) -> dict[str, list[int]]:
-    """CPUs for every ask, claimed in `claims`; raises PlacementError if they do not fit."""
+def place_asks(claims: Claims, asks: Sequence[Ask], first: frozenset[str] = frozenset()
+               ) -> dict[str, list[int]]:
+    """CPUs for every ask, claimed in `claims`; raises PlacementError if they do not fit.
+
+    `first`: asks searched before the others (a re-pack's movers: each tries its old node
+    first, and gives it up only when a bigger tenant needs the room). Each pass is tried
+    first with every `spread` tenant spanning two nodes, then without (plan notes it)."""
     local = [a for a in asks if a.tenant.numa is Numa.LOCAL]
     single = [a for a in asks if a.tenant.numa is not Numa.SPREAD]
+    spreads = any(_can_span(a) for a in asks)
     passes = ((single, False), (local, False), (local, True))
     for searched, shared in passes:
         names = {a.name for a in searched}
         rest = [a for a in asks if a.name not in names]
-        saved = claims.save()
-        found = _search(claims, _biggest_first(searched), rest, shared)
-        if found is not None:
-            found.update(_place_in_order(claims, rest))
-            return found
-        claims.restore(saved)
+        for span in (True, False) if spreads else (False,):
+            saved = claims.save()
+            found = _search(claims, _search_order(searched, first), rest, shared, span)
+            if found is not None:
+                found.update(_place_in_order(claims, rest))
+                return found
+            claims.restore(saved)
     # No layout puts every local tenant on one node: each as well as it can, or an error.
     return _place_in_order(claims, asks)
+
+
+def _can_span(ask: Ask) -> bool:
+    """A spread tenant that can span nodes: two CPUs or more, two candidate nodes or more."""
+    return ask.tenant.numa is Numa.SPREAD and ask.count > 1 and len(ask.candidates) > 1
+
+
+def _search_order(asks: Sequence[Ask], first: frozenset[str]) -> list[Ask]:
+    return ([a for a in _biggest_first(asks) if a.name in first]
+            + [a for a in _biggest_first(asks) if a.name not in first])
 
 
 def _biggest_first(asks: Sequence[Ask]) -> list[Ask]:
@@ -120,8 +137,10 @@ def _untake(claims: Claims, ask: Ask, node: int, cpus: list[int]) -> None:
 class _Search:
     """Depth-first over node choices with undo; an explicit stack, so 1,000 tenants fit."""
 
-    def __init__(self, claims: Claims, asks: list[Ask], rest: list[Ask], shared: bool) -> None:
+    def __init__(self, claims: Claims, asks: list[Ask], rest: list[Ask], shared: bool,
+                 span: bool) -> None:
         self.claims, self.asks, self.rest, self.shared = claims, asks, rest, shared
+        self.span = span
         self.budget = SEARCH_BUDGET
         everyone = asks + rest
         seed_nodes = {claims.node_of.get(c) for a in everyone for c in a.seed}
@@ -139,7 +158,7 @@ class _Search:
         while True:
             i = len(chosen)
             if i == len(asks):
-                if _flexible_fit(claims, self.rest, self.shared):
+                if _flexible_fit(claims, self.rest, self.shared, self.span):
                     return {a.name: cpus for a, (_, cpus) in zip(asks, chosen, strict=True)}
                 if not asks:
                     return None
@@ -198,28 +217,33 @@ class _Search:
         return (self.role[node], c.free_count[node], room, cores)
 
 
-def _search(claims: Claims, asks: list[Ask], rest: list[Ask], shared: bool
+def _search(claims: Claims, asks: list[Ask], rest: list[Ask], shared: bool, span: bool
             ) -> dict[str, list[int]] | None:
     """Every ask on one of its candidate nodes, the rest still fitting; None if not found."""
-    for ask in asks:  # one that fits no node alone fails every branch: skip the search
-        if not any(claims.free_count[n] + len(ask.seed & claims.node_cpus[n]) >= ask.count
+    # One that fits no node alone, even with every seed given back, fails every branch.
+    seeds = frozenset().union(*(a.seed for a in asks + rest)) - claims.free
+    for ask in asks:
+        if not any(claims.free_count[n] + len(seeds & claims.node_cpus[n]) >= ask.count
                    for n in ask.candidates):
             return None
     if sum(a.count for a in asks + rest) > len(claims.free) + sum(
             len(a.seed) for a in asks + rest):
         return None
-    return _Search(claims, asks, rest, shared).run()
+    return _Search(claims, asks, rest, shared, span).run()
 
 
-def _flexible_fit(claims: Claims, rest: Sequence[Ask], shared: bool) -> bool:
+def _flexible_fit(claims: Claims, rest: Sequence[Ask], shared: bool, span: bool) -> bool:
     """Whether the tenants placed after the search still find room in their nodes: by count
-    when cores may be shared, else by whole free cores (a remainder needs a core of its own)."""
+    when cores may be shared, else by whole free cores (a remainder needs a core of its own).
+    With `span`, a spread tenant that can span nodes needs room on two of them."""
     held = [c for a in rest for c in a.seed if c not in claims.free]  # released at their turn
     room: dict[int, list[int]] = {
         n: ([1] * (claims.free_count[n] + len(claims.node_cpus[n].intersection(held)))
             if shared else sorted((len(core) for core in claims.whole_cores(n)), reverse=True))
         for n in claims.node_cores}
     for ask in sorted(rest, key=lambda a: (len(a.candidates), -a.count, a.name)):
+        if span and _can_span(ask) and sum(1 for n in ask.candidates if room[n]) < 2:
+            return False
         sizes = sorted((s for n in ask.candidates for s in room[n]), reverse=True)
         covered, used = 0, 0
         while covered < ask.count and used < len(sizes):

@@ -15,66 +15,66 @@ Rules, each traced to the studies in docs/background.md:
 - Stability: with `previous` (the last placement), each tenant keeps what it had where it can,
   so changing one tenant moves no other that still fits (Red Hat reference architecture
   §4.3: live reallocation).
+- Locality before stability, but never silently: a `local` tenant is never split over nodes.
+  When keeping the others in place would split one although some layout puts every local
+  tenant on one node, placement refuses and names the re-pack (`slicectl.core.placement.repack`:
+  the fewest other tenants moved, then the fewest CPUs); with `repack` it returns that layout,
+  its `moves` listed. Where no layout puts the tenant on one node, only `numa: any` lets it
+  span nodes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cached_property
 
 from slicectl.core.config.config import Config, Tenant
 from slicectl.core.config.values import resolved
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.errors import PlacementError, Problem
-from slicectl.core.frozen import frozen
+from slicectl.core.placement import repack as repacking
 from slicectl.core.placement.cores import Claims
+from slicectl.core.placement.layout import Layout, TenantPlacement, cpu_nodes_for, split_locals
 from slicectl.core.placement.packing import Ask, place_asks
 from slicectl.core.placement.topology import Topology
 from slicectl.core.properties.properties import Numa
-
-
-@frozen
-class TenantPlacement:
-    """Where one tenant runs: its CPUs, the nodes they are on, and its memory nodes."""
-
-    tenant: str
-    cpus: frozenset[int]
-    cpu_nodes: tuple[int, ...]
-    memory_nodes: tuple[int, ...] | None  # None: memory not bound
-    exclusive: bool
-    pool: bool  # True: runs on the shared pool (no `cpus` asked)
-
-
-@frozen
-class Layout:
-    """The placement of every tenant plus the housekeeping CPUs and the shared pool.
-
-    `notes` say where the layout falls short of the rules because nothing better existed:
-    a tenant sharing a physical core, a local tenant spanning nodes.
-    """
-
-    housekeeping: frozenset[int]
-    shared_pool: frozenset[int]
-    tenants: tuple[TenantPlacement, ...]
-    notes: tuple[str, ...] = ()
-
-    def of(self, tenant: str) -> TenantPlacement:
-        return self._by_tenant[tenant]
-
-    @cached_property
-    def _by_tenant(self) -> dict[str, TenantPlacement]:
-        """Each tenant's placement by name, built at the first `of`: callers ask for every
-        tenant in turn, and a search each time made a plan of thousands quadratic."""
-        return {p.tenant: p for p in reversed(self.tenants)}  # the first of a name wins
 
 
 def place(
     config: Config,
     topo: Topology,
     previous: Mapping[str, frozenset[int]] | None = None,
+    repack: bool = False,
 ) -> Layout:
-    """Place every tenant of `config` on `topo`; `previous` keeps tenants where they were."""
+    """Place every tenant of `config` on `topo`; `previous` keeps tenants where they were.
+
+    A counted exclusive `numa: local` tenant that would span nodes is refused (PlacementError)
+    unless some layout puts every local tenant on one node; then the refusal names that
+    layout's moves, and with `repack` it is the result."""
     previous = previous or {}
+    layout = place_keeping(config, topo, previous)
+    split = split_locals(config, layout)
+    if not split:
+        return layout
+    nodes = {t.name: tuple(cpu_nodes_for(topo, t)) for t in config.tenants}
+    found = repacking.fewest_moves(
+        config, topo, previous, layout, split, nodes,
+        lambda movers: place_keeping(config, topo, previous, movers),
+        lambda: place_keeping(config, topo, {}))
+    if found is None:
+        raise repacking.no_one_node(config, topo, layout, split[0])
+    if not repack:
+        raise repacking.repack_needed(config, layout, split, found)
+    return found
+
+
+def place_keeping(
+    config: Config,
+    topo: Topology,
+    previous: Mapping[str, frozenset[int]],
+    movers: frozenset[str] = frozenset(),
+) -> Layout:
+    """One placement, each tenant kept where `previous` had it; `movers` (a re-pack's) keep
+    their old node only when no other tenant needs its room. Splits are not refused here."""
     for t in config.tenants:
         _check_nodes(config, topo, t)
     hk = _housekeeping(config, topo)
@@ -83,12 +83,13 @@ def place(
     listed_shared = _withhold_shared_lists(claims, config, placed)
     counted = [t for t in config.tenants if isinstance(t.cpus, int) and t.exclusive]
     _check_total(claims, config, counted)
-    placed.update(_place_counted(claims, config, counted, previous))
+    placed.update(_place_counted(claims, config, counted, previous, movers))
     pool = frozenset(claims.free) | listed_shared
     placements = tuple(_finish(config, claims, t, placed, pool, previous.get(t.name))
                        for t in config.tenants)
     return Layout(housekeeping=hk, shared_pool=pool, tenants=placements,
-                  notes=_notes(claims, config, placements))
+                  notes=_notes(claims, config, placements),
+                  before=tuple(sorted(previous.items())))
 
 
 def _error(config: Config, line: int, key: str, message: str, hint: str) -> PlacementError:
@@ -225,19 +226,22 @@ def _withhold_shared_lists(claims: Claims, config: Config,
 
 
 def _place_counted(claims: Claims, config: Config, counted: Sequence[Tenant],
-                   previous: Mapping[str, frozenset[int]]) -> dict[str, frozenset[int]]:
-    """Keep what each counted tenant had, then place the rest (slicectl.core.placement.packing)."""
+                   previous: Mapping[str, frozenset[int]], movers: frozenset[str]
+                   ) -> dict[str, frozenset[int]]:
+    """Keep what each counted tenant had, then place the rest (slicectl.core.placement.packing);
+    `movers` are placed again, searched first from where they were."""
     kept = _keep_previous(claims, counted, previous)
     placed: dict[str, frozenset[int]] = {}
     asks: list[Ask] = []
     for t in counted:
         seed = kept.get(t.name, frozenset())
-        if len(seed) == _count(t):
+        if len(seed) == _count(t) and t.name not in movers:
             placed[t.name] = seed
         else:
-            asks.append(Ask(t, config.path, _count(t), tuple(_cpu_nodes_for(claims.topo, t)),
+            asks.append(Ask(t, config.path, _count(t), tuple(cpu_nodes_for(claims.topo, t)),
                             seed, _protection(t, claims.topo.total_memory)))
-    placed.update({name: frozenset(cpus) for name, cpus in place_asks(claims, asks).items()})
+    placed.update({name: frozenset(cpus)
+                   for name, cpus in place_asks(claims, asks, movers).items()})
     return placed
 
 
@@ -250,7 +254,7 @@ def _keep_previous(claims: Claims, counted: Sequence[Tenant],
     for t in sorted(counted, key=lambda t: t.name):
         prev = frozenset(previous.get(t.name, frozenset())) & frozenset(claims.free)
         if t.nodes is not None:
-            prev &= frozenset(c for n in _cpu_nodes_for(claims.topo, t)
+            prev &= frozenset(c for n in cpu_nodes_for(claims.topo, t)
                               for c in claims.node_cpus[n])
         if prev:
             kept[t.name] = _trim(claims, prev, _count(t))
@@ -273,19 +277,6 @@ def _trim(claims: Claims, prev: frozenset[int], count: int) -> frozenset[int]:
         if len(kept) == count:
             break
     return frozenset(kept)
-
-
-def _cpu_nodes_for(topo: Topology, t: Tenant) -> list[int]:
-    """Nodes to take CPUs from: named nodes with CPUs, else the nearest CPU nodes; else all."""
-    with_cpus = [n.id for n in topo.nodes if n.cpus]
-    if t.nodes is None or not with_cpus:
-        return with_cpus
-    named = sorted({topo.node(n).id for n in t.nodes if topo.node(n).cpus})
-    if named:
-        return named
-    # Only CPU-less (memory) nodes named: CPUs from the nearest nodes that have CPUs.
-    best = min(topo.distance(n, m) for n in t.nodes for m in with_cpus)
-    return sorted({m for n in t.nodes for m in with_cpus if topo.distance(n, m) == best})
 
 
 # --- the pool, shared counts, and the result ----------------------------------------------------
@@ -316,7 +307,7 @@ def _pool_for(config: Config, claims: Claims, t: Tenant, pool: frozenset[int]
     cpus = pool
     if t.nodes is not None:  # the pool on its nodes only
         cpus = pool & frozenset().union(*(claims.node_cpus[n]
-                                          for n in _cpu_nodes_for(claims.topo, t)))
+                                          for n in cpu_nodes_for(claims.topo, t)))
     if not cpus:
         raise _error(config, t.line, f"tenants.{t.name}",
                      "runs on the shared pool, but no CPUs are left in it (exclusive tenants "
@@ -344,7 +335,7 @@ def _place_shared(
     if previous and len(previous) == count and previous <= pool:
         return frozenset(previous)
     claims = Claims(topo)  # read-only here: who holds what does not change any more
-    nodes = _cpu_nodes_for(topo, t)
+    nodes = cpu_nodes_for(topo, t)
     for n in sorted(nodes, key=lambda n: (-len(pool & topo.node(n).cpus), n)):
         got = claims.pick(t.name, claims.node_cores[n], count, shared=True,
                           available=pool & claims.node_cpus[n])
@@ -380,6 +371,14 @@ def _split_housekeeping(claims: Claims, placements: Sequence[TenantPlacement]) -
             "apart"]
 
 
+def _could_span(claims: Claims, t: Tenant) -> bool:
+    """Whether a spread tenant asks for more than a core, on two nodes or more: dealt a whole
+    core per node, it spans them when they have room."""
+    nodes = cpu_nodes_for(claims.topo, t)
+    threads = min((len(core) for n in nodes for core in claims.node_cores[n]), default=1)
+    return isinstance(t.cpus, int) and len(nodes) > 1 and t.cpus > threads
+
+
 def _notes(claims: Claims, config: Config, placements: Sequence[TenantPlacement]
            ) -> tuple[str, ...]:
     """Where the layout falls short of the rules, said once per tenant (pair)."""
@@ -397,4 +396,8 @@ def _notes(claims: Claims, config: Config, placements: Sequence[TenantPlacement]
             notes.append(f"tenant {p.tenant} (numa: local) spans nodes "
                          f"{', '.join(map(str, p.cpu_nodes))}: no node had {t.cpus} CPUs "
                          "free for it")
+        if (t.numa is Numa.SPREAD and p.exclusive and len(p.cpu_nodes) == 1
+                and _could_span(claims, t)):
+            notes.append(f"tenant {p.tenant} (numa: spread) runs on node {p.cpu_nodes[0]} "
+                         "only: no other node had a free core left for it")
     return tuple(notes)

@@ -18,7 +18,7 @@ from slicectl.core.config.tenants import HOUSEKEEPING_UNITS, Config, Tenant
 from slicectl.core.config.values import INFINITY, RamShare, resolved, size_bytes
 from slicectl.core.frozen import frozen
 from slicectl.core.human import exact_size
-from slicectl.core.placement.placement import Layout
+from slicectl.core.placement.layout import Layout
 from slicectl.core.placement.topology import Topology
 
 FIX = "lower memory_low/memory_min so all protections fit in RAM minus housekeeping"

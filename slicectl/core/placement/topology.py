@@ -3,6 +3,9 @@
 Built by `slicectl.host.sysfs.read_topology(root)` from a sysfs tree, or parsed from the JSON that
 `slicectl topology --json` exports (`slicectl.topojson`), so units for a host can be generated
 anywhere. Both go through `build_topology`, which repairs what firmware gets wrong.
+
+Why this module runs past 400 lines: the topology, the repairs of `build_topology` and its JSON
+form (written, and read back with every field checked) are one contract, read together.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any
 from slicectl.core.config.tenants import HOUSEKEEPING_UNITS, Config, Confinement, Tenant
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.frozen import frozen
-from slicectl.core.placement.placement import Layout
+from slicectl.core.placement.layout import Layout
 from slicectl.core.placement.topology import Topology
 from slicectl.core.properties.kinds import WEIGHT_IDLE
 from slicectl.core.shares.shares import (
