@@ -13,6 +13,7 @@ import pytest
 from slicectl.cli import main
 from slicectl.core.errors import TopologyError
 from slicectl.core.placement.topology import (
+    CacheSharing,
     Cpu,
     Node,
     Topology,
@@ -91,6 +92,14 @@ def test_the_small_export_is_valid() -> None:
     (with_cpu(package=-2), "topo.json: cpus[0].package: -2 is out of range "
                            "(must be -1 to 2147483647)"),
     (with_cpu(id=1), "topo.json: cpus[1].id: CPU 1 is listed twice"),
+    (with_cpu(cache=3), "topo.json: cpus[0].cache: must be a string, not an integer (3)"),
+    (with_cpu(cache="0-99999"), "topo.json: cpus[0].cache: CPU numbers must be below 8192"),
+    (with_cpu(cache="1-0"), "topo.json: cpus[0].cache: not a cpulist such as \"0-3,8\" "
+                            "(range '1-0' runs backwards in cpulist '1-0')"),
+    (with_node(cache_sharing="l3"), "topo.json: nodes[0].cache_sharing: 'l3' is not one of "
+                                    "groups, spans-nodes, per-core, unknown"),
+    (with_node(cache_sharing=None), "topo.json: nodes[0].cache_sharing: must be a string, "
+                                    "not null"),
     (export(nodes={}), "topo.json: nodes: must be a list, not an object"),
     (export(nodes=[]), "topo.json: nodes: lists no node (every host has at least one)"),
     (export(nodes=[7]), "topo.json: nodes[0]: must be an object, not an integer (7)"),
@@ -239,3 +248,81 @@ def test_cpu_only_node_binds_to_the_memory_of_a_merged_node() -> None:
                            _node(1, "0-3", G, {0: 10, 1: 10, 2: 20}),
                            _node(2, "4-5", 0, {0: 20, 1: 20, 2: 10})], cpus, "x")
     assert topo.memory_nodes_for(2) == (0, 1)
+
+
+# --- last-level cache groups -----------------------------------------------------------------
+
+def with_caches(*lists: str) -> dict[str, Any]:
+    """The small export with each CPU's `cache` list (CPU 0 first)."""
+    data = export()
+    for cpu, text in zip(data["cpus"], lists, strict=True):
+        cpu["cache"] = text
+    return data
+
+
+def groups_of(data: dict[str, Any]) -> tuple[dict[int, str], list[str]]:
+    """Each node's cache groups as `topology` would list them (or why the node stands in),
+    and the warnings."""
+    topo = parse_topology_json(json.dumps(data).encode(), "topo.json")
+    shown = {n.id: " | ".join(",".join(map(str, sorted(g))) for g in topo.cache_groups(n.id))
+             if n.cache_sharing is CacheSharing.GROUPS else n.cache_sharing.value
+             for n in topo.nodes}
+    return shown, list(topo.warnings)
+
+
+def test_export_without_cache_lists_loads_with_groups_unknown() -> None:
+    """Exports written before slicectl read caches (no `cache`, no `cache_sharing`)."""
+    assert groups_of(export()) == ({0: "unknown", 1: "unknown"}, [])
+    old = FIXTURES / "topologies" / "xeon-2s-smt-systemd252.json"
+    assert "cache" not in old.read_text()
+    topo = parse_topology_json(old.read_bytes(), str(old))
+    assert {n.cache_sharing for n in topo.nodes} == {CacheSharing.UNKNOWN}
+    assert topo.cache_groups(0) == (topo.node(0).cpus,)
+
+
+def test_cache_lists_round_trip() -> None:
+    data = with_caches("0", "1", "2-3", "2-3")  # node 0: a cache per core, node 1: one
+    topo = parse_topology_json(json.dumps(data).encode(), "topo.json")
+    assert [c["cache"] for c in topo.to_json()["cpus"]] == ["", "", "2,3", "2,3"]
+    assert [n["cache_sharing"] for n in topo.to_json()["nodes"]] == ["per-core", "groups"]
+    assert Topology.from_json(topo.to_json(), "topo.json") == topo
+    assert groups_of(data) == ({0: "per-core", 1: "2,3"}, [])
+
+
+@pytest.mark.parametrize(("lists", "node0", "warned"), [
+    (("0", "1", "", ""), "per-core", False),  # each core its own: nothing to keep together
+    (("0-1", "0-1", "", ""), "0,1", False),  # one group: the node's CPUs
+    (("0-3", "0-3", "0-3", "0-3"), "spans-nodes", False),  # one L3, two nodes (SNC)
+    (("0-1", "", "", ""), "unknown", True),  # CPU 1's list missing
+    (("0-1", "1", "", ""), "unknown", True),  # CPU 0 names CPU 1, CPU 1 only itself
+    (("1", "0-1", "", ""), "unknown", True),  # CPU 0's group lacks CPU 0
+    (("0-1,100", "0-1,100", "", ""), "0,1", False),  # a CPU that does not exist is left out
+])
+def test_cache_groups_split_the_node_or_the_node_stands_in(
+        lists: tuple[str, ...], node0: str, warned: bool) -> None:
+    shown, warnings = groups_of(with_caches(*lists))
+    assert shown[0] == node0
+    assert bool(warnings) == warned
+    if warned:
+        assert warnings == ["node 0: its CPUs' last-level cache lists (cpuN/cache) contradict "
+                            "each other or are missing for some CPUs; slicectl takes the node "
+                            "as their group"]
+
+
+def test_an_exports_reason_stands_when_its_cpus_carry_no_groups() -> None:
+    """A host's export says why its nodes stand in (the spanning lists are not exported)."""
+    data = export()
+    for n in data["nodes"]:
+        n["cache_sharing"] = "spans-nodes"
+    assert groups_of(data) == ({0: "spans-nodes", 1: "spans-nodes"}, [])
+    data["nodes"][0]["cache_sharing"] = "groups"  # but no CPU carries a group
+    assert groups_of(data)[0][0] == "unknown"
+
+
+def test_offline_cpus_leave_the_group() -> None:
+    l3 = frozenset({0, 1, 2, 3})  # CPU 3 went offline after the list was written
+    topo = build_topology([Node(0, frozenset({0, 1, 2}), G)],
+                          [Cpu(c, True, 0, cache=l3) for c in range(3)]
+                          + [Cpu(3, False, None, cache=l3)], "t")
+    assert topo.cache_groups(0) == (frozenset({0, 1, 2}),)
+    assert topo.cpu(3).cache == frozenset()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field, replace
+from enum import StrEnum
 from typing import Any
 
 from slicectl.core.config.jsoninput import JsonReader, kind
@@ -34,9 +35,11 @@ class Cpu:
     core: int | None = None
     siblings: frozenset[int] = frozenset()  # SMT thread siblings, including this CPU
     # The online CPUs sharing this CPU's last-level cache, itself included (sysfs
-    # cpuN/cache/indexM/shared_cpu_list of the highest level). Empty when unknown, or when the
-    # cache reaches beyond this CPU's node (one L3 per package with Sub-NUMA Clustering): then
-    # the node stands in for it (`Topology.cache_group`). `build_topology` ensures that.
+    # cpuN/cache/indexM/shared_cpu_list of the highest level). Empty when unknown, when the
+    # cache reaches beyond this CPU's node (one L3 per package with Sub-NUMA Clustering), or
+    # when every core of the node has its own: then the node stands in for it
+    # (`Topology.cache_group`; `Node.cache_sharing` says why). `build_topology` ensures that
+    # the groups of a node's CPUs are all known and split its CPUs, or are all empty.
     cache: frozenset[int] = frozenset()
 
     def core_key(self) -> tuple[int, int, int, int]:
@@ -47,12 +50,24 @@ class Cpu:
                 self.id if self.core is None else -1)
 
 
+class CacheSharing(StrEnum):
+    """How a node's CPUs share their last-level caches, as `build_topology` found it. Only
+    with GROUPS do its CPUs carry `Cpu.cache`; otherwise the node stands in for the group."""
+
+    GROUPS = "groups"  # one or more caches, each within the node (AMD: one L3 per CCX/CCD)
+    SPANS_NODES = "spans-nodes"  # one cache reaches beyond the node (Intel Sub-NUMA Clustering)
+    PER_CORE = "per-core"  # every core has its own: no group of cores to keep together
+    UNKNOWN = "unknown"  # no cache facts (no cpuN/cache), or lists that contradict each other
+
+
 @frozen
 class Node:
     """One NUMA node: its online CPUs, its memory, its distance to every node.
 
     `merged` holds the kernel nodes folded into this one because the firmware listed the
     same CPUs in them (id -> MemTotal); their memory is part of `memory_bytes`.
+    `cache_sharing` says whether its CPUs' last-level cache groups are known (`Cpu.cache`),
+    and why the node stands in for them when they are not.
     """
 
     id: int
@@ -60,6 +75,7 @@ class Node:
     memory_bytes: int
     distances: Mapping[int, int] = field(default_factory=dict)
     merged: Mapping[int, int] = field(default_factory=dict)
+    cache_sharing: CacheSharing = CacheSharing.UNKNOWN
 
     @property
     def has_memory(self) -> bool:
@@ -198,7 +214,8 @@ class Topology:
             **({"task_limit": self.task_limit} if self.task_limit else {}),
             "nodes": [_node_json(n) for n in sorted(self.nodes, key=lambda n: n.id)],
             "cpus": [{"id": c.id, "online": c.online, "node": c.node, "package": c.package,
-                      "die": c.die, "core": c.core, "siblings": format_cpulist(c.siblings)}
+                      "die": c.die, "core": c.core, "siblings": format_cpulist(c.siblings),
+                      "cache": format_cpulist(c.cache)}
                      for c in sorted(self.cpus, key=lambda c: c.id)],
         }
 
@@ -227,27 +244,59 @@ def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
     if chosen:
         merged = tuple(replace(n, cpus=frozenset(c for c in n.cpus if chosen.get(c, n.id) == n.id))
                        for n in merged)
-    warnings = merges + assigned
-    node_of = {c: n.id for n in merged for c in n.cpus}
-    node_cpus = {n.id: n.cpus for n in merged}
     online = frozenset(c.id for c in cpus if c.online)
-    fixed = tuple(replace(c, node=node_of.get(c.id),
-                          cache=_cache_within_node(c, node_cpus.get(node_of.get(c.id, -1)),
-                                                   online))
-                  if c.online else replace(c, cache=frozenset())
-                  for c in cpus)
-    return Topology(nodes=merged, cpus=fixed, source=source, systemd_version=systemd_version,
-                    task_limit=task_limit, warnings=warnings)
+    node_of = {c: n.id for n in merged for c in n.cpus}
+    fixed = {c.id: replace(c, node=node_of.get(c.id), cache=frozenset()) if c.online
+             else replace(c, cache=frozenset()) for c in cpus}
+    on_node: dict[int, list[Cpu]] = {}
+    for c in cpus:
+        if c.online and c.id in node_of:
+            on_node.setdefault(node_of[c.id], []).append(c)
+    result: list[Node] = []
+    cache_warnings: list[str] = []
+    for n in merged:
+        own = on_node.get(n.id, [])
+        sharing, groups = _cache_groups(n, own, online)
+        if sharing is CacheSharing.UNKNOWN and any(c.cache for c in own):
+            cache_warnings.append(
+                f"node {n.id}: its CPUs' last-level cache lists (cpuN/cache) contradict each "
+                "other or are missing for some CPUs; slicectl takes the node as their group")
+        result.append(replace(n, cache_sharing=sharing))
+        for cid, group in groups.items():
+            fixed[cid] = replace(fixed[cid], cache=group)
+    return Topology(nodes=tuple(result), cpus=tuple(fixed[c.id] for c in cpus), source=source,
+                    systemd_version=systemd_version, task_limit=task_limit,
+                    warnings=merges + assigned + tuple(cache_warnings))
 
 
-def _cache_within_node(cpu: Cpu, node: frozenset[int] | None,
-                       online: frozenset[int]) -> frozenset[int]:
-    """A CPU's cache group as placement uses it: its online members, itself included; empty
-    (the node stands in) when the group is unknown or reaches beyond the CPU's node."""
-    group = cpu.cache & online
-    if node is None or cpu.id not in group or not group <= node:
-        return frozenset()
-    return group
+def _cache_groups(node: Node, own: Sequence[Cpu], online: frozenset[int]
+                  ) -> tuple[CacheSharing, dict[int, frozenset[int]]]:
+    """How `node`'s online CPUs (`own`) share their last-level caches, and each CPU's group
+    when they split the node into groups (each CPU in exactly one, all within the node).
+
+    Otherwise the node stands in for every CPU's group: when one cache reaches beyond it
+    (Sub-NUMA Clustering: one L3 per package, two nodes), when every group is one core's
+    (an Arm server whose last level is a per-core L2: there is nothing to keep together), or
+    when the groups are unknown or contradict each other. An export says why in its node's
+    `cache_sharing`, which stands when its CPUs carry no groups.
+    """
+    group = {c.id: c.cache & online for c in own}
+    if not own or not any(group.values()):
+        stated = node.cache_sharing in (CacheSharing.SPANS_NODES, CacheSharing.PER_CORE)
+        return (node.cache_sharing if stated and own else CacheSharing.UNKNOWN), {}
+    if not all(group.values()):
+        return CacheSharing.UNKNOWN, {}
+    if any(not g <= node.cpus for g in group.values()):
+        return CacheSharing.SPANS_NODES, {}
+    # Each CPU in its own group, and distinct groups disjoint: then every CPU's group names
+    # the same group for each of its members (distinct lists are few: compare those).
+    distinct = set(group.values())
+    if (any(cid not in g for cid, g in group.items())
+            or sum(map(len, distinct)) != len(frozenset().union(*distinct))):
+        return CacheSharing.UNKNOWN, {}
+    if all(group[c.id] <= c.siblings | {c.id} for c in own):
+        return CacheSharing.PER_CORE, {}
+    return CacheSharing.GROUPS, group
 
 
 def merge_shared_cpus(nodes: Sequence[Node]) -> tuple[tuple[Node, ...], tuple[str, ...]]:
@@ -316,6 +365,7 @@ def _node_json(n: Node) -> dict[str, Any]:
         "cpus": format_cpulist(n.cpus),
         "memory_bytes": n.memory_bytes,
         "distances": {str(k): v for k, v in sorted(n.distances.items())},
+        "cache_sharing": n.cache_sharing.value,
     }
     if n.merged:  # only on hosts whose firmware listed the same CPUs in several nodes
         d["merged"] = {str(k): v for k, v in sorted(n.merged.items())}
@@ -391,7 +441,17 @@ class _ExportReader(JsonReader):
             distances=self.id_map(n.get("distances", {}), f"{path}.distances", MAX_NODES,
                                   MAX_DISTANCE + 1),
             merged=self.id_map(n.get("merged", {}), f"{path}.merged", MAX_NODES, MAX_BYTES),
+            cache_sharing=self.cache_sharing(n.get("cache_sharing", CacheSharing.UNKNOWN.value),
+                                             f"{path}.cache_sharing"),
         )
+
+    def cache_sharing(self, value: Any, path: str) -> CacheSharing:
+        """One of the CacheSharing words; exports before it was written say nothing."""
+        word = self.text(value, path)
+        choices = [s.value for s in CacheSharing]
+        if word not in choices:
+            raise self.fail(path, f"{word[:40]!r} is not one of {', '.join(choices)}")
+        return CacheSharing(word)
 
     def cpu(self, value: Any, path: str) -> Cpu:
         c = self.mapping(value, path)
@@ -407,6 +467,8 @@ class _ExportReader(JsonReader):
             die=self.optional(c.get("die"), f"{path}.die", 0, 2**31),
             core=self.optional(c.get("core"), f"{path}.core", 0, 2**31),
             siblings=self.cpulist(c.get("siblings", ""), f"{path}.siblings"),
+            # Absent in exports written before slicectl read caches: unknown.
+            cache=self.cpulist(c.get("cache", ""), f"{path}.cache"),
         )
 
     def check_ids(self, nodes: Sequence[Node], cpus: Sequence[Cpu]) -> None:
