@@ -64,6 +64,7 @@ def _topology_files(parts: list[bytes], sysfs: str) -> None:
     for name in _numbered(cpu, "cpu"):
         for rel in _CPU_FILES:
             parts.append(f"{name}/{rel}=".encode() + _read(os.path.join(cpu, name, rel), b"-"))
+        _cache_files(parts, os.path.join(cpu, name), name)
     node = os.path.join(sysfs, _NODE)
     if not os.path.isdir(node):
         return
@@ -72,6 +73,19 @@ def _topology_files(parts: list[bytes], sysfs: str) -> None:
             parts.append(f"{name}/{rel}=".encode() + _read(os.path.join(node, name, rel)))
         meminfo = _read(os.path.join(node, name, "meminfo"))
         parts.append(b"".join(line for line in meminfo.splitlines() if b"MemTotal" in line))
+
+
+def _cache_files(parts: list[bytes], cpu: str, name: str) -> None:
+    """The CPUs sharing each of a CPU's caches (cpuN/cache/indexM/shared_cpu_list), which its
+    last-level cache group comes from; the levels and types of a CPU's caches do not change
+    while these stay the same."""
+    try:
+        indexes = _numbered(os.path.join(cpu, "cache"), "index")
+    except (FileNotFoundError, NotADirectoryError):
+        return  # no cache facts: the groups are unknown
+    for index in indexes:
+        rel = f"cache/{index}/shared_cpu_list"
+        parts.append(f"{name}/{rel}=".encode() + _read(os.path.join(cpu, rel), b"-"))
 
 
 def _own_files(parts: list[bytes]) -> None:
