@@ -17,7 +17,8 @@ import pytest
 
 from slicectl.core.cpulist import format_cpulist, parse_cpulist, parse_cpumask
 from slicectl.core.errors import TopologyError
-from slicectl.core.placement.topology import CacheSharing, Topology
+from slicectl.core.placement.cache_groups import CacheSharing
+from slicectl.core.placement.topology import Topology
 from slicectl.host.sysfs import read_topology
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import os
 import re
-import stat
-from collections.abc import Callable
 from pathlib import Path
 
 from slicectl.core import defaults
-from slicectl.core.cpulist import KERNEL_MAX_CPUS, parse_cpulist, parse_cpumask
+from slicectl.core.cpulist import parse_cpulist, parse_cpumask
 from slicectl.core.errors import TopologyError
 from slicectl.core.placement.topology import (
     LOCAL_DISTANCE,
@@ -29,6 +27,7 @@ from slicectl.core.placement.topology import (
     build_topology,
     parse_topology_json,
 )
+from slicectl.host.cpu_caches import last_level_cache
 
 _NODE_DIR = re.compile(r"node(\d+)")
 _CPU_DIR = re.compile(r"cpu(\d+)")
@@ -189,90 +188,8 @@ def _read_cpu(d: str, cid: int, node: int | None,
         die=_read_optional_int(os.path.join(t, "die_id")),  # only since Linux 5.2
         core=_read_optional_int(os.path.join(t, "core_id")),
         siblings=siblings if siblings is not None else frozenset({cid}),
-        cache=_read_last_level_cache(d, cache_lists),
+        cache=last_level_cache(d, cache_lists),
     )
-
-
-# cpuN/cache: the cache facts are optional (kernels before 2.6.25, VMs and Arm boards
-# without cache tables have none), so nothing there is an error: what cannot be read, or
-# reads as what the kernel never writes, leaves the group unknown (the node stands in).
-# The generator reads them as root at every boot; each read is bounded, and only regular
-# files are read (a FIFO or a device in a copied tree must not block or flood it).
-_INDEX_DIR = re.compile(r"index\d{1,4}")
-_MAX_CACHE_ENTRIES = 64  # cpuN/cache holds index0..index3 or so, uevent and power
-_SMALL_FILE = 64  # level, type
-_LIST_FILE = 64 << 10  # a shared_cpu_list of 8,192 CPUs written as "0,2,4,...": about 20 KB
-_SHARED_TYPES = ("Unified", "Data")  # an Instruction cache holds no data to share
-
-
-def _read_last_level_cache(d: str, parsed: dict[str, frozenset[int]]) -> frozenset[int]:
-    """The CPUs sharing CPU `d`'s last-level cache (the highest `level` of a Unified or
-    Data cache in cpuN/cache/indexM), itself included; empty when unknown. `parsed` holds
-    the lists already parsed (every CPU of a group lists the same text)."""
-    cache = os.path.join(d, "cache")
-    best: tuple[int, str] | None = None
-    try:
-        with os.scandir(cache) as entries:
-            for i, entry in enumerate(entries):
-                if i >= _MAX_CACHE_ENTRIES:
-                    return frozenset()
-                if not _INDEX_DIR.fullmatch(entry.name):
-                    continue
-                level = _bounded_text(os.path.join(entry.path, "level"), _SMALL_FILE)
-                kind = _bounded_text(os.path.join(entry.path, "type"), _SMALL_FILE)
-                if (level is not None and level.isascii() and level.isdigit() and len(level) < 3
-                        and kind in _SHARED_TYPES and (best is None or int(level) > best[0])):
-                    best = (int(level), entry.path)
-    except OSError:
-        return frozenset()
-    return frozenset() if best is None else _shared_cpus(best[1], parsed)
-
-
-def _shared_cpus(index: str, parsed: dict[str, frozenset[int]]) -> frozenset[int]:
-    """indexM/shared_cpu_list (or the hex shared_cpu_map of older kernels); empty when
-    neither reads as what the kernel writes."""
-    for name, parse in (("shared_cpu_list", parse_cpulist), ("shared_cpu_map", parse_cpumask)):
-        text = _bounded_text(os.path.join(index, name), _LIST_FILE)
-        if text is None:
-            continue
-        key = f"{name}:{text}"
-        if key not in parsed:
-            parsed[key] = _cpu_set(text, parse)
-        return parsed[key]
-    return frozenset()
-
-
-def _cpu_set(text: str, parse: Callable[[str], frozenset[int]]) -> frozenset[int]:
-    """A list or mask naming CPUs below KERNEL_MAX_CPUS, else empty (checked before a range
-    such as "0-999999999" is expanded)."""
-    if parse is parse_cpulist and any(len(n) > 5 or int(n) >= KERNEL_MAX_CPUS
-                                      for n in re.findall(r"[0-9]+", text)):
-        return frozenset()
-    if parse is parse_cpumask and len(text.replace(",", "")) * 4 > KERNEL_MAX_CPUS:
-        return frozenset()
-    try:
-        return parse(text)
-    except ValueError:
-        return frozenset()
-
-
-def _bounded_text(path: str, limit: int) -> str | None:
-    """A regular file's ASCII text, stripped, when it is at most `limit` bytes; else None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > limit or not data.isascii():
-        return None
-    return data.decode("ascii").rstrip("\0 \t\n")
 
 
 def _read_text(path: str | Path) -> str:

@@ -1,8 +1,14 @@
-"""The host's NUMA topology as pure data: nodes, CPUs, SMT siblings, memory, distances.
+"""The host's NUMA topology as pure data: nodes, CPUs, SMT siblings, last-level cache groups,
+memory, distances.
 
 Built by `slicectl.host.sysfs.read_topology(root)` from a sysfs tree, or parsed from the JSON that
-`slicectl topology --json` exports (`slicectl.topojson`), so units for a host can be generated
-anywhere. Both go through `build_topology`, which repairs what firmware gets wrong.
+`slicectl topology --json` exports (`parse_topology_json`), so units for a host can be generated
+anywhere. Both go through `build_topology`, which repairs what firmware gets wrong and keeps
+each CPU's last-level cache group within its node (`slicectl.core.placement.cache_groups`).
+
+Why this module runs past 400 lines: the export's reader stays beside the model it builds.
+`Topology.from_json` reads through it and `build_topology`, so a module of its own would
+import this one and be imported by it (an import cycle, tests/test_layers.py).
 """
 
 from __future__ import annotations
@@ -10,13 +16,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field, replace
-from enum import StrEnum
 from typing import Any
 
 from slicectl.core.config.jsoninput import JsonReader, kind
 from slicectl.core.cpulist import KERNEL_MAX_CPUS, format_cpulist
 from slicectl.core.errors import TopologyError
 from slicectl.core.frozen import frozen
+from slicectl.core.placement.cache_groups import (
+    CacheSharing,
+    contradiction_warning,
+    node_cache_groups,
+)
 
 FORMAT = "slicectl-topology/1"
 LOCAL_DISTANCE = 10
@@ -48,16 +58,6 @@ class Cpu:
             return (-1, -1, -1, min(self.siblings))
         return (self.package or 0, self.die or 0, self.core if self.core is not None else self.id,
                 self.id if self.core is None else -1)
-
-
-class CacheSharing(StrEnum):
-    """How a node's CPUs share their last-level caches, as `build_topology` found it. Only
-    with GROUPS do its CPUs carry `Cpu.cache`; otherwise the node stands in for the group."""
-
-    GROUPS = "groups"  # one or more caches, each within the node (AMD: one L3 per CCX/CCD)
-    SPANS_NODES = "spans-nodes"  # one cache reaches beyond the node (Intel Sub-NUMA Clustering)
-    PER_CORE = "per-core"  # every core has its own: no group of cores to keep together
-    UNKNOWN = "unknown"  # no cache facts (no cpuN/cache), or lists that contradict each other
 
 
 @frozen
@@ -159,7 +159,8 @@ class Topology:
 
     def cache_group(self, cpu_id: int) -> frozenset[int]:
         """The online CPUs sharing `cpu_id`'s last-level cache, never beyond its node: where
-        the cache is unknown or shared across nodes, its node's CPUs."""
+        the node stands in (the cache is unknown, shared across nodes or per core), its
+        node's CPUs."""
         cpu = self.cpu(cpu_id)
         if cpu.cache:
             return cpu.cache
@@ -168,7 +169,7 @@ class Topology:
 
     def cache_groups(self, node_id: int) -> tuple[frozenset[int], ...]:
         """The last-level cache groups of one node, by lowest CPU (one group, the node's
-        CPUs, when the caches are unknown or shared across nodes)."""
+        CPUs, where the node stands in)."""
         groups = {self.cache_group(c) for c in self.node(node_id).cpus}
         return tuple(sorted(groups, key=min))
 
@@ -256,47 +257,15 @@ def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
     cache_warnings: list[str] = []
     for n in merged:
         own = on_node.get(n.id, [])
-        sharing, groups = _cache_groups(n, own, online)
+        sharing, groups = node_cache_groups(n.cpus, n.cache_sharing, own, online)
         if sharing is CacheSharing.UNKNOWN and any(c.cache for c in own):
-            cache_warnings.append(
-                f"node {n.id}: its CPUs' last-level cache lists (cpuN/cache) contradict each "
-                "other or are missing for some CPUs; slicectl takes the node as their group")
+            cache_warnings.append(contradiction_warning(n.id))
         result.append(replace(n, cache_sharing=sharing))
         for cid, group in groups.items():
             fixed[cid] = replace(fixed[cid], cache=group)
     return Topology(nodes=tuple(result), cpus=tuple(fixed[c.id] for c in cpus), source=source,
                     systemd_version=systemd_version, task_limit=task_limit,
                     warnings=merges + assigned + tuple(cache_warnings))
-
-
-def _cache_groups(node: Node, own: Sequence[Cpu], online: frozenset[int]
-                  ) -> tuple[CacheSharing, dict[int, frozenset[int]]]:
-    """How `node`'s online CPUs (`own`) share their last-level caches, and each CPU's group
-    when they split the node into groups (each CPU in exactly one, all within the node).
-
-    Otherwise the node stands in for every CPU's group: when one cache reaches beyond it
-    (Sub-NUMA Clustering: one L3 per package, two nodes), when every group is one core's
-    (an Arm server whose last level is a per-core L2: there is nothing to keep together), or
-    when the groups are unknown or contradict each other. An export says why in its node's
-    `cache_sharing`, which stands when its CPUs carry no groups.
-    """
-    group = {c.id: c.cache & online for c in own}
-    if not own or not any(group.values()):
-        stated = node.cache_sharing in (CacheSharing.SPANS_NODES, CacheSharing.PER_CORE)
-        return (node.cache_sharing if stated and own else CacheSharing.UNKNOWN), {}
-    if not all(group.values()):
-        return CacheSharing.UNKNOWN, {}
-    if any(not g <= node.cpus for g in group.values()):
-        return CacheSharing.SPANS_NODES, {}
-    # Each CPU in its own group, and distinct groups disjoint: then every CPU's group names
-    # the same group for each of its members (distinct lists are few: compare those).
-    distinct = set(group.values())
-    if (any(cid not in g for cid, g in group.items())
-            or sum(map(len, distinct)) != len(frozenset().union(*distinct))):
-        return CacheSharing.UNKNOWN, {}
-    if all(group[c.id] <= c.siblings | {c.id} for c in own):
-        return CacheSharing.PER_CORE, {}
-    return CacheSharing.GROUPS, group
 
 
 def merge_shared_cpus(nodes: Sequence[Node]) -> tuple[tuple[Node, ...], tuple[str, ...]]:
