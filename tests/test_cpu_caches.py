@@ -112,11 +112,19 @@ def test_a_cpu_that_went_offline_leaves_its_group(tmp_path: Path) -> None:
 def test_a_shared_cpu_list_the_kernel_never_writes_leaves_the_group_unknown(
         content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = copy("single-node", tmp_path)
-    (index(root, 1) / "shared_cpu_list").write_bytes(content)
+    (index(root, 0) / "shared_cpu_list").write_bytes(content)
     topo = read_topology(root)
     assert groups(topo, 0) == ["unknown"] and topo.cache_group(0) == frozenset({0, 1})
     _, err = topology(capsys, "--sysfs", str(root))
-    assert err == CONTRADICT + "\n"  # CPU 0 says it shares with CPU 1, CPU 1 says nothing
+    assert err == CONTRADICT + "\n"  # CPU 1 says it shares with CPU 0, CPU 0 says nothing
+
+
+def test_a_cpu_named_in_a_group_read_before_is_not_read_again(tmp_path: Path) -> None:
+    """One CPU's files per group are read: the kernel lists every member the same CPUs."""
+    root = copy("single-node", tmp_path)
+    (index(root, 1) / "shared_cpu_list").write_text("garbage\n")
+    topo = read_topology(root)
+    assert groups(topo, 0) == ["0,1"] and not topo.warnings
 
 
 @pytest.mark.parametrize(("name", "content"), [

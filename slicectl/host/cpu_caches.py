@@ -28,6 +28,28 @@ _LIST_FILE = 64 << 10  # a shared_cpu_list of 8,192 CPUs written as "0,2,4,...":
 _SHARED_TYPES = ("Unified", "Data")  # an Instruction cache holds no data to share
 
 
+class LastLevelCaches:
+    """Each online CPU's last-level cache group, read once per group: the kernel lists a
+    cache's CPUs from the one cache they share, so a CPU another CPU's list names has that
+    list: one CPU's files per group are read, not every CPU's (the generator's cold start).
+    A list that contradicts another still shows where the groups overlap: build_topology
+    then leaves the node standing in."""
+
+    def __init__(self) -> None:
+        self._found: dict[int, frozenset[int]] = {}
+        self._parsed: dict[str, frozenset[int]] = {}
+
+    def of(self, cpu_dir: str, cpu: int) -> frozenset[int]:
+        """The group of CPU `cpu`, whose sysfs directory is `cpu_dir` (empty: unknown)."""
+        if cpu in self._found:
+            return self._found[cpu]
+        group = last_level_cache(cpu_dir, self._parsed)
+        if cpu in group:
+            for member in group:
+                self._found.setdefault(member, group)
+        return group
+
+
 def last_level_cache(d: str, parsed: dict[str, frozenset[int]]) -> frozenset[int]:
     """The CPUs sharing CPU `d`'s last-level cache (the highest `level` of a Unified or
     Data cache in cpuN/cache/indexM), itself included; empty when unknown. `parsed` holds

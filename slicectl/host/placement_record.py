@@ -76,16 +76,18 @@ def _topology_files(parts: list[bytes], sysfs: str) -> None:
 
 
 def _cache_files(parts: list[bytes], cpu: str, name: str) -> None:
-    """The CPUs sharing each of a CPU's caches (cpuN/cache/indexM/shared_cpu_list), which its
-    last-level cache group comes from; the levels and types of a CPU's caches do not change
-    while these stay the same."""
+    """The CPU's cache indexes by name and the CPUs sharing its last one: the last-level
+    cache group comes from there (x86 and arm64 number a CPU's caches from level 1 up, so
+    the last index is the last level; slicectl.host.cpu_caches reads the levels). One list
+    read per CPU, not one per cache: this is the generator's fast path."""
     try:
         indexes = _numbered(os.path.join(cpu, "cache"), "index")
     except (FileNotFoundError, NotADirectoryError):
         return  # no cache facts: the groups are unknown
-    for index in indexes:
-        rel = f"cache/{index}/shared_cpu_list"
-        parts.append(f"{name}/{rel}=".encode() + _read(os.path.join(cpu, rel), b"-"))
+    if indexes:
+        rel = f"cache/{indexes[-1]}/shared_cpu_list"
+        parts.append(f"{name}/{','.join(indexes)}/{rel}=".encode()
+                     + _read(os.path.join(cpu, rel), b"-"))
 
 
 def _own_files(parts: list[bytes]) -> None:

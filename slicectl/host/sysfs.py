@@ -27,7 +27,7 @@ from slicectl.core.placement.topology import (
     build_topology,
     parse_topology_json,
 )
-from slicectl.host.cpu_caches import last_level_cache
+from slicectl.host.cpu_caches import LastLevelCaches
 
 _NODE_DIR = re.compile(r"node(\d+)")
 _CPU_DIR = re.compile(r"cpu(\d+)")
@@ -78,9 +78,9 @@ def read_topology(root: str | Path = defaults.SYSFS,
         nodes = [Node(0, online, _machine_memory(proc / "meminfo", node_dir),
                       {0: LOCAL_DISTANCE})]
     node_of = {c: n.id for n in nodes for c in n.cpus}
-    cache_lists: dict[str, frozenset[int]] = {}
+    caches = LastLevelCaches()
     cpus = tuple(
-        _read_cpu(os.path.join(cpu_dir, f"cpu{cid}"), cid, node_of.get(cid), cache_lists)
+        _read_cpu(os.path.join(cpu_dir, f"cpu{cid}"), cid, node_of.get(cid), caches)
         if cid in online
         else Cpu(id=cid, online=False, node=None)
         for cid in cpu_ids
@@ -173,7 +173,7 @@ def _cpu_online(d: Path) -> bool:
 
 
 def _read_cpu(d: str, cid: int, node: int | None,
-              cache_lists: dict[str, frozenset[int]]) -> Cpu:
+              caches: LastLevelCaches) -> Cpu:
     """One online CPU's package, die, core and SMT siblings from cpuN/topology, and its
     last-level cache group from cpuN/cache (paths as strings: this runs for every CPU, at
     every boot in the generator)."""
@@ -188,7 +188,7 @@ def _read_cpu(d: str, cid: int, node: int | None,
         die=_read_optional_int(os.path.join(t, "die_id")),  # only since Linux 5.2
         core=_read_optional_int(os.path.join(t, "core_id")),
         siblings=siblings if siblings is not None else frozenset({cid}),
-        cache=last_level_cache(d, cache_lists),
+        cache=caches.of(d, cid),
     )
 
 
