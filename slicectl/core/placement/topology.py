@@ -235,8 +235,10 @@ def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
     Some firmware lists every CPU in every node (all nodes "0-7", every distance 10). The
     kernel then puts each CPU in one of them, and readers disagreed about which; the honest
     reading is one node whose memory is all of theirs. A CPU listed in nodes whose lists
-    otherwise differ goes to one of them (`slicectl.core.placement.shared_cpus`). Each repair is
-    reported in `warnings`.
+    otherwise differ goes to one of them (`slicectl.core.placement.shared_cpus`). Each CPU's
+    last-level cache group is kept only where the node's groups split its CPUs
+    (`slicectl.core.placement.cache_groups`); lists that contradict each other are dropped.
+    Each repair is reported in `warnings`.
     """
     from slicectl.core.placement.shared_cpus import assign_shared_cpus
 
