@@ -628,7 +628,7 @@ def test_a_piped_table_narrower_than_the_page_is_as_rich_draws_it(
     console = Console(width=100, soft_wrap=False, force_terminal=False)
     with console.capture() as captured:
         for item in (tables.topology_summary(topo), tables.topology_table(topo),
-                     maps.numa_map(topo)):
+                     tables.cache_table(topo), maps.numa_map(topo)):
             console.print(item)
     assert out == "".join(f"{line.rstrip()}\n" for line in captured.get().splitlines())
 

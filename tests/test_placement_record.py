@@ -45,6 +45,22 @@ def test_the_fingerprint_changes_with_tenants_yaml_and_the_topology(
     assert record.fingerprint(str(tenants), str(sysfs)) not in (before, edited)
 
 
+def test_the_fingerprint_changes_with_the_last_level_cache_groups(tmp_path: Path) -> None:
+    """A kernel that starts listing caches, or lists them differently, places again."""
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("version: 1\ntenants:\n  db1: {cpus: 4}\n")
+    sysfs = tmp_path / "sys"
+    shutil.copytree(SYSFS.parent / "epyc-nps4", sysfs)
+    before = record.fingerprint(str(tenants), str(sysfs))
+    assert before is not None and before == record.fingerprint(str(tenants), str(sysfs))
+    l3 = sysfs / "devices/system/cpu/cpu0/cache/index3/shared_cpu_list"
+    l3.write_text("0-7,32-39\n")
+    changed = record.fingerprint(str(tenants), str(sysfs))
+    assert changed not in (None, before)
+    shutil.rmtree(l3.parent)
+    assert record.fingerprint(str(tenants), str(sysfs)) not in (None, before, changed)
+
+
 def test_no_fingerprint_when_something_cannot_be_read(host: tuple[Path, Path]) -> None:
     tenants, sysfs = host
     assert record.fingerprint(str(tenants.parent / "missing.yaml"), str(sysfs)) is None

@@ -17,6 +17,7 @@ import pytest
 
 from slicectl.core.cpulist import format_cpulist, parse_cpulist, parse_cpumask
 from slicectl.core.errors import TopologyError
+from slicectl.core.placement.cache_groups import CacheSharing
 from slicectl.core.placement.topology import Topology
 from slicectl.host.sysfs import read_topology
 
@@ -36,6 +37,9 @@ class Expected:
     distances: list[list[int]]  # rows in node id order
     cores: list[tuple[int, ...]]  # SMT sibling groups of all online CPUs
     offline: str = ""
+    # node id -> its last-level cache groups ("0-3,32-35 | 4-7,36-39"), or why the node
+    # stands in ("spans-nodes", "per-core"); every node with CPUs "unknown" when not given.
+    caches: dict[int, str] = dataclasses.field(default_factory=dict)
 
 
 def _slit(n: int, remote: int) -> list[list[int]]:
@@ -61,6 +65,30 @@ SHAPES: dict[str, Expected] = {
         memory={n: 64 * GiB for n in range(4)},
         distances=_slit(4, 12),
         cores=[(c, c + 32) for c in range(32)],
+        caches={0: "0-3,32-35 | 4-7,36-39", 1: "8-11,40-43 | 12-15,44-47",
+                2: "16-19,48-51 | 20-23,52-55", 3: "24-27,56-59 | 28-31,60-63"},
+    ),
+    "epyc-2s-nps1": Expected(
+        cpus={0: "0-15,32-47", 1: "16-31,48-63"},
+        memory={0: 128 * GiB, 1: 128 * GiB},
+        distances=_slit(2, 32),
+        cores=[(c, c + 32) for c in range(32)],
+        caches={0: "0-3,32-35 | 4-7,36-39 | 8-11,40-43 | 12-15,44-47",
+                1: "16-19,48-51 | 20-23,52-55 | 24-27,56-59 | 28-31,60-63"},
+    ),
+    "xeon-snc2": Expected(  # one L3 per package, two nodes in it: each node stands in
+        cpus={0: "0-7,16-23", 1: "8-15,24-31"},
+        memory={0: 64 * GiB, 1: 64 * GiB},
+        distances=_slit(2, 11),
+        cores=[(c, c + 16) for c in range(16)],
+        caches={0: "spans-nodes", 1: "spans-nodes"},
+    ),
+    "altra-q32": Expected(  # each core's own L2 is the last level: the node stands in
+        cpus={0: "0-31"},
+        memory={0: 128 * GiB},
+        distances=[[10]],
+        cores=[(c,) for c in range(32)],
+        caches={0: "per-core"},
     ),
     "offline-cpu": Expected(
         cpus={0: "0-3", 1: "4,6,7"},
@@ -86,6 +114,7 @@ SHAPES: dict[str, Expected] = {
         memory={0: 4417312 * 1024},
         distances=[[10]],
         cores=[(0,), (1,)],
+        caches={0: "0,1"},
     ),
     "no-numa": Expected(  # memory from proc/no-numa/meminfo: 3.7 GiB, not 0
         cpus={0: "0-3"},
@@ -187,6 +216,32 @@ def test_json_round_trip_and_committed_export(shape: str) -> None:
     fresh = dataclasses.replace(topo, source=f"tests/fixtures/sysfs/{shape}")
     assert committed == fresh.to_json()
     assert Topology.from_json(committed) == fresh
+
+
+def _shown_caches(topo: Topology, node: int) -> str:
+    """A node's cache groups as Expected.caches writes them."""
+    n = topo.node(node)
+    if n.cache_sharing is not CacheSharing.GROUPS:
+        return n.cache_sharing.value
+    return " | ".join(format_cpulist(g) for g in topo.cache_groups(node))
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_last_level_cache_groups(shape: str) -> None:
+    """Each CPU's group is the CPUs sharing its last-level cache within its node; where the
+    node stands in, every CPU's group is its node's CPUs."""
+    topo = read(shape)
+    exp = SHAPES[shape]
+    with_cpus = [nid for nid, cpus in exp.cpus.items() if cpus]
+    expected = {nid: exp.caches.get(nid, "unknown") for nid in with_cpus}
+    assert {nid: _shown_caches(topo, nid) for nid in with_cpus} == expected
+    for node in topo.nodes:
+        for c in node.cpus:
+            group = topo.cache_group(c)
+            assert c in group and group <= node.cpus
+            assert all(topo.cache_group(m) == group for m in group)
+            stands_in = node.cache_sharing is not CacheSharing.GROUPS
+            assert (group == node.cpus) if stands_in else (group == topo.cpu(c).cache)
 
 
 def test_nehalem_has_no_die_id_and_sparse_core_ids() -> None:
@@ -454,6 +509,9 @@ SHOWN = {
     "nehalem-ex-4node": ["31.9G", "32G", "32G", "32G"],  # node0 holds less than 32G
     "xeon-2s-smt": ["96G", "96G"],
     "epyc-nps4": ["64G"] * 4,
+    "epyc-2s-nps1": ["128G", "128G"],
+    "xeon-snc2": ["64G", "64G"],
+    "altra-q32": ["128G"],
     "offline-cpu": ["8G", "8G"],
     "cpuless-memory-node": ["64G", "64G", "256G"],
     "memoryless-node": ["16G", "-"],

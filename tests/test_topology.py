@@ -1,6 +1,6 @@
 """slicectl.core.placement.topology: the model's lookups, merging nodes that list the same CPUs, and
 the `--topology FILE` export read as untrusted input (a located message, never an
-internal error)."""
+internal error), with and without the CPUs' last-level cache groups."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from slicectl.cli import main
 from slicectl.core.errors import TopologyError
+from slicectl.core.placement.cache_groups import CacheSharing
 from slicectl.core.placement.topology import (
     Cpu,
     Node,
@@ -91,6 +92,14 @@ def test_the_small_export_is_valid() -> None:
     (with_cpu(package=-2), "topo.json: cpus[0].package: -2 is out of range "
                            "(must be -1 to 2147483647)"),
     (with_cpu(id=1), "topo.json: cpus[1].id: CPU 1 is listed twice"),
+    (with_cpu(cache=3), "topo.json: cpus[0].cache: must be a string, not an integer (3)"),
+    (with_cpu(cache="0-99999"), "topo.json: cpus[0].cache: CPU numbers must be below 8192"),
+    (with_cpu(cache="1-0"), "topo.json: cpus[0].cache: not a cpulist such as \"0-3,8\" "
+                            "(range '1-0' runs backwards in cpulist '1-0')"),
+    (with_node(cache_sharing="l3"), "topo.json: nodes[0].cache_sharing: 'l3' is not one of "
+                                    "groups, spans-nodes, per-core, unknown"),
+    (with_node(cache_sharing=None), "topo.json: nodes[0].cache_sharing: must be a string, "
+                                    "not null"),
     (export(nodes={}), "topo.json: nodes: must be a list, not an object"),
     (export(nodes=[]), "topo.json: nodes: lists no node (every host has at least one)"),
     (export(nodes=[7]), "topo.json: nodes[0]: must be an object, not an integer (7)"),
@@ -239,3 +248,42 @@ def test_cpu_only_node_binds_to_the_memory_of_a_merged_node() -> None:
                            _node(1, "0-3", G, {0: 10, 1: 10, 2: 20}),
                            _node(2, "4-5", 0, {0: 20, 1: 20, 2: 10})], cpus, "x")
     assert topo.memory_nodes_for(2) == (0, 1)
+
+
+# --- last-level cache groups -----------------------------------------------------------------
+
+def with_caches(*lists: str) -> dict[str, Any]:
+    """The small export with each CPU's `cache` list (CPU 0 first)."""
+    data = export()
+    for cpu, text in zip(data["cpus"], lists, strict=True):
+        cpu["cache"] = text
+    return data
+
+
+def groups_of(data: dict[str, Any]) -> tuple[dict[int, str], list[str]]:
+    """Each node's cache groups as `topology` would list them (or why the node stands in),
+    and the warnings."""
+    topo = parse_topology_json(json.dumps(data).encode(), "topo.json")
+    shown = {n.id: " | ".join(",".join(map(str, sorted(g))) for g in topo.cache_groups(n.id))
+             if n.cache_sharing is CacheSharing.GROUPS else n.cache_sharing.value
+             for n in topo.nodes}
+    return shown, list(topo.warnings)
+
+
+def test_export_without_cache_lists_loads_with_groups_unknown() -> None:
+    """Exports written before slicectl read caches (no `cache`, no `cache_sharing`)."""
+    assert groups_of(export()) == ({0: "unknown", 1: "unknown"}, [])
+    old = FIXTURES / "topologies" / "xeon-2s-smt-systemd252.json"
+    assert "cache" not in old.read_text()
+    topo = parse_topology_json(old.read_bytes(), str(old))
+    assert {n.cache_sharing for n in topo.nodes} == {CacheSharing.UNKNOWN}
+    assert topo.cache_groups(0) == (topo.node(0).cpus,)
+
+
+def test_cache_lists_round_trip() -> None:
+    data = with_caches("0", "1", "2-3", "2-3")  # node 0: a cache per core, node 1: one
+    topo = parse_topology_json(json.dumps(data).encode(), "topo.json")
+    assert [c["cache"] for c in topo.to_json()["cpus"]] == ["", "", "2,3", "2,3"]
+    assert [n["cache_sharing"] for n in topo.to_json()["nodes"]] == ["per-core", "groups"]
+    assert Topology.from_json(topo.to_json(), "topo.json") == topo
+    assert groups_of(data) == ({0: "per-core", 1: "2,3"}, [])

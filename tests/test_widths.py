@@ -25,6 +25,7 @@ from slicectl.host.sampler import Sampler
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "widths"
 XEON = "tests/fixtures/topologies/xeon-2s-smt.json"  # relative: the golden files name it
+EPYC = "tests/fixtures/topologies/epyc-2s-nps1.json"
 NEHALEM = "tests/fixtures/sysfs/nehalem-ex-4node"
 CGROUP = ROOT / "tests" / "fixtures" / "cgroup"  # read before chdir: absolute
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -63,6 +64,8 @@ VIEWS: dict[str, Callable[[], int]] = {
     "top": top,
     "plan": lambda: main(["plan", "examples/web-batch.yaml", "--topology", XEON]),
     "topology": lambda: main(["topology", "--topology", XEON]),
+    # An EPYC host whose nodes each hold four L3 groups: the groups' table and the map by group.
+    "topology-cache": lambda: main(["topology", "--topology", EPYC]),
     "live-map": lambda: main(["topology", "--live", "--sysfs", NEHALEM, "--cgroup-root",
                               str(CGROUP)]),
     "status": status,

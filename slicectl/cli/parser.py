@@ -492,8 +492,9 @@ VERBS: dict[str, tuple[str, Callable[[Parser], None]]] = {
 
 # verb → (what `slicectl VERB --help` says it does, one example command line).
 DOCS: dict[str, tuple[str, str]] = {
-    "topology": ("Show the host's NUMA nodes, their CPUs (SMT siblings together) and memory, "
-                 "read from /sys; --json exports it for planning another host; --live draws "
+    "topology": ("Show the host's NUMA nodes, their CPUs (SMT siblings together), the CPUs "
+                 "sharing each last-level cache, and memory, read from /sys; --json exports it "
+                 "for planning another host; --live draws "
                  "which tenant runs where now.",
                  "slicectl topology --json > host1.json"),
     "validate": ("Check tenants.yaml and report every problem at once, located by line; with "

@@ -63,7 +63,8 @@ def cmd_topology(args: Namespace) -> int:
 
     from slicectl.views import maps, page, tables
 
-    page.show(tables.topology_summary(topo), tables.topology_table(topo), maps.numa_map(topo))
+    page.show(tables.topology_summary(topo), tables.topology_table(topo),
+              tables.cache_table(topo), maps.numa_map(topo))
     return EXIT_OK
 
 

@@ -64,6 +64,7 @@ def _topology_files(parts: list[bytes], sysfs: str) -> None:
     for name in _numbered(cpu, "cpu"):
         for rel in _CPU_FILES:
             parts.append(f"{name}/{rel}=".encode() + _read(os.path.join(cpu, name, rel), b"-"))
+        _cache_files(parts, os.path.join(cpu, name), name)
     node = os.path.join(sysfs, _NODE)
     if not os.path.isdir(node):
         return
@@ -72,6 +73,21 @@ def _topology_files(parts: list[bytes], sysfs: str) -> None:
             parts.append(f"{name}/{rel}=".encode() + _read(os.path.join(node, name, rel)))
         meminfo = _read(os.path.join(node, name, "meminfo"))
         parts.append(b"".join(line for line in meminfo.splitlines() if b"MemTotal" in line))
+
+
+def _cache_files(parts: list[bytes], cpu: str, name: str) -> None:
+    """The CPU's cache indexes by name and the CPUs sharing its last one: the last-level
+    cache group comes from there (x86 and arm64 number a CPU's caches from level 1 up, so
+    the last index is the last level; slicectl.host.cpu_caches reads the levels). One list
+    read per CPU, not one per cache: this is the generator's fast path."""
+    try:
+        indexes = _numbered(os.path.join(cpu, "cache"), "index")
+    except (FileNotFoundError, NotADirectoryError):
+        return  # no cache facts: the groups are unknown
+    if indexes:
+        rel = f"cache/{indexes[-1]}/shared_cpu_list"
+        parts.append(f"{name}/{','.join(indexes)}/{rel}=".encode()
+                     + _read(os.path.join(cpu, rel), b"-"))
 
 
 def _own_files(parts: list[bytes]) -> None:

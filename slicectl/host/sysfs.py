@@ -6,6 +6,8 @@ exist, the older hex masks (`cpumap`, `thread_siblings`) where they do not, list
 in a NUL byte, empty per-CPU `online` files (`cpu/online` is the truth), and no
 `devices/system/node` at all (a kernel built without NUMA: one node, whose memory comes from
 `meminfo` in the proc root, by default the `proc` beside the sysfs root: `/proc` for `/sys`).
+Each CPU's last-level cache group comes from `cpuN/cache`, where the kernel has it; where it
+has not, or holds what the kernel never writes, the group is unknown (never an error).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from slicectl.core.placement.topology import (
     build_topology,
     parse_topology_json,
 )
+from slicectl.host.cpu_caches import LastLevelCaches
 
 _NODE_DIR = re.compile(r"node(\d+)")
 _CPU_DIR = re.compile(r"cpu(\d+)")
@@ -59,7 +62,8 @@ def load_topology_file(path: str) -> Topology:
 
 def read_topology(root: str | Path = defaults.SYSFS,
                   proc_root: str | Path | None = None) -> Topology:
-    """Read nodes, CPUs, SMT siblings, memory and distances from the sysfs tree at `root`."""
+    """Read nodes, CPUs, SMT siblings, last-level cache groups, memory and distances from the
+    sysfs tree at `root`."""
     root = Path(root)
     cpu_dir = _cpu_dir(root)
     online, cpu_ids = _cpus(cpu_dir)
@@ -74,8 +78,10 @@ def read_topology(root: str | Path = defaults.SYSFS,
         nodes = [Node(0, online, _machine_memory(proc / "meminfo", node_dir),
                       {0: LOCAL_DISTANCE})]
     node_of = {c: n.id for n in nodes for c in n.cpus}
+    caches = LastLevelCaches()
     cpus = tuple(
-        _read_cpu(os.path.join(cpu_dir, f"cpu{cid}"), cid, node_of.get(cid)) if cid in online
+        _read_cpu(os.path.join(cpu_dir, f"cpu{cid}"), cid, node_of.get(cid), caches)
+        if cid in online
         else Cpu(id=cid, online=False, node=None)
         for cid in cpu_ids
     )
@@ -166,9 +172,11 @@ def _cpu_online(d: Path) -> bool:
     return text == "1"
 
 
-def _read_cpu(d: str, cid: int, node: int | None) -> Cpu:
-    """One online CPU's package, die, core and SMT siblings from cpuN/topology (paths as
-    strings: this runs for every CPU, at every boot in the generator)."""
+def _read_cpu(d: str, cid: int, node: int | None,
+              caches: LastLevelCaches) -> Cpu:
+    """One online CPU's package, die, core and SMT siblings from cpuN/topology, and its
+    last-level cache group from cpuN/cache (paths as strings: this runs for every CPU, at
+    every boot in the generator)."""
     t = os.path.join(d, "topology")
     # thread_siblings_list is deprecated for core_cpus_list (5.4); kernels before 2.6.25
     # have only the masks.
@@ -180,6 +188,7 @@ def _read_cpu(d: str, cid: int, node: int | None) -> Cpu:
         die=_read_optional_int(os.path.join(t, "die_id")),  # only since Linux 5.2
         core=_read_optional_int(os.path.join(t, "core_id")),
         siblings=siblings if siblings is not None else frozenset({cid}),
+        cache=caches.of(d, cid),
     )
 
 

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from slicectl.core.human import human_size
+from slicectl.core.placement.cache_groups import CacheSharing
 from slicectl.core.placement.layout import Layout
 from slicectl.core.placement.topology import Topology
 from slicectl.views.page import column, memory_text, table
@@ -32,6 +33,7 @@ FREE_STYLE = "dim"
 # (past the 52nd, all "+"), housekeeping "#", the shared pool and free CPUs ".".
 TENANT_MARKS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 MORE_MARK, HOUSEKEEPING_MARK, FREE_MARK = "+", "#", "."
+CACHE_MARK = "|"  # between a node's last-level cache groups in the map
 DISAGREE_MARK = "!"
 
 
@@ -60,41 +62,60 @@ def numa_map(topo: Topology, layout: Layout | None = None, tenant_order: Iterabl
              marked: frozenset[int] = frozenset()) -> Table | Group:
     """Nodes × CPUs; with a layout, each CPU marked (a letter, named in the legend) and
     coloured by its owner; `marked` CPUs (those a change moves) underlined."""
-    owners: dict[int, str] = {}
-    marks: dict[str, tuple[str, str]] = {}
-    if layout is not None:
-        for c in layout.housekeeping:
-            owners[c] = "housekeeping"
-        marks = marks_of(list(tenant_order) or [p.tenant for p in layout.tenants])
-        for p in layout.tenants:
-            if p.exclusive:
-                for c in p.cpus:
-                    owners[c] = p.tenant
-        marks["housekeeping"] = (HOUSEKEEPING_MARK, HOUSEKEEPING_STYLE)
+    owners, marks = _owners(layout, tenant_order) if layout is not None else ({}, {})
     free = (FREE_MARK, FREE_STYLE) if layout is not None else ("", "")
     width = max((len(str(c.id)) for c in topo.cpus), default=1)
     t = table("NUMA map (node × CPU)")
     column(t, "node", "right", wrap=False)
     column(t, "CPUs")
     column(t, "memory", "right", wrap=False)
+    grouped = False
     for n in topo.nodes:
+        groups = _cache_groups(topo, n.id)
+        grouped = grouped or len(groups) > 1
         cells = Text()
-        for c in sorted(n.cpus):
-            mark, style = marks.get(owners.get(c, ""), free)
-            if cells:
-                cells.append(" ")
-            cells.append(str(c).rjust(width) + mark,
-                         style=f"{style} underline" if c in marked else style)
+        for i, group in enumerate(groups):
+            if i:
+                cells.append(f" {CACHE_MARK}")
+            for c in sorted(group):
+                mark, style = marks.get(owners.get(c, ""), free)
+                cells.append(" " if cells else "")
+                cells.append(str(c).rjust(width) + mark,
+                             style=f"{style} underline" if c in marked else style)
         t.add_row(f"node{n.id}", cells if n.cpus else Text("(no CPUs)", style="dim"),
                   memory_text(n.memory_bytes))
+    cache_note = f"{CACHE_MARK} between CPUs: last-level cache groups"
     if layout is None:
-        return t
+        return Group(t, Text(cache_note)) if grouped else t
     legend = legend_of(marks, [(FREE_MARK, "shared/free", FREE_STYLE)])
+    if grouped:
+        legend.append(f"; {cache_note}")
     if marked:
         legend.append("; ")
         legend.append("underlined", style="underline")
         legend.append(": CPUs the change moves")
     return Group(t, legend)
+
+
+def _owners(layout: Layout, tenant_order: Iterable[str]
+            ) -> tuple[dict[int, str], dict[str, tuple[str, str]]]:
+    """Each CPU's owner in `layout` (housekeeping, or a tenant holding it alone), and each
+    owner's (mark, style)."""
+    owners = dict.fromkeys(layout.housekeeping, "housekeeping")
+    marks = marks_of(list(tenant_order) or [p.tenant for p in layout.tenants])
+    for p in layout.tenants:
+        if p.exclusive:
+            owners.update(dict.fromkeys(p.cpus, p.tenant))
+    marks["housekeeping"] = (HOUSEKEEPING_MARK, HOUSEKEEPING_STYLE)
+    return owners, marks
+
+
+def _cache_groups(topo: Topology, node: int) -> tuple[frozenset[int], ...]:
+    """A node's CPUs by last-level cache group where the groups are known, else all in one."""
+    n = topo.node(node)
+    if n.cpus and n.cache_sharing is CacheSharing.GROUPS:
+        return topo.cache_groups(node)
+    return (n.cpus,)
 
 
 def live_map_view(live: LiveMap) -> RenderableType:

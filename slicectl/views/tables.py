@@ -17,6 +17,7 @@ from rich.text import Text
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.human import human_time
+from slicectl.core.placement.cache_groups import CacheSharing
 from slicectl.core.placement.layout import Layout, TenantPlacement
 from slicectl.core.placement.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, Topology
 from slicectl.core.plan import Plan, SetLines, UnitPlan
@@ -43,6 +44,35 @@ def topology_table(topo: Topology) -> Table:
         t.add_row(Text(str(n.id)), CpuList(format_cpulist(n.cpus) or "-"),
                   *map(Text, (str(len(n.cpus)), str(len(cores)), memory_text(n.memory_bytes),
                               dist)))
+    return t
+
+
+# Why a node stands in for its CPUs' last-level cache group, in the topology view.
+STANDS_IN = {
+    CacheSharing.SPANS_NODES: "node stands in: its last-level cache spans other nodes too",
+    CacheSharing.PER_CORE: "node stands in: every core has a last-level cache of its own",
+    CacheSharing.UNKNOWN: "node stands in: unknown",
+}
+
+
+def cache_table(topo: Topology) -> Table | Text:
+    """One row per node with CPUs: its last-level cache groups (the CPUs sharing one cache,
+    "0-3,32-35 | 4-7,36-39"), or why the node stands in for them; one line when no node's
+    groups are known."""
+    nodes = [n for n in topo.nodes if n.cpus]
+    if all(n.cache_sharing is CacheSharing.UNKNOWN for n in nodes):
+        return Text("Last-level cache groups: unknown (each node stands in)")
+    t = table("Last-level cache groups")
+    column(t, "node", "right", wrap=False)
+    column(t, "groups", "right", wrap=False)
+    column(t, "CPUs sharing each cache")
+    for n in nodes:
+        if n.cache_sharing is CacheSharing.GROUPS:
+            groups = topo.cache_groups(n.id)
+            t.add_row(Text(str(n.id)), Text(str(len(groups))),
+                      CpuList(" | ".join(format_cpulist(g) for g in groups)))
+        else:
+            t.add_row(Text(str(n.id)), Text("-"), Text(STANDS_IN[n.cache_sharing]))
     return t
 
 

@@ -1,11 +1,14 @@
-"""The host's NUMA topology as pure data: nodes, CPUs, SMT siblings, memory, distances.
+"""The host's NUMA topology as pure data: nodes, CPUs, SMT siblings, last-level cache groups,
+memory, distances.
 
 Built by `slicectl.host.sysfs.read_topology(root)` from a sysfs tree, or parsed from the JSON that
-`slicectl topology --json` exports (`slicectl.topojson`), so units for a host can be generated
-anywhere. Both go through `build_topology`, which repairs what firmware gets wrong.
+`slicectl topology --json` exports (`parse_topology_json`), so units for a host can be generated
+anywhere. Both go through `build_topology`, which repairs what firmware gets wrong and keeps
+each CPU's last-level cache group within its node (`slicectl.core.placement.cache_groups`).
 
-Why this module runs past 400 lines: the topology, the repairs of `build_topology` and its JSON
-form (written, and read back with every field checked) are one contract, read together.
+Why this module runs past 400 lines: the export's reader stays beside the model it builds.
+`Topology.from_json` reads through it and `build_topology`, so a module of its own would
+import this one and be imported by it (an import cycle, tests/test_layers.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ from slicectl.core.config.jsoninput import JsonReader, kind
 from slicectl.core.cpulist import KERNEL_MAX_CPUS, format_cpulist
 from slicectl.core.errors import TopologyError
 from slicectl.core.frozen import frozen
+from slicectl.core.placement.cache_groups import (
+    CacheSharing,
+    contradiction_warning,
+    node_cache_groups,
+)
 
 FORMAT = "slicectl-topology/1"
 LOCAL_DISTANCE = 10
@@ -37,9 +45,11 @@ class Cpu:
     core: int | None = None
     siblings: frozenset[int] = frozenset()  # SMT thread siblings, including this CPU
     # The online CPUs sharing this CPU's last-level cache, itself included (sysfs
-    # cpuN/cache/indexM/shared_cpu_list of the highest level). Empty when unknown, or when the
-    # cache reaches beyond this CPU's node (one L3 per package with Sub-NUMA Clustering): then
-    # the node stands in for it (`Topology.cache_group`). `build_topology` ensures that.
+    # cpuN/cache/indexM/shared_cpu_list of the highest level). Empty when unknown, when the
+    # cache reaches beyond this CPU's node (one L3 per package with Sub-NUMA Clustering), or
+    # when every core of the node has its own: then the node stands in for it
+    # (`Topology.cache_group`; `Node.cache_sharing` says why). `build_topology` ensures that
+    # the groups of a node's CPUs are all known and split its CPUs, or are all empty.
     cache: frozenset[int] = frozenset()
 
     def core_key(self) -> tuple[int, int, int, int]:
@@ -56,6 +66,8 @@ class Node:
 
     `merged` holds the kernel nodes folded into this one because the firmware listed the
     same CPUs in them (id -> MemTotal); their memory is part of `memory_bytes`.
+    `cache_sharing` says whether its CPUs' last-level cache groups are known (`Cpu.cache`),
+    and why the node stands in for them when they are not.
     """
 
     id: int
@@ -63,6 +75,7 @@ class Node:
     memory_bytes: int
     distances: Mapping[int, int] = field(default_factory=dict)
     merged: Mapping[int, int] = field(default_factory=dict)
+    cache_sharing: CacheSharing = CacheSharing.UNKNOWN
 
     @property
     def has_memory(self) -> bool:
@@ -146,7 +159,8 @@ class Topology:
 
     def cache_group(self, cpu_id: int) -> frozenset[int]:
         """The online CPUs sharing `cpu_id`'s last-level cache, never beyond its node: where
-        the cache is unknown or shared across nodes, its node's CPUs."""
+        the node stands in (the cache is unknown, shared across nodes or per core), its
+        node's CPUs."""
         cpu = self.cpu(cpu_id)
         if cpu.cache:
             return cpu.cache
@@ -155,7 +169,7 @@ class Topology:
 
     def cache_groups(self, node_id: int) -> tuple[frozenset[int], ...]:
         """The last-level cache groups of one node, by lowest CPU (one group, the node's
-        CPUs, when the caches are unknown or shared across nodes)."""
+        CPUs, where the node stands in)."""
         groups = {self.cache_group(c) for c in self.node(node_id).cpus}
         return tuple(sorted(groups, key=min))
 
@@ -201,7 +215,8 @@ class Topology:
             **({"task_limit": self.task_limit} if self.task_limit else {}),
             "nodes": [_node_json(n) for n in sorted(self.nodes, key=lambda n: n.id)],
             "cpus": [{"id": c.id, "online": c.online, "node": c.node, "package": c.package,
-                      "die": c.die, "core": c.core, "siblings": format_cpulist(c.siblings)}
+                      "die": c.die, "core": c.core, "siblings": format_cpulist(c.siblings),
+                      "cache": format_cpulist(c.cache)}
                      for c in sorted(self.cpus, key=lambda c: c.id)],
         }
 
@@ -220,8 +235,10 @@ def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
     Some firmware lists every CPU in every node (all nodes "0-7", every distance 10). The
     kernel then puts each CPU in one of them, and readers disagreed about which; the honest
     reading is one node whose memory is all of theirs. A CPU listed in nodes whose lists
-    otherwise differ goes to one of them (`slicectl.core.placement.shared_cpus`). Each repair is
-    reported in `warnings`.
+    otherwise differ goes to one of them (`slicectl.core.placement.shared_cpus`). Each CPU's
+    last-level cache group is kept only where the node's groups split its CPUs
+    (`slicectl.core.placement.cache_groups`); lists that contradict each other are dropped.
+    Each repair is reported in `warnings`.
     """
     from slicectl.core.placement.shared_cpus import assign_shared_cpus
 
@@ -230,27 +247,27 @@ def build_topology(nodes: Sequence[Node], cpus: Sequence[Cpu], source: str,
     if chosen:
         merged = tuple(replace(n, cpus=frozenset(c for c in n.cpus if chosen.get(c, n.id) == n.id))
                        for n in merged)
-    warnings = merges + assigned
-    node_of = {c: n.id for n in merged for c in n.cpus}
-    node_cpus = {n.id: n.cpus for n in merged}
     online = frozenset(c.id for c in cpus if c.online)
-    fixed = tuple(replace(c, node=node_of.get(c.id),
-                          cache=_cache_within_node(c, node_cpus.get(node_of.get(c.id, -1)),
-                                                   online))
-                  if c.online else replace(c, cache=frozenset())
-                  for c in cpus)
-    return Topology(nodes=merged, cpus=fixed, source=source, systemd_version=systemd_version,
-                    task_limit=task_limit, warnings=warnings)
-
-
-def _cache_within_node(cpu: Cpu, node: frozenset[int] | None,
-                       online: frozenset[int]) -> frozenset[int]:
-    """A CPU's cache group as placement uses it: its online members, itself included; empty
-    (the node stands in) when the group is unknown or reaches beyond the CPU's node."""
-    group = cpu.cache & online
-    if node is None or cpu.id not in group or not group <= node:
-        return frozenset()
-    return group
+    node_of = {c: n.id for n in merged for c in n.cpus}
+    fixed = {c.id: replace(c, node=node_of.get(c.id), cache=frozenset()) if c.online
+             else replace(c, cache=frozenset()) for c in cpus}
+    on_node: dict[int, list[Cpu]] = {}
+    for c in cpus:
+        if c.online and c.id in node_of:
+            on_node.setdefault(node_of[c.id], []).append(c)
+    result: list[Node] = []
+    cache_warnings: list[str] = []
+    for n in merged:
+        own = on_node.get(n.id, [])
+        sharing, groups = node_cache_groups(n.cpus, n.cache_sharing, own, online)
+        if sharing is CacheSharing.UNKNOWN and any(c.cache for c in own):
+            cache_warnings.append(contradiction_warning(n.id))
+        result.append(replace(n, cache_sharing=sharing))
+        for cid, group in groups.items():
+            fixed[cid] = replace(fixed[cid], cache=group)
+    return Topology(nodes=tuple(result), cpus=tuple(fixed[c.id] for c in cpus), source=source,
+                    systemd_version=systemd_version, task_limit=task_limit,
+                    warnings=merges + assigned + tuple(cache_warnings))
 
 
 def merge_shared_cpus(nodes: Sequence[Node]) -> tuple[tuple[Node, ...], tuple[str, ...]]:
@@ -319,6 +336,7 @@ def _node_json(n: Node) -> dict[str, Any]:
         "cpus": format_cpulist(n.cpus),
         "memory_bytes": n.memory_bytes,
         "distances": {str(k): v for k, v in sorted(n.distances.items())},
+        "cache_sharing": n.cache_sharing.value,
     }
     if n.merged:  # only on hosts whose firmware listed the same CPUs in several nodes
         d["merged"] = {str(k): v for k, v in sorted(n.merged.items())}
@@ -394,7 +412,17 @@ class _ExportReader(JsonReader):
             distances=self.id_map(n.get("distances", {}), f"{path}.distances", MAX_NODES,
                                   MAX_DISTANCE + 1),
             merged=self.id_map(n.get("merged", {}), f"{path}.merged", MAX_NODES, MAX_BYTES),
+            cache_sharing=self.cache_sharing(n.get("cache_sharing", CacheSharing.UNKNOWN.value),
+                                             f"{path}.cache_sharing"),
         )
+
+    def cache_sharing(self, value: Any, path: str) -> CacheSharing:
+        """One of the CacheSharing words; exports before it was written say nothing."""
+        word = self.text(value, path)
+        choices = [s.value for s in CacheSharing]
+        if word not in choices:
+            raise self.fail(path, f"{word[:40]!r} is not one of {', '.join(choices)}")
+        return CacheSharing(word)
 
     def cpu(self, value: Any, path: str) -> Cpu:
         c = self.mapping(value, path)
@@ -410,6 +438,8 @@ class _ExportReader(JsonReader):
             die=self.optional(c.get("die"), f"{path}.die", 0, 2**31),
             core=self.optional(c.get("core"), f"{path}.core", 0, 2**31),
             siblings=self.cpulist(c.get("siblings", ""), f"{path}.siblings"),
+            # Absent in exports written before slicectl read caches: unknown.
+            cache=self.cpulist(c.get("cache", ""), f"{path}.cache"),
         )
 
     def check_ids(self, nodes: Sequence[Node], cpus: Sequence[Cpu]) -> None:
