@@ -21,6 +21,9 @@ Rules, each traced to the studies in docs/background.md:
   the fewest other tenants moved, then the fewest CPUs); with `repack` it returns that layout,
   its `moves` listed. Where no layout puts the tenant on one node, only `numa: any` lets it
   span nodes.
+
+Why this module runs past 400 lines: one placement's steps (checks, housekeeping, explicit
+lists, counted tenants, the pool, the notes) share one `Claims` and are read in their order.
 """
 
 from __future__ import annotations
