@@ -1,5 +1,5 @@
-"""What the balancer's rounds take from tenants.yaml (slicectl.cli.balance): the plan placed as
-the manifest says, the policy, the mover, which tenants take part each round (against the
+"""What the balancer's rounds take from tenants.yaml (slicectl.balancer.daemon): the plan
+placed as the manifest says, the policy, the mover, which tenants take part each round (against the
 state file); and tenants.yaml and the manifest looked at every round, the plan made again when
 either changed (docs/balance.md, "Moving cores").
 """
