@@ -441,7 +441,7 @@ async def test_the_exporter_serves_the_balancers_moves_and_sizes(
 
 async def test_a_garbage_state_file_is_a_located_error_not_a_traceback(
         host: Host, capsys: pytest.CaptureFixture[str]) -> None:
-    from slicectl.host.balance_state import read_state
+    from slicectl.host.balance_state_file import read_state
 
     host.state.parent.mkdir(parents=True, exist_ok=True)
     host.state.write_text('{"format": "slicectl-balance-state/1", "tenants": '
@@ -484,7 +484,7 @@ async def test_a_move_made_whose_record_after_fails_is_still_undone_by_a_stop(
     from slicectl.apply.applier import ApplyOptions
     from slicectl.balancer import mover
     from slicectl.balancer.mover import Mover
-    from slicectl.host.balance_state import write_state
+    from slicectl.host.balance_state_file import write_state
     from slicectl.host.planning import load_tenants, plan_for_host
     from slicectl.host.sysfs import load_topology
 

@@ -32,7 +32,7 @@ from slicectl.core.balance.balance_state import BalanceState
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import SlicectlError
 from slicectl.core.frozen import frozen
-from slicectl.host.balance_state import state_or_none, write_state
+from slicectl.host.balance_state_file import state_or_none, write_state
 from slicectl.host.cgroupfs import read_cgroup_file
 from slicectl.host.unitdir import UnitDir
 

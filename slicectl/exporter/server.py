@@ -411,7 +411,7 @@ class SliceCollector(Collector):
     def _balance(self) -> BalanceState | None:
         """The balancer's state; None (its series left out, an error counted) when the file
         cannot be read or is not a state."""
-        from slicectl.host.balance_state import read_state
+        from slicectl.host.balance_state_file import read_state
 
         try:
             return read_state(self.balance_state)
