@@ -123,9 +123,7 @@ class Planned:
     @property
     def slices(self) -> frozenset[str]:
         """The elastic tenants' slice units: all the sampler reads."""
-        from slicectl.core.balance.balance_input import tenant_unit
-
-        return frozenset(tenant_unit(self.config, e.tenant) for e in self.plan.elastic)
+        return frozenset(self.config.slice_unit(e.tenant) for e in self.plan.elastic)
 
     @property
     def ranges(self) -> dict[str, ElasticRange]:

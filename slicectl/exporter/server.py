@@ -316,6 +316,7 @@ _LINE = re.compile(rb"[^\n]*\n")
 def manifest_tenants(unit_dir: Path) -> dict[str, str]:
     """Unit name -> tenant of the slices slicectl generated in `unit_dir` (its manifest):
     PARENT-NAME.slice where PARENT.slice is slicectl's too. Empty when there is none."""
+    from slicectl.core.config.tenants import slice_tenant
     from slicectl.host.unitdir import UnitDir
 
     try:
@@ -325,8 +326,8 @@ def manifest_tenants(unit_dir: Path) -> dict[str, str]:
     slices = {rel for rel in files if "/" not in rel and rel.endswith(".slice")}
     out = {}
     for unit in slices:
-        parent, dash, name = unit.removesuffix(".slice").rpartition("-")
-        if dash and f"{parent}.slice" in slices:
+        parent = unit.removesuffix(".slice").rpartition("-")[0]
+        if f"{parent}.slice" in slices and (name := slice_tenant(unit, parent)) is not None:
             out[unit] = name
     return out
 
