@@ -231,10 +231,11 @@ def host_node_cpus(sysfs: str | None = None, proc_root: str | None = None
     it cannot be read: status and top then show no local share)."""
     from slicectl.core.defaults import SYSFS
     from slicectl.core.errors import TopologyError
+    from slicectl.core.monitor.metrics import cpus_by_node
     from slicectl.host.sysfs import read_topology
 
     try:
-        return {node.id: node.cpus for node in read_topology(sysfs or SYSFS, proc_root).nodes}
+        return cpus_by_node(read_topology(sysfs or SYSFS, proc_root))
     except TopologyError:
         if sysfs is not None:
             raise
