@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from slicectl.core.errors import SamplerError
+from slicectl.core.errors import ExporterError, SamplerError
 from slicectl.core.monitor.samples import Snapshot
 from slicectl.exporter.server import (
-    ExporterError,
     Exposition,
     SliceCollector,
     manifest_tenants,

@@ -73,7 +73,7 @@ from prometheus_client.utils import floatToGoString
 
 from slicectl.core import defaults
 from slicectl.core.balance.balance_state import BalanceState
-from slicectl.core.errors import SlicectlError
+from slicectl.core.errors import ExporterError, SlicectlError
 from slicectl.core.monitor.metrics import NodeCpus
 from slicectl.exporter.access import BasicAuth, TlsServer, require_auth
 from slicectl.exporter.drift import DriftWatch
@@ -117,10 +117,6 @@ MAX_REQUEST_HEAD = 65536
 # The library's value format and OpenMetrics encoder (not annotated there).
 go_float: Callable[[float], str] = floatToGoString
 openmetrics_of: Callable[[Any], bytes] = generate_openmetrics
-
-
-class ExporterError(SlicectlError):
-    """The exporter cannot start: address, port, output file."""
 
 
 def _family(spec: MetricSpec, rows: Iterable[Row]) -> Metric:

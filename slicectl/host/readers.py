@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from slicectl.core.advice.lint import CrowdedCgroup
-from slicectl.core.advice.recommend import RecommendError, Sample
+from slicectl.core.advice.recommend import Sample
 from slicectl.core.config.tenants import Config
 from slicectl.core.cpulist import parse_cpulist
-from slicectl.core.errors import SlicectlError
+from slicectl.core.errors import RecommendError, SlicectlError
 from slicectl.core.shares.contention import ROOT_UNIT, Competition, Competitor, Level
 from slicectl.core.shares.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
 from slicectl.host.cgroupfs import populated
