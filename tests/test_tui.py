@@ -276,15 +276,21 @@ async def test_snapshot(name: str, keys: tuple[str, ...], svg_snapshot: Any) -> 
         assert svg_snapshot == await settled_screenshot(app, pilot, READY.get(name, "Quit"))
 
 
-def test_entry_point_reports_a_missing_cgroup_root_without_traceback(tmp_path: Path) -> None:
+def test_entry_point_is_slicectl_tui(tmp_path: Path) -> None:
+    """`python -m slicectl.tui` is `slicectl tui`: its options, and its refusal, with a hint
+    and no traceback, to draw where there is no terminal."""
     import subprocess
     import sys
 
+    usage = subprocess.run([sys.executable, "-m", "slicectl.tui", "--help"],
+                           capture_output=True, text=True)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: slicectl tui ")
     proc = subprocess.run([sys.executable, "-m", "slicectl.tui", "--cgroup-root",
-                           str(tmp_path / "missing")], capture_output=True, text=True)
-    assert proc.returncode == 1
-    assert proc.stderr.startswith("error: ") and "hint: " in proc.stderr
-    assert "Traceback" not in proc.stderr
+                           str(tmp_path / "missing")], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: slicectl tui needs a terminal")
+    assert "hint: " in proc.stderr and "Traceback" not in proc.stderr
 
 
 # -- NUMA locality ------------------------------------------------------------------------
