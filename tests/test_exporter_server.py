@@ -346,7 +346,9 @@ def _rss_mib() -> float:
 def test_memory_stays_flat_over_a_thousand_scrapes(tmp_path: Path) -> None:
     """1,000 scrapes over HTTP of a tree whose busy slices move before each: what the
     exporter keeps between scrapes (the last scrape's lines) does not grow."""
-    from slicectl.demo.cgtree import MovingTree, write_files
+    from cgtree import MovingTree
+
+    from slicectl.demo.cgtree import write_files
     from slicectl.host.sampler import Sampler
 
     tree = MovingTree(tmp_path / "cg")

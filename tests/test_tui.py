@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cgtree import NUMA_HOSTS, build_numa_fixture
+from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from tuikit import (
@@ -29,7 +29,6 @@ from tuikit import (
 from slicectl.core.config.yamledit import edit_tenant
 from slicectl.core.errors import SamplerError
 from slicectl.core.monitor.metrics import MIN_RATE_WINDOW, Trouble
-from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.host.sysfs import read_topology
 from slicectl.tui import run_tui
 from slicectl.tui.app import SlicectlApp, TuiSettings

@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cgtree import Motion, MovingTree
 from tuikit import TMUX, tmux, wait_screen
-
-from slicectl.demo.cgtree import Motion, MovingTree
 
 
 def tui_command(root: Path) -> str:
