@@ -19,8 +19,9 @@ from hypothesis import settings
 if TYPE_CHECKING:
     # Imported lazily in the fixtures below, so that loading conftest does not import
     # dbus_fast into every test session (an import-hygiene test may check sys.modules).
+    from cgtree import MovingTree
+
     from slicectl.demo.bus import PrivateBus
-    from slicectl.demo.cgtree import MovingTree
     from slicectl.demo.fakesystemd import FakeSystemd
     from slicectl.host.systemd import Systemd
 

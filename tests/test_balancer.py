@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from cgtree import Motion, MovingTree
 
 from slicectl.cli import main
 from slicectl.core.cpulist import format_cpulist, from_bitmask, to_bitmask
-from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.lock import locked_dir
 
@@ -441,7 +441,7 @@ async def test_the_exporter_serves_the_balancers_moves_and_sizes(
 
 async def test_a_garbage_state_file_is_a_located_error_not_a_traceback(
         host: Host, capsys: pytest.CaptureFixture[str]) -> None:
-    from slicectl.host.balance_state import read_state
+    from slicectl.host.balance_state_file import read_state
 
     host.state.parent.mkdir(parents=True, exist_ok=True)
     host.state.write_text('{"format": "slicectl-balance-state/1", "tenants": '
@@ -484,7 +484,7 @@ async def test_a_move_made_whose_record_after_fails_is_still_undone_by_a_stop(
     from slicectl.apply.applier import ApplyOptions
     from slicectl.balancer import mover
     from slicectl.balancer.mover import Mover
-    from slicectl.host.balance_state import write_state
+    from slicectl.host.balance_state_file import write_state
     from slicectl.host.planning import load_tenants, plan_for_host
     from slicectl.host.sysfs import load_topology
 
@@ -524,8 +524,9 @@ async def test_a_move_made_whose_record_after_fails_is_still_undone_by_a_stop(
 async def test_a_running_balancer_plans_again_when_tenants_yaml_changes(host: Host) -> None:
     """An apply resizes web while the balancer runs: its next rounds balance web at its new
     declared size (not "left alone" as someone else's change), and a stop returns that."""
+    from cgtree import Motion
+
     from slicectl.core.cpulist import parse_cpulist
-    from slicectl.demo.cgtree import Motion
 
     web = "tenants.slice/tenants-web.slice"
     host.tree.motion[web] = Motion(cpu_cores=0.1)  # nothing to move until it is resized

@@ -19,7 +19,7 @@ from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.errors import OutputError, SlicectlError
 from slicectl.core.placement.topology import Topology
 from slicectl.core.plan import build_plan
-from slicectl.host.balance_state import read_state
+from slicectl.host.balance_state_file import read_state
 from slicectl.host.lock import locked_dir
 
 XEON = Path(__file__).parent / "fixtures" / "topologies" / "xeon-2s-smt.json"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cgtree import Motion, MovingTree
 from examplecounts import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,7 +26,6 @@ from slicectl.cli.watch import run_record, run_status, run_top
 from slicectl.core.monitor.cgroupfiles import FILES
 from slicectl.core.monitor.metrics import MetricsMemo
 from slicectl.core.monitor.samples import CgroupSample, Pressure
-from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.host.recorder import open_db, rows_from_snapshot, write_rows
 from slicectl.host.sampler import Sampler
 from slicectl.views.monitor import COLUMNS, numa_cell, row, status_json

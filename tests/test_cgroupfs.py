@@ -7,6 +7,8 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from slicectl.host.cgroupfs import block_device, populated, read_cgroup_file, read_cgroup_files
 
 
@@ -20,7 +22,29 @@ def test_read_cgroup_files_through_the_control_group(tmp_path: Path) -> None:
     assert got == {"cpu.weight": "300\n", "memory.max": None}
     assert read_cgroup_file(tmp_path, "/gone.slice", "cpu.weight") is None
     assert populated(tmp_path, "/tenants.slice/tenants-a.slice")
-    assert not populated(tmp_path, "/tenants.slice")
+
+
+@pytest.mark.parametrize(("events", "expected"), [
+    ("populated 1\nfrozen 0\n", True), ("populated 0\nfrozen 0\n", False),
+    (None, False),  # no cgroup.events: the cgroup is gone
+    ("frozen 0\n", True),  # says nothing of it
+    ("fifo", True),  # cannot be read: not a regular file
+    ("loop", True),  # cannot be read: the folder is a symlink loop (ELOOP)
+])
+def test_populated_unless_cgroup_events_says_empty(tmp_path: Path, events: str | None,
+                                                   expected: bool) -> None:
+    """A cgroup that cannot be told empty counts as populated: apply then keeps an old slice
+    running instead of stopping it (and its processes), the shares keep the unit."""
+    group = tmp_path / "tenants-a.slice"
+    if events == "loop":
+        group.symlink_to(group)
+    else:
+        group.mkdir()
+        if events == "fifo":
+            os.mkfifo(group / "cgroup.events")
+        elif events is not None:
+            (group / "cgroup.events").write_text(events)
+    assert populated(tmp_path, "/tenants-a.slice") is expected
 
 
 def fake_sysfs(root: Path) -> Path:

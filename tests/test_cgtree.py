@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from slicectl.demo.cgtree import FakeCgroup, Motion, MovingTree, write_files
+from cgtree import Motion, MovingTree
+
+from slicectl.demo.cgtree import FakeCgroup, write_files
 
 
 def test_files_are_rewritten_in_place(tmp_path: Path) -> None:

@@ -675,7 +675,7 @@ def balance_host(tmp_path: Path, web_cores: float) -> tuple[Path, Any, Any]:
     and a sleep that runs the load while the balancer waits."""
     import time
 
-    from slicectl.demo.cgtree import Motion, MovingTree
+    from cgtree import Motion, MovingTree
 
     tenants = tmp_path / "tenants.yaml"
     tenants.write_text(BALANCE_YAML)

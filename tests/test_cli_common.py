@@ -19,7 +19,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_exit_codes() -> None:
-    assert (common.EXIT_OK, common.EXIT_ERROR, common.EXIT_USAGE, common.EXIT_DIFF) == (0, 1, 2, 3)
+    """One table of every exit code, the errors' codes among them."""
+    from slicectl.core.errors import SlicectlError, UsageError
+
+    assert (common.EXIT_OK, common.EXIT_ERROR, common.EXIT_USAGE, common.EXIT_DIFF,
+            common.EXIT_OFFLINE) == (0, 1, 2, 3, 4)
+    assert [code for code, _ in common.EXIT_STATUS] == [0, 1, 2, 3, 4]
+    assert {SlicectlError.exit_code, UsageError.exit_code} <= {c for c, _ in common.EXIT_STATUS}
 
 
 def test_topology_repairs_are_said_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from cgtree import MovingTree
 
 from slicectl.cli.watch import cmd_tui, host_node_cpus, run_status
 from slicectl.core import defaults
 from slicectl.core.errors import TopologyError, UsageError
-from slicectl.demo.cgtree import MovingTree
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -77,3 +77,22 @@ def test_every_error_is_a_slicectl_error_with_a_hint() -> None:
 ])
 def test_shown_file_names(name: str, text: str) -> None:
     assert shown(name) == text
+
+
+def test_every_error_class_for_users_is_defined_here() -> None:
+    """One hierarchy in one module: no SlicectlError subclass is defined anywhere else (the
+    modules that raise one import it from slicectl.core.errors)."""
+    import ast
+    from pathlib import Path
+
+    from slicectl.core import errors
+
+    package = Path(errors.__file__).resolve().parent.parent
+    ours = {name for name, value in vars(errors).items()
+            if isinstance(value, type) and issubclass(value, SlicectlError)}
+    elsewhere = [f"{path.relative_to(package.parent)}:{node.lineno}: {node.name}"
+                 for path in sorted(package.rglob("*.py")) if path != Path(errors.__file__)
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.ClassDef)
+                 and any(isinstance(b, ast.Name) and b.id in ours for b in node.bases)]
+    assert not elsewhere, elsewhere

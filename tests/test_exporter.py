@@ -31,13 +31,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from cgtree import Motion, MovingTree
 from prometheus_client.exposition import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.process_collector import ProcessCollector
 
 from slicectl.apply.applier import ApplyOptions, apply_plan
-from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.exporter.drift import DriftWatch
 from slicectl.exporter.families import METRICS, SLICE_METRICS, SeriesMemo

@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from slicectl.core.errors import SamplerError
+from slicectl.core.errors import ExporterError, SamplerError
 from slicectl.core.monitor.samples import Snapshot
 from slicectl.exporter.server import (
-    ExporterError,
     Exposition,
     SliceCollector,
     manifest_tenants,
@@ -347,7 +346,9 @@ def _rss_mib() -> float:
 def test_memory_stays_flat_over_a_thousand_scrapes(tmp_path: Path) -> None:
     """1,000 scrapes over HTTP of a tree whose busy slices move before each: what the
     exporter keeps between scrapes (the last scrape's lines) does not grow."""
-    from slicectl.demo.cgtree import MovingTree, write_files
+    from cgtree import MovingTree
+
+    from slicectl.demo.cgtree import write_files
     from slicectl.host.sampler import Sampler
 
     tree = MovingTree(tmp_path / "cg")

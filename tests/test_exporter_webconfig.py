@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from cgtree import MovingTree
 from pki import Pki, bcrypt_hash, make_pki
 
 from slicectl.core.errors import ConfigError
-from slicectl.demo.cgtree import MovingTree
 from slicectl.exporter.server import Exposition, SliceCollector, serve
 from slicectl.exporter.webconfig import ClientAuth, load_web_config
 from slicectl.host.sampler import Sampler

@@ -6,13 +6,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from cgtree import MovingTree
 from rich.console import Console, RenderableType
 from tuikit import make_topology
 
 from slicectl.core.monitor.metrics import compute
 from slicectl.core.monitor.numa_map import build_live_map
 from slicectl.core.placement.layout import Layout, TenantPlacement
-from slicectl.demo.cgtree import MovingTree
 from slicectl.host.sampler import Sampler
 from slicectl.views.maps import live_map_view, numa_map
 

@@ -12,11 +12,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from cgtree import NUMA_HOSTS, build_numa_fixture
+from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
 
 from slicectl.cli import main
 from slicectl.cli.watch import run_status, run_top
-from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.host import sampler
 from slicectl.host.sysfs import read_topology
 from slicectl.views.monitor import NUMA_COLUMN

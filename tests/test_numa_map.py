@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cgtree import MovingTree
 from tuikit import make_topology
 
 from slicectl.cli import main
@@ -18,7 +19,6 @@ from slicectl.core.monitor.numa_map import (
     build_live_map,
     live_map_json,
 )
-from slicectl.demo.cgtree import MovingTree
 from slicectl.host.sampler import Sampler
 
 MIB = 1 << 20

@@ -10,10 +10,10 @@ import pytest
 
 from slicectl.cli import main
 from slicectl.core.advice.lint import RULES, root_tasks
-from slicectl.core.advice.recommend import RecommendError, Sample
+from slicectl.core.advice.recommend import Sample
 from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.config.tenants import Config
-from slicectl.core.errors import SlicectlError
+from slicectl.core.errors import RecommendError, SlicectlError
 from slicectl.core.placement.placement import place
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.shares.contention import predict_shares

@@ -7,13 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
-from cgtree import NUMA_HOSTS, build_numa_fixture
+from cgtree import NUMA_HOSTS, MovingTree, build_numa_fixture
 from unitcheck import parse_unit
 
 from slicectl.cli import main
 from slicectl.cli.watch import run_record
-from slicectl.demo.cgtree import MovingTree
-from slicectl.host.recorder import RecordError, Row, load_series, open_db, write_rows
+from slicectl.core.errors import RecordError
+from slicectl.host.recorder import Row, load_series, open_db, write_rows
 from slicectl.host.sysfs import read_topology
 
 ROOT = Path(__file__).resolve().parent.parent

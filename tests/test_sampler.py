@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cgtree import Motion, MovingTree
 
 from slicectl.core.errors import SamplerError
-from slicectl.demo.cgtree import Motion, MovingTree, write_files
+from slicectl.demo.cgtree import write_files
 from slicectl.host.sampler import FILES_PER_CGROUP, Sampler
 from slicectl.tui import tui_sampler
 

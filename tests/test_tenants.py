@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from slicectl.core.config.config import load_yaml, parse_config
-from slicectl.core.config.tenants import BASE_PROFILE, Config, Tenant
+from slicectl.core.config.tenants import BASE_PROFILE, Config, Tenant, slice_tenant
 from slicectl.core.errors import ConfigError
 
 YAML = """\
@@ -34,6 +34,22 @@ def config() -> Config:
 def test_slice_units(config: Config) -> None:
     assert config.slice_unit() == "pool.slice"
     assert config.slice_unit("db1") == "pool-db1.slice"
+
+
+@pytest.mark.parametrize(("cgroup", "expected"), [
+    ("pool-db1.slice", "db1"), ("/pool.slice/pool-db1.slice", "db1"),
+    ("pool.slice/pool-db1.slice", "db1"),  # a sample's path, relative to the root
+    ("pool-ghost.slice", "ghost"),  # no tenants.yaml to ask: any such slice
+    ("pool.slice", None), ("pool-.slice", None), ("pool-db1.service", None),
+    ("other-db1.slice", None), ("/system.slice/pool-db1.slice", None),
+    ("/pool.slice/pool-db1.slice/app.service", None),
+    ("pool-db1-x.slice", None),  # systemd nests it in pool-db1.slice: no tenant's own
+])
+def test_the_tenant_of_a_slice(config: Config, cgroup: str, expected: str | None) -> None:
+    """One answer to "whose slice is this" for the balancer, the NUMA map and the exporter;
+    with a tenants.yaml, only its tenants."""
+    assert slice_tenant(cgroup, "pool") == expected
+    assert config.tenant_of(cgroup) == (None if expected == "ghost" else expected)
 
 
 def test_tenant_lookup(config: Config) -> None:

@@ -6,8 +6,8 @@ of the package's top level; `tests/test_<front end>_<module>.py` for a module of
 end's folder, subfolders left out (slicectl/cli/balance.py -> tests/test_cli_balance.py,
 slicectl/tui/screens/edit.py -> tests/test_tui_edit.py), so `cli/balance.py` and
 `core/balance/balance.py` each have their own file. A name two layer folders share takes its
-folder too (slicectl/core/balance/balance_state.py -> tests/test_core_balance_state.py, and
-slicectl/host/balance_state.py -> tests/test_host_balance_state.py); two modules that would
+folder too (were there a slicectl/core/balance/state.py and a slicectl/host/state.py:
+tests/test_core_state.py and tests/test_host_state.py); two modules that would
 share a file (two topic folders' modules of one name) are named apart.
 A package's `__init__.py` that defines functions or classes is its front end's module
 (slicectl/generator/__init__.py -> tests/test_generator.py); `__main__.py` files only call

@@ -15,10 +15,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from cgtree import MovingTree
 from test_tui_tmux import moving  # noqa: F401 (a fixture)
 from tuikit import TMUX, tmux, wait_screen
-
-from slicectl.demo.cgtree import MovingTree
 
 # After top: its status, and whether the terminal echoes again (top turns echo off).
 AFTER = "echo TOP-EXIT-$?; stty -a | tr ' ' '\\n' | grep -qx echo && echo TERMINAL-ECHOES; sleep 60"

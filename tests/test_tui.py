@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cgtree import NUMA_HOSTS, build_numa_fixture
+from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from tuikit import (
@@ -29,7 +29,6 @@ from tuikit import (
 from slicectl.core.config.yamledit import edit_tenant
 from slicectl.core.errors import SamplerError
 from slicectl.core.monitor.metrics import MIN_RATE_WINDOW, Trouble
-from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.host.sysfs import read_topology
 from slicectl.tui import run_tui
 from slicectl.tui.app import SlicectlApp, TuiSettings
@@ -73,7 +72,7 @@ async def test_an_elastic_tenant_shows_its_size_now_and_declared(tree: MovingTre
     """From the balancer's state file: web holds 6 CPUs of its declared 4; db1 is fixed."""
     from slicectl.apply.applier import ApplyOptions
     from slicectl.core.balance.balance_state import BalanceState, TenantBalance
-    from slicectl.host.balance_state import write_state
+    from slicectl.host.balance_state_file import write_state
 
     state = tmp_path / "balance.json"
     write_state(state, BalanceState({"web": TenantBalance(frozenset({0, 1, 2, 3}),
@@ -276,15 +275,21 @@ async def test_snapshot(name: str, keys: tuple[str, ...], svg_snapshot: Any) -> 
         assert svg_snapshot == await settled_screenshot(app, pilot, READY.get(name, "Quit"))
 
 
-def test_entry_point_reports_a_missing_cgroup_root_without_traceback(tmp_path: Path) -> None:
+def test_entry_point_is_slicectl_tui(tmp_path: Path) -> None:
+    """`python -m slicectl.tui` is `slicectl tui`: its options, and its refusal, with a hint
+    and no traceback, to draw where there is no terminal."""
     import subprocess
     import sys
 
+    usage = subprocess.run([sys.executable, "-m", "slicectl.tui", "--help"],
+                           capture_output=True, text=True)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: slicectl tui ")
     proc = subprocess.run([sys.executable, "-m", "slicectl.tui", "--cgroup-root",
-                           str(tmp_path / "missing")], capture_output=True, text=True)
-    assert proc.returncode == 1
-    assert proc.stderr.startswith("error: ") and "hint: " in proc.stderr
-    assert "Traceback" not in proc.stderr
+                           str(tmp_path / "missing")], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: slicectl tui needs a terminal")
+    assert "hint: " in proc.stderr and "Traceback" not in proc.stderr
 
 
 # -- NUMA locality ------------------------------------------------------------------------

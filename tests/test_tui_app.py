@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import threading
 
+from cgtree import MovingTree
 from tuikit import monitor_settings, running, wait_for
 
 from slicectl.core.errors import SamplerError
 from slicectl.core.monitor.samples import Snapshot
-from slicectl.demo.cgtree import MovingTree
 
 
 def notes(app: object) -> list[str]:

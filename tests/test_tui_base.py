@@ -4,9 +4,9 @@ ones too, so going back shows current figures."""
 
 from __future__ import annotations
 
+from cgtree import MovingTree
 from tuikit import monitor_settings, running, wait_for
 
-from slicectl.demo.cgtree import MovingTree
 from slicectl.tui.screens.base import DataScreen
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cgtree import MovingTree
 from textual.widgets import Static
 from tuikit import monitor_settings, running, showing, static_text, wait_for
 
-from slicectl.demo.cgtree import MovingTree
 from slicectl.tui.screens.detail import DetailScreen
 
 DB1 = "tenants.slice/tenants-db1.slice"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cgtree import MovingTree
 from dbus_fast import Variant
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, OptionList
@@ -14,7 +15,7 @@ from tuikit import YAML, make_topology, running, showing, static_rendered, stati
 
 from slicectl.apply.applier import ApplyOptions, apply_plan
 from slicectl.core.cpulist import parse_cpulist
-from slicectl.demo.cgtree import MovingTree, make_root
+from slicectl.demo.cgtree import make_root
 from slicectl.demo.fakesystemd import FakeSystemd
 from slicectl.host.planning import load_tenants
 from slicectl.tui import tui_settings

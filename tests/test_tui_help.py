@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import pytest
+from cgtree import MovingTree
 from textual.widgets import Static
 from tuikit import monitor_settings, running, wait_for
 
-from slicectl.demo.cgtree import MovingTree
 from slicectl.tui.app import SlicectlApp
 from slicectl.tui.components.slice_table import SliceTable
 from slicectl.tui.screens.detail import DetailScreen

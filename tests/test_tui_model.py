@@ -7,12 +7,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from cgtree import MovingTree
 from tuikit import YAML, moving_tree
 
 from slicectl.core.config.yamledit import current_values, edit_tenant
 from slicectl.core.errors import ConfigError
 from slicectl.core.monitor.metrics import MIN_RATE_WINDOW, SliceMetrics, compute
-from slicectl.demo.cgtree import MovingTree, make_root
+from slicectl.demo.cgtree import make_root
 from slicectl.host.atomic import write_atomically
 from slicectl.host.sampler import Sampler
 from slicectl.tui.model import (

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cgtree import MovingTree
 from textual.pilot import Pilot
 from tuikit import YAML, monitor_settings, running, showing, static_rendered, static_text, wait_for
 
 from slicectl.core.config.config import load_yaml, parse_config
-from slicectl.demo.cgtree import MovingTree
 from slicectl.tui.app import SlicectlApp
 from slicectl.tui.screens.numa import NumaScreen
 

@@ -4,9 +4,9 @@ filtering the tree are in test_tui.py."""
 
 from __future__ import annotations
 
+from cgtree import MovingTree
 from tuikit import monitor_settings, running, static_text, wait_for
 
-from slicectl.demo.cgtree import MovingTree
 from slicectl.tui.screens.overview import OverviewScreen
 
 

@@ -16,19 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cgtree import Motion, MovingTree
 from tuikit import TMUX, tmux, wait_screen
-
-from slicectl.demo.cgtree import Motion, MovingTree
 
 
 def tui_command(root: Path) -> str:
-    """`slicectl tui` once the CLI offers it, else the package's own entry point."""
-    help_text = subprocess.run([sys.executable, "-m", "slicectl", "--help"],
-                               capture_output=True, text=True).stdout
-    if re.search(r"^\s+tui\b", help_text, re.M):
-        base = [sys.executable, "-m", "slicectl", "tui"]
-    else:
-        base = [sys.executable, "-m", "slicectl.tui"]
+    """`slicectl tui` on the fake tree."""
+    base = [sys.executable, "-m", "slicectl", "tui"]
     # Without the COLUMNS and LINES a test runner may export: the program sizes itself to
     # the terminal (Textual, like rich, would take them over the terminal's size).
     return shlex.join(["env", "-u", "COLUMNS", "-u", "LINES", *base, "--cgroup-root", str(root),

@@ -12,13 +12,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from cgtree import Motion, MovingTree
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Static
 
 from slicectl.core.placement.topology import Cpu, Node, Topology
-from slicectl.demo.cgtree import Motion, MovingTree
 from slicectl.tui import tui_sampler
 from slicectl.tui.app import SlicectlApp, TuiSettings
 from slicectl.tui.components.slice_table import SliceTable

@@ -30,7 +30,7 @@ from slicectl.core.frozen import frozen
 from slicectl.core.plan import Plan, ScheduleCommand
 from slicectl.core.properties.live_values import LiveValue, human_live
 from slicectl.core.properties.versions import check_version, parse_version
-from slicectl.host.balance_state import reset_state, state_or_none
+from slicectl.host.balance_state_file import reset_state, state_or_none
 from slicectl.host.lock import LOCK_TIMEOUT
 from slicectl.host.planning import plan_for_host
 from slicectl.host.unitdir import Manifest, UnitDir

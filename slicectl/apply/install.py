@@ -28,16 +28,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slicectl.core.errors import OutputError, SlicectlError, shown
+from slicectl.core.errors import InstallError, OutputError, shown
 from slicectl.core.frozen import frozen
 from slicectl.host.atomic import write_atomically
 from slicectl.host.rootpath import is_folder, under_root
 
 FORMAT = "slicectl-install/1"
-
-
-class InstallError(SlicectlError):
-    """Install or uninstall refused, or failed and put everything back."""
 
 
 @frozen

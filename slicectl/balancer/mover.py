@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING
 
 from slicectl.apply.transaction import set_live
 from slicectl.core.balance.balance import ElasticRange, Move
-from slicectl.core.balance.balance_input import tenant_unit
 from slicectl.core.balance.balance_state import BalanceState
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import SlicectlError
 from slicectl.core.frozen import frozen
-from slicectl.host.balance_state import state_or_none, write_state
+from slicectl.host.balance_state_file import state_or_none, write_state
 from slicectl.host.cgroupfs import read_cgroup_file
 from slicectl.host.unitdir import UnitDir
 
@@ -68,7 +67,7 @@ class Mover:
         """`on_wait(holder, what)` is called when the lock is busy: who holds it, and what
         waits for it ("move core 2,18 (node 0) from batch to web")."""
         self.ranges = {r.tenant: r for r in plan.elastic}
-        self.units = {name: tenant_unit(config, name) for name in self.ranges}
+        self.units = {name: config.slice_unit(name) for name in self.ranges}
         self.options = options
         self.on_wait = on_wait
 

@@ -85,8 +85,8 @@ def _parameters(args: Namespace) -> int:
     """The headroom in bytes; RecommendError for a bad --headroom, --startup or --hold."""
     import math
 
-    from slicectl.core.advice.recommend import RecommendError
     from slicectl.core.config.values import INFINITY, parse_size
+    from slicectl.core.errors import RecommendError
 
     try:
         head = parse_size(args.headroom)

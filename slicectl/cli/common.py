@@ -16,7 +16,18 @@ if TYPE_CHECKING:
     from slicectl.core.config.config import Config
     from slicectl.core.placement.topology import Topology
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DIFF = 0, 1, 2, 3
+# Every exit code of slicectl, with what it means: the man pages' EXIT STATUS is this table.
+# An error exits with its class's exit_code (slicectl.core.errors): EXIT_ERROR, or EXIT_USAGE.
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DIFF, EXIT_OFFLINE = 0, 1, 2, 3, 4
+EXIT_STATUS = (
+    (EXIT_OK, "success"),
+    (EXIT_ERROR, "an error (the message says what and hints at a fix)"),
+    (EXIT_USAGE, "a usage error"),
+    (EXIT_DIFF, "plan --exit-code: the files or the live state differ from the plan"),
+    # planned for a topology only (no host's files or systemd to compare with): neither
+    # "matches" (0) nor "differs" (3)
+    (EXIT_OFFLINE, "plan --exit-code: nothing was compared (planned for another host)"),
+)
 
 
 def load_topology(args: Namespace) -> Topology:

@@ -22,6 +22,7 @@ def cmd_exporter(args: Namespace) -> int:
     from functools import partial
     from pathlib import Path
 
+    from slicectl.core.monitor.metrics import cpus_by_node
     from slicectl.exporter.server import (
         Exposition,
         SliceCollector,
@@ -45,8 +46,7 @@ def cmd_exporter(args: Namespace) -> int:
 
         web = load_web_config(Path(args.web_config))
     topo = _topology(args)
-    node_cpus: NodeCpus | None = ({n.id: n.cpus for n in topo.nodes} if topo is not None
-                                  else None)
+    node_cpus: NodeCpus | None = None if topo is None else cpus_by_node(topo)
     options = apply_options(args)
     drift = None
     if args.tenants:

@@ -19,16 +19,13 @@ import os
 from collections.abc import Iterable, Iterator
 
 from slicectl import __version__
+from slicectl.cli.common import EXIT_STATUS
 from slicectl.cli.parser import DOCS, VERBS, Parser, build_parser
 
 SOURCE = f"slicectl {__version__}"
 MANUAL = "slicectl manual"
 # Wrap the parser's prose at a fixed width, whatever the terminal: the same pages everywhere.
 COLUMNS = "80"
-EXIT_STATUS = (("0", "success"), ("1", "an error (the message says what and hints at a fix)"),
-               ("2", "a usage error"),
-               ("3", "plan --exit-code: the files or the live state differ from the plan"),
-               ("4", "plan --exit-code: nothing was compared (planned for another host)"))
 
 
 def esc(text: str) -> str:

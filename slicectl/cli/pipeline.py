@@ -13,6 +13,7 @@ import sys
 
 from slicectl.cli.common import (
     EXIT_DIFF,
+    EXIT_OFFLINE,
     EXIT_OK,
     EXIT_USAGE,
     apply_options,
@@ -279,11 +280,6 @@ def cmd_write(args: Namespace) -> int:
         if args.check:
             print(change.diff(), end="")
     return EXIT_OK
-
-
-# plan --exit-code planned for a topology only (no host's files or systemd to compare with):
-# neither "matches" (0) nor "differs" (3).
-EXIT_OFFLINE = 4
 
 
 def cmd_plan(args: Namespace) -> int:

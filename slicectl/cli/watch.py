@@ -11,6 +11,7 @@ import sys
 import time
 
 from slicectl.cli.common import EXIT_OK, apply_options
+from slicectl.core import defaults
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def _warn_too_deep(sampler: Sampler) -> None:
 def run_status(
     cgroup_root: Path,
     as_json: bool,
-    interval: float = 1.0,
+    interval: float = defaults.MONITOR_INTERVAL_S,
     out: TextIO | None = None,
     *,
     sleep: Callable[[float], None] = time.sleep,
@@ -145,7 +146,7 @@ class _Keys:
 
 def run_top(
     cgroup_root: Path,
-    interval: float = 1.0,
+    interval: float = defaults.MONITOR_INTERVAL_S,
     iterations: int | None = None,
     out: TextIO | None = None,
     *,
@@ -231,10 +232,11 @@ def host_node_cpus(sysfs: str | None = None, proc_root: str | None = None
     it cannot be read: status and top then show no local share)."""
     from slicectl.core.defaults import SYSFS
     from slicectl.core.errors import TopologyError
+    from slicectl.core.monitor.metrics import cpus_by_node
     from slicectl.host.sysfs import read_topology
 
     try:
-        return {node.id: node.cpus for node in read_topology(sysfs or SYSFS, proc_root).nodes}
+        return cpus_by_node(read_topology(sysfs or SYSFS, proc_root))
     except TopologyError:
         if sysfs is not None:
             raise

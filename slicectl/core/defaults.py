@@ -2,11 +2,16 @@
 
 Every reader takes a root (tests and other hosts' dumps point elsewhere); these are the
 values the CLI, apply, the TUI, the readers and the units in units/ use when the user names
-none. Plain strings and numbers, importing nothing, so that `slicectl --help` reads them for
-free (pathlib and typing would add a third to its start-up); callers make Paths.
+none. Plain strings and numbers (and the rule that picks the system bus), importing nothing,
+so that `slicectl --help` reads them for free (pathlib and typing would add a third to its
+start-up); callers make Paths.
 """
 
 from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # Trees slicectl reads.
 SYSFS = "/sys"
@@ -21,6 +26,18 @@ MANIFEST_NAME = ".slicectl-manifest.json"
 CONTROL_DIR = "/run/systemd/system.control"
 # where a persistent `systemctl set-property` (without --runtime) leaves its drop-ins
 ETC_CONTROL_DIR = "/etc/systemd/system.control"
+
+# The system bus: $DBUS_SYSTEM_BUS_ADDRESS, else the D-Bus specification's default, the one
+# dbus-fast connects to (/var/run is /run on a systemd host: the same socket).
+SYSTEM_BUS_ENV = "DBUS_SYSTEM_BUS_ADDRESS"
+SYSTEM_BUS = "unix:path=/var/run/dbus/system_bus_socket"
+
+
+def system_bus_address(address: str | None, environ: Mapping[str, str]) -> str:
+    """The bus slicectl talks to: `address` (--bus) if given, else the system bus as
+    `environ` (os.environ) names it, else the default."""
+    return address or environ.get(SYSTEM_BUS_ENV, SYSTEM_BUS)
+
 
 # status, top and the TUI: one refresh a second (never below 0.03 s in the TUI, Togashi et al.).
 MONITOR_INTERVAL_S = 1.0

@@ -111,3 +111,23 @@ class UsageError(SlicectlError):
     """A command run in a way it cannot work (exit 2, as argparse's usage errors)."""
 
     exit_code = 2
+
+
+class InstallError(SlicectlError):
+    """Install or uninstall refused, or failed and put everything back."""
+
+
+class ExporterError(SlicectlError):
+    """The exporter cannot start: address, port, output file."""
+
+
+class CalendarError(SlicectlError):
+    """systemd-analyze could not be run, or its output was not understood."""
+
+
+class RecordError(SlicectlError):
+    """The sample database could not be opened, written or read."""
+
+
+class RecommendError(SlicectlError):
+    """The samples could not be read, or the suggestions could not be written."""

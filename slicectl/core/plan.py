@@ -72,11 +72,6 @@ class Section(StrEnum):
         return cls(unit.rsplit(".", 1)[1].capitalize())
 
 
-def format_property(name: str, value: PlanValue) -> str:
-    """A typed property value as it is written in a unit file."""
-    return PROP_BY_NAME[name].kind.file(value)
-
-
 @frozen
 class UnitPlan:
     """One file slicectl generates: a unit file, or a drop-in for an existing unit."""

@@ -1,5 +1,6 @@
 """Synthetic cgroup v2 trees: directories of realistic interface files under a root folder,
-for the demo (slicectl.demo.scenario) and the tests.
+for the demo (slicectl.demo.scenario) and the tests (whose moving trees, tests/cgtree.py, are
+built of these).
 
 Files are rewritten in place (same inode), as the kernel does, so a sampler holding them open
 sees new values through `pread`. A recreated cgroup gets a new directory inode.
@@ -8,7 +9,6 @@ sees new values through `pread`. A recreated cgroup gets a new directory inode.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -191,78 +191,3 @@ def make_root(root: Path, cpus: str = "0-7", mems: str = "0-1") -> None:
             "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
         },
     )
-
-
-@dataclass
-class Motion:
-    """How a cgroup's counters move per second of simulated time."""
-
-    cpu_cores: float = 0.0
-    throttled_fraction: float = 0.0  # of the quota periods
-    psi_some: dict[str, float] = field(default_factory=dict)  # resource -> % of time stalled
-    psi_full: dict[str, float] = field(default_factory=dict)
-    memory_bytes: int = 0
-    events: dict[str, int] = field(default_factory=dict)  # per advance() call
-    io_read_bps: int = 0  # bytes read and written per second (io.stat)
-    io_write_bps: int = 0
-
-
-class MovingTree:
-    """A fake cgroup tree whose counters advance between samples."""
-
-    def __init__(self, root: Path, cpus: str = "0-7", mems: str = "0-1") -> None:
-        self.root = root
-        self.cpus = cpus
-        self.mems = mems
-        self.cgroups: dict[str, FakeCgroup] = {}
-        self.motion: dict[str, Motion] = {}
-        make_root(root, cpus, mems)
-
-    def add(self, path: str, motion: Motion | None = None, **values: object) -> FakeCgroup:
-        """Create a cgroup (and write it) with the given starting values."""
-        cg = FakeCgroup(path, cpus=self.cpus, mems=self.mems, host_mems=self.mems)
-        for key, value in values.items():
-            setattr(cg, key, value)
-        self.cgroups[path] = cg
-        self.motion[path] = motion or Motion()
-        write_files(self.root / path, cg.files())
-        return cg
-
-    def advance(self, seconds: float) -> None:
-        """Move every cgroup's counters forward by `seconds` and rewrite the files."""
-        for path, cg in self.cgroups.items():
-            m = self.motion[path]
-            usec = seconds * 1e6
-            cg.usage_usec += int(m.cpu_cores * usec)
-            quota, _, period = cg.cpu_max.partition(" ")
-            if quota != "max":
-                periods = int(usec / int(period))
-                cg.nr_periods += periods
-                cg.nr_throttled += int(periods * m.throttled_fraction)
-                cg.throttled_usec += int(usec * m.throttled_fraction / 2)
-            for res, pct in m.psi_some.items():
-                cg.psi[res][0] = pct
-                cg.psi[res][1] += pct / 100 * usec
-            for res, pct in m.psi_full.items():
-                cg.psi[res][2] = pct
-                cg.psi[res][3] += pct / 100 * usec
-            cg.memory_current += m.memory_bytes
-            cg.anon += m.memory_bytes
-            for name, n in m.events.items():
-                cg.events[name] += n
-            cg.io_rbytes += int(m.io_read_bps * seconds)
-            cg.io_wbytes += int(m.io_write_bps * seconds)
-            write_files(self.root / path, cg.files())
-
-    def remove(self, path: str) -> None:
-        """Delete a cgroup directory, as systemd does when a slice stops."""
-        shutil.rmtree(self.root / path)
-        del self.cgroups[path]
-
-    def recreate(self, path: str) -> None:
-        """Replace a cgroup by a new directory of the same name (so a new inode)."""
-        cg = self.cgroups[path]
-        fresh = self.root / (path + ".new")
-        write_files(fresh, cg.files())  # both exist at once, so the inodes must differ
-        shutil.rmtree(self.root / path)
-        fresh.rename(self.root / path)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from slicectl.apply.host_diff import host_diff, managed_units, unit_of
 from slicectl.core.errors import SlicectlError
 from slicectl.core.properties.live_values import desired
-from slicectl.host.balance_state import state_or_none
+from slicectl.host.balance_state_file import state_or_none
 from slicectl.host.unitdir import UnitDir
 
 if TYPE_CHECKING:

@@ -73,7 +73,7 @@ from prometheus_client.utils import floatToGoString
 
 from slicectl.core import defaults
 from slicectl.core.balance.balance_state import BalanceState
-from slicectl.core.errors import SlicectlError
+from slicectl.core.errors import ExporterError, SlicectlError
 from slicectl.core.monitor.metrics import NodeCpus
 from slicectl.exporter.access import BasicAuth, TlsServer, require_auth
 from slicectl.exporter.drift import DriftWatch
@@ -117,10 +117,6 @@ MAX_REQUEST_HEAD = 65536
 # The library's value format and OpenMetrics encoder (not annotated there).
 go_float: Callable[[float], str] = floatToGoString
 openmetrics_of: Callable[[Any], bytes] = generate_openmetrics
-
-
-class ExporterError(SlicectlError):
-    """The exporter cannot start: address, port, output file."""
 
 
 def _family(spec: MetricSpec, rows: Iterable[Row]) -> Metric:
@@ -316,6 +312,7 @@ _LINE = re.compile(rb"[^\n]*\n")
 def manifest_tenants(unit_dir: Path) -> dict[str, str]:
     """Unit name -> tenant of the slices slicectl generated in `unit_dir` (its manifest):
     PARENT-NAME.slice where PARENT.slice is slicectl's too. Empty when there is none."""
+    from slicectl.core.config.tenants import slice_tenant
     from slicectl.host.unitdir import UnitDir
 
     try:
@@ -325,8 +322,8 @@ def manifest_tenants(unit_dir: Path) -> dict[str, str]:
     slices = {rel for rel in files if "/" not in rel and rel.endswith(".slice")}
     out = {}
     for unit in slices:
-        parent, dash, name = unit.removesuffix(".slice").rpartition("-")
-        if dash and f"{parent}.slice" in slices:
+        parent = unit.removesuffix(".slice").rpartition("-")[0]
+        if f"{parent}.slice" in slices and (name := slice_tenant(unit, parent)) is not None:
             out[unit] = name
     return out
 
@@ -411,7 +408,7 @@ class SliceCollector(Collector):
     def _balance(self) -> BalanceState | None:
         """The balancer's state; None (its series left out, an error counted) when the file
         cannot be read or is not a state."""
-        from slicectl.host.balance_state import read_state
+        from slicectl.host.balance_state_file import read_state
 
         try:
             return read_state(self.balance_state)

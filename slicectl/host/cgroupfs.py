@@ -53,8 +53,24 @@ def read_cgroup_file(root: Path, control_group: str, name: str) -> str | None:
 
 
 def populated(root: Path, control_group: str) -> bool:
-    """Whether processes live in the cgroup or below it (cgroup.events)."""
-    return "populated 1" in (read_cgroup_file(root, control_group, "cgroup.events") or "")
+    """Whether processes live in the cgroup or below it, as its cgroup.events says (no such
+    file: the cgroup is gone, nothing lives in it).
+
+    When the file cannot be read (an error other than its absence, not a regular file) or says
+    nothing of it, the cgroup counts as populated, the safe side for every caller: apply
+    leaves a slice running that it would stop as empty (stopping it would kill its
+    processes), the shares keep a unit they would leave out as unable to fill up."""
+    try:
+        text = read_cgroup_files(root, control_group, ["cgroup.events"])["cgroup.events"]
+    except OSError:
+        return True
+    if text is None and not os.path.lexists(os.path.join(root, control_group.lstrip("/"),
+                                                         "cgroup.events")):
+        return False
+    for line in (text or "").splitlines():
+        if line.startswith("populated "):
+            return line.split()[1:2] != ["0"]
+    return True
 
 
 def block_device(path: str, sysfs: Path = Path(defaults.SYSFS)) -> str | None:

@@ -18,12 +18,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from slicectl.core.advice.lint import CrowdedCgroup
-from slicectl.core.advice.recommend import RecommendError, Sample
+from slicectl.core.advice.recommend import Sample
 from slicectl.core.config.tenants import Config
 from slicectl.core.cpulist import parse_cpulist
-from slicectl.core.errors import SlicectlError
+from slicectl.core.errors import RecommendError, SlicectlError
 from slicectl.core.shares.contention import ROOT_UNIT, Competition, Competitor, Level
 from slicectl.core.shares.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
+from slicectl.host.cgroupfs import populated
 
 KTHREADD_PID = 2
 CSV_COLUMNS = ("time", "unit", "anon", "active_file")
@@ -125,17 +126,10 @@ def _cpus(text: str | None) -> frozenset[int] | None:
         return None
 
 
-def _populated(cgroup: Path) -> bool:
-    for line in (_read_text(cgroup / "cgroup.events") or "").splitlines():
-        if line.startswith("populated "):
-            return line.split()[1] == "1"
-    return True
-
-
 def _unit(cgroup: Path) -> Competitor | None:
     """A child cgroup as a competitor; None for one that is empty and cannot fill up (a
     finished service, a mount helper's cgroup): slices always count, they get new members."""
-    if not cgroup.name.endswith(".slice") and not _populated(cgroup):
+    if not cgroup.name.endswith(".slice") and not populated(cgroup, ""):
         return None
     weight = _cgroup_weight(cgroup)
     return Competitor(cgroup.name.removeprefix("_"), Kind.UNIT,

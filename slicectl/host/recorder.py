@@ -14,7 +14,7 @@ from dataclasses import astuple, fields
 from pathlib import Path
 
 from slicectl.core.advice.recommend import Sample
-from slicectl.core.errors import SlicectlError
+from slicectl.core.errors import RecordError
 from slicectl.core.frozen import frozen
 from slicectl.core.monitor.metrics import NodeCpus, NumaMetrics
 from slicectl.core.monitor.samples import Snapshot
@@ -44,10 +44,6 @@ CREATE INDEX IF NOT EXISTS samples_unit_time ON samples (unit, time);
 """
 # Columns added after version 1, with their types: ALTER TABLE adds them to older databases.
 _ADDED = (("numa_local_percent", "REAL"), ("numa_outside_percent", "REAL"))
-
-
-class RecordError(SlicectlError):
-    """The sample database could not be opened, written or read."""
 
 
 @frozen

@@ -26,6 +26,7 @@ from dbus_fast.aio import MessageBus
 from dbus_fast.errors import AuthError, DBusFastError
 
 from slicectl.core.cpulist import from_bitmask
+from slicectl.core.defaults import system_bus_address
 from slicectl.core.errors import SystemdError
 from slicectl.core.frozen import frozen
 from slicectl.core.properties.kinds import LiveValue
@@ -288,8 +289,7 @@ class Systemd:
     async def connect(cls, address: str | None = None, *, timeout: float = CALL_TIMEOUT,
                       job_timeout: float = JOB_TIMEOUT) -> Systemd:
         """Connect to the system bus, or to the bus at `address`."""
-        where = address or os.environ.get("DBUS_SYSTEM_BUS_ADDRESS",
-                                          "unix:path=/var/run/dbus/system_bus_socket")
+        where = system_bus_address(address, os.environ)
         try:
             bus = MessageBus(bus_address=address, bus_type=BusType.SYSTEM)
             await asyncio.wait_for(bus.connect(), timeout)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable, Mapping
 
 from slicectl.core.config.tenants import Config
-from slicectl.core.errors import Problem, SlicectlError
+from slicectl.core.errors import CalendarError, Problem
 from slicectl.core.frozen import frozen
 from slicectl.core.human import human_time
 
@@ -32,10 +32,6 @@ _STAMP = re.compile(r"\w{3} (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) UTC$")
 _ORIGINAL = re.compile(r"^\s*Original form: (.*)$")
 # Expressions per systemd-analyze run: a bounded output (OVERLAP_ITERATIONS elapses each).
 BATCH = 64
-
-
-class CalendarError(SlicectlError):
-    """systemd-analyze could not be run, or its output was not understood."""
 
 
 @frozen

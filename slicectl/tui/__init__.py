@@ -33,7 +33,8 @@ def tui_sampler(cgroup_root: Path) -> Sampler:
     return Sampler(Path(cgroup_root), units=True, skip=UNSHOWN_FILES)
 
 
-def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
+def tui_settings(tenants: str | None, cgroup_root: Path,
+                 interval: float = defaults.MONITOR_INTERVAL_S,
                  sysfs: str | None = None, topology_file: str | None = None, *,
                  options: ApplyOptions | None = None, proc_root: Path | None = None,
                  euid: int | None = None, needs_root: bool = True) -> TuiSettings:
@@ -77,7 +78,8 @@ def tui_settings(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
                        readonly=readonly)
 
 
-def run_tui(tenants: str | None, cgroup_root: Path, interval: float = 1.0,
+def run_tui(tenants: str | None, cgroup_root: Path,
+            interval: float = defaults.MONITOR_INTERVAL_S,
             sysfs: str | None = None, topology_file: str | None = None, *,
             options: ApplyOptions | None = None, proc_root: Path | None = None,
             needs_root: bool = True) -> int:

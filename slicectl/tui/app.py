@@ -159,7 +159,7 @@ class SlicectlApp(App[int]):
     def _balance(self) -> dict[str, str]:
         """The elastic tenants' sizes now and declared, from the balancer's state file (none
         when it has not run or cannot be read)."""
-        from slicectl.host.balance_state import state_or_none
+        from slicectl.host.balance_state_file import state_or_none
         from slicectl.views.monitor import balance_labels
 
         options, config = self.settings.options, self.settings.config

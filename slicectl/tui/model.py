@@ -256,8 +256,7 @@ def read_processes(cgroup_root: Path, cgroup: str, proc_root: Path = Path(defaul
 
 def _bus_socket(address: str | None) -> Path | None:
     """The socket path of a D-Bus address (None: abstract or not a unix path)."""
-    address = address or os.environ.get("DBUS_SYSTEM_BUS_ADDRESS",
-                                        "unix:path=/run/dbus/system_bus_socket")
+    address = defaults.system_bus_address(address, os.environ)
     for part in address.split(";")[0].partition(":")[2].split(","):
         key, _, value = part.partition("=")
         if key == "path":

@@ -19,7 +19,7 @@ class TuiSettings:
     """Everything the app needs from the command line, resolved before it starts."""
 
     cgroup_root: Path
-    interval: float = 1.0
+    interval: float = defaults.MONITOR_INTERVAL_S
     tenants: str | None = None
     config: Config | None = None
     topology: Topology | None = None

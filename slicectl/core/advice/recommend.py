@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from slicectl.core import defaults
 from slicectl.core.config.values import format_size
-from slicectl.core.errors import SlicectlError
 from slicectl.core.frozen import frozen
 from slicectl.core.human import exact_size
 
@@ -31,10 +30,6 @@ DEFAULT_HEADROOM = defaults.RECOMMEND_HEADROOM
 MIN_STABLE_S = 7 * 86400  # 001: the stable period should be at least a week
 MIB = 1 << 20
 SIZE_KEYS = ("memory_max", "memory_high", "memory_low")
-
-
-class RecommendError(SlicectlError):
-    """The samples could not be read, or the suggestions could not be written."""
 
 
 class Sample(NamedTuple):

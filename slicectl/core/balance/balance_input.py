@@ -23,18 +23,13 @@ History = Mapping[str, tuple[Reading, ...]]
 _US = 1_000_000
 
 
-def tenant_unit(config: Config, tenant: str) -> str:
-    """The slice unit of `tenant` (its cgroup directory's name)."""
-    return f"{config.slice}-{tenant}.slice"
+def _elastic_of(config: Config) -> Callable[[str], str | None]:
+    """cgroup path -> the elastic tenant whose slice it is, or None."""
+    elastic = {t.name for t in config.tenants if t.elastic}
 
-
-def _elastic_of(config: Config) -> Callable[[str, str], str | None]:
-    """(unit, cgroup path) -> the elastic tenant whose slice it is, or None."""
-    units = {tenant_unit(config, t.name): t.name for t in config.tenants if t.elastic}
-    parent = f"{config.slice}.slice/"
-
-    def tenant(unit: str, cgroup: str) -> str | None:
-        return units.get(unit) if cgroup.lstrip("/").startswith(parent) else None
+    def tenant(cgroup: str) -> str | None:
+        name = config.tenant_of(cgroup)
+        return name if name in elastic else None
 
     return tenant
 
@@ -47,7 +42,7 @@ class BalanceInput:
         self.config = config
         self.layout = layout
         self.tenant = _elastic_of(config)
-        self._known: dict[str, str | None] = {}  # cgroup path -> tenant(unit, path)
+        self._known: dict[str, str | None] = {}  # cgroup path -> tenant(path)
         self._placed = {p.tenant: p for p in layout.tenants}
         self._elastic = [(t, self._placed[t.name], frozenset(self._placed[t.name].cpu_nodes),
                           *t.size_range()) for t in config.tenants if t.elastic]
@@ -61,7 +56,7 @@ class BalanceInput:
         known = self._known
         for m in metrics:
             if (name := known.get(m.cgroup, "")) == "":
-                name = known[m.cgroup] = self.tenant(m.unit, m.cgroup)
+                name = known[m.cgroup] = self.tenant(m.cgroup)
             if name is None or m.cpu_cores is None:
                 continue
             count = len(held[name] if held is not None and name in held
@@ -95,7 +90,7 @@ def current_cpus(config: Config, samples: Iterable[CgroupSample]) -> dict[str, f
     tenant whose slice is in `samples` with a cpuset."""
     tenant = _elastic_of(config)
     return {name: s.cpus for s in samples
-            if (name := tenant(s.unit, s.path)) is not None and s.cpus}
+            if (name := tenant(s.path)) is not None and s.cpus}
 
 
 def remember(history: History, new: Mapping[str, Reading], now: float,

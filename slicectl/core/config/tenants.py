@@ -198,6 +198,12 @@ class Config:
         """`tenants.slice`, or `tenants-NAME.slice` for a tenant."""
         return f"{self.slice}.slice" if tenant is None else f"{self.slice}-{tenant}.slice"
 
+    def tenant_of(self, cgroup: str) -> str | None:
+        """The tenant whose slice `cgroup` is (a unit name or a cgroup path, slice_tenant);
+        None for any other unit, or a slice of no tenant of this file."""
+        name = slice_tenant(cgroup, self.slice)
+        return name if name is not None and any(t.name == name for t in self.tenants) else None
+
     def with_profile(self, name: str | None) -> Config:
         """This config with a profile's overrides applied (None, or `default` when no profile
         has that name: the base configuration, unchanged)."""
@@ -211,3 +217,18 @@ class Config:
         tenants = tuple(t.with_values(overrides[t.name]) if t.name in overrides else t
                         for t in self.tenants)
         return replace(self, tenants=tenants, profile=name)
+
+
+def slice_tenant(cgroup: str, parent: str) -> str | None:
+    """NAME of the tenant slice `PARENT-NAME.slice`, given as its unit name or its cgroup
+    path (`/PARENT.slice/PARENT-NAME.slice`, the leading slash optional); None for any other
+    unit or path. Config.tenant_of with a tenants.yaml; this alone where there is none. A
+    tenant's name has no dash, so `PARENT-a-b.slice` (a slice systemd nests in
+    `PARENT-a.slice`) is no tenant's."""
+    path, _, unit = cgroup.lstrip("/").rpartition("/")
+    if path and path != f"{parent}.slice":
+        return None
+    name = unit.removeprefix(f"{parent}-").removesuffix(".slice")
+    if not name or "-" in name or unit != f"{parent}-{name}.slice":
+        return None
+    return name

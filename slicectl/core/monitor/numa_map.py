@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from slicectl.core.config.tenants import slice_tenant
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.monitor.metrics import SliceMetrics
 from slicectl.core.placement.topology import Topology
@@ -85,13 +86,9 @@ def owners(online: frozenset[int], tenants: Mapping[str, frozenset[int]],
 
 def default_tenant_of(parent: str = "tenants") -> Callable[[str], str | None]:
     """Tenant names from slice paths without a tenants.yaml: `/P.slice/P-NAME.slice`."""
-    prefix = f"/{parent}.slice/{parent}-"
 
     def tenant_of(cgroup: str) -> str | None:
-        if cgroup.startswith(prefix) and cgroup.endswith(".slice") and "/" not in cgroup[
-                len(prefix):]:
-            return cgroup[len(prefix):-len(".slice")]
-        return None
+        return slice_tenant(cgroup, parent)
 
     return tenant_of
 

@@ -1,5 +1,5 @@
-"""What the balancer's rounds take from tenants.yaml (slicectl.cli.balance): the plan placed as
-the manifest says, the policy, the mover, which tenants take part each round (against the
+"""What the balancer's rounds take from tenants.yaml (slicectl.balancer.daemon): the plan
+placed as the manifest says, the policy, the mover, which tenants take part each round (against the
 state file); and tenants.yaml and the manifest looked at every round, the plan made again when
 either changed (docs/balance.md, "Moving cores").
 """
@@ -123,9 +123,7 @@ class Planned:
     @property
     def slices(self) -> frozenset[str]:
         """The elastic tenants' slice units: all the sampler reads."""
-        from slicectl.core.balance.balance_input import tenant_unit
-
-        return frozenset(tenant_unit(self.config, e.tenant) for e in self.plan.elastic)
+        return frozenset(self.config.slice_unit(e.tenant) for e in self.plan.elastic)
 
     @property
     def ranges(self) -> dict[str, ElasticRange]:

@@ -1,4 +1,4 @@
-"""What the balancer's rounds take from tenants.yaml (slicectl.cli.balance_plan): --interval
+"""What the balancer's rounds take from tenants.yaml (slicectl.balancer.rounds): --interval
 against the policy, and tenants.yaml looked at every round: planned again when it changes, a
 file that cannot be used said once with the plan before it kept. Rounds on a host are in
 test_balancer.py."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.cli.balance_plan import Inputs, plan_rounds, policy_for
+from slicectl.balancer.rounds import Inputs, plan_rounds, policy_for
 from slicectl.cli.common import apply_options, load_config, load_topology
 from slicectl.cli.parser import build_parser
 from slicectl.core.config.tenants import BalancePolicy

@@ -1,6 +1,6 @@
-"""The balancer's state file (slicectl.host.balance_state): read, written whole with its folder
-and a mode every reader may read, a file that cannot be read told apart from none at all, and
-apply's reset of it. The document inside is tested in test_core_balance_state.py."""
+"""The balancer's state file (slicectl.host.balance_state_file): read, written whole with its
+folder and a mode every reader may read, a file that cannot be read told apart from none at
+all, and apply's reset of it. The document inside is tested in test_balance_state_json.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from slicectl.core.balance.balance import ElasticRange
 from slicectl.core.balance.balance_state import BalanceState, TenantBalance
 from slicectl.core.errors import StateError
-from slicectl.host.balance_state import read_state, reset_state, state_or_none, write_state
+from slicectl.host.balance_state_file import read_state, reset_state, state_or_none, write_state
 
 DECLARED = frozenset({3, 4, 19, 20})
 MOVED = BalanceState({"web": TenantBalance(DECLARED, DECLARED | {2, 18}, grown=1,
