@@ -1,4 +1,5 @@
-"""bench/run's placement benchmarks, in process: placement.1000 and placement.scale.
+"""bench/run's placement benchmarks, in process: placement.1000, placement.repack.1000 and
+placement.scale.
 
 bench/run puts the checkout's root first on the import path before it imports this module,
 so the slicectl measured is the checkout's.
@@ -51,6 +52,36 @@ def place_1000() -> float:
     elapsed = time.perf_counter() - start
     assert len(layout.tenants) == 1000
     return elapsed
+
+
+def repack_1000() -> tuple[float, int]:
+    """placement.repack.1000: seconds to place 1,000 tenants on the synthetic 512-CPU host
+    keeping the last placement, where one tenant grew past its node's free CPUs (--repack:
+    the fewest moves), and how many tenants the re-pack moved. Each node holds a 16-CPU
+    database pinned to it; 111 tenants of 2 CPUs fill the nodes best fit (node 5 full); the
+    rest are on the shared pool. The database on node 5 grows to 20 CPUs (and may go
+    anywhere): two 2-CPU tenants must leave node 5, the fewest that let it stay whole."""
+    topo = synthetic_512()
+    tenants: dict[str, Any] = {}
+    for n in range(16):
+        tenants[f"db{n:02d}"] = {"cpus": 16, "nodes": [n], "memory_max": "32G"}
+        for k in range(6 if n == 0 else 7):
+            tenants[f"small{n:02d}{k}"] = {"cpus": 2}
+    for i in range(1000 - len(tenants)):
+        tenants[f"pool{i:04d}"] = {"memory_max": "1G", "cpu_weight": 1 + i}
+    before = parse_config({"version": 1, "housekeeping": {"cpus": 4}, "tenants": tenants},
+                          "bench.yaml")
+    previous = {p.tenant: p.cpus for p in place(before, topo).tenants if not p.pool}
+    tenants["db05"] = dict(tenants["db05"], cpus=20, nodes=None)
+    del tenants["db05"]["nodes"]
+    grown = parse_config({"version": 1, "housekeeping": {"cpus": 4}, "tenants": tenants},
+                         "bench.yaml")
+    start = time.perf_counter()
+    layout = place(grown, topo, previous, repack=True)
+    elapsed = time.perf_counter() - start
+    assert len(layout.tenants) == 1000 and layout.of("db05").cpu_nodes == (5,)
+    assert len(layout.moves) == 2, layout.moves
+    return elapsed, len(layout.moves)
 
 
 def scale_tenants(n: int) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from slicectl.core.placement.cores import Claims, cores_of
-from slicectl.core.placement.topology import Cpu, Node, Topology
+from slicectl.core.placement.topology import Cpu, Node, Topology, build_topology
 
 
 def smt_topology(cores_per_node: int = 4, nodes: int = 2, memory: int = 1 << 30) -> Topology:
@@ -98,3 +98,45 @@ def test_memory_protection_fits_the_node(claims: Claims) -> None:
     assert not claims.memory_fits(0, 125 << 20)
     unknown = Claims(smt_topology(memory=0))
     assert unknown.memory_fits(0, 1 << 40)  # no memory size known: nothing to compare with
+
+
+# --- last-level cache groups -----------------------------------------------------------------
+
+
+def cached_topology(groups: list[int]) -> Topology:
+    """One node of single-thread cores in last-level cache groups of the given sizes, CPUs
+    numbered group after group (groups [4, 4]: 0-3 share a cache, 4-7 another)."""
+    cpus, first = [], 0
+    for size in groups:
+        members = frozenset(range(first, first + size))
+        cpus += [Cpu(c, True, 0, package=0, core=c, siblings=frozenset({c}), cache=members)
+                 for c in sorted(members)]
+        first += size
+    return build_topology([Node(0, frozenset(range(first)), 1 << 30)], cpus, "test")
+
+
+def test_a_pick_that_fits_one_cache_group_takes_the_fullest_such_group() -> None:
+    claims = Claims(cached_topology([4, 4]))
+    claims.claim("other", [0])  # group 0-3 has 3 free cores, group 4-7 all 4
+    cores = claims.node_cores[0]
+    assert claims.pick("t", cores, 3, shared=False) == [1, 2, 3]  # best fit: the 3 left
+    assert claims.pick("t", cores, 4, shared=False) == [4, 5, 6, 7]
+
+
+def test_a_pick_bigger_than_a_group_takes_the_fewest_groups() -> None:
+    claims = Claims(cached_topology([2, 4, 3]))
+    assert sorted(claims.pick("t", claims.node_cores[0], 6, shared=False) or []) == [
+        2, 3, 4, 5, 6, 7]  # the 4-group and 2 of the 3-group: two groups, not three
+
+
+def test_a_growing_tenant_stays_in_its_own_group() -> None:
+    claims = Claims(cached_topology([4, 4]))
+    claims.claim("other", [0, 1])
+    claims.claim("t", [6, 7])  # 2 free in each group: best fit alone would take 2, 3
+    assert claims.pick("t", claims.node_cores[0], 2, shared=False) == [2, 3]
+    assert claims.pick("t", claims.node_cores[0], 2, shared=False, near=[6, 7]) == [4, 5]
+
+
+def test_without_cache_groups_cores_are_taken_in_order() -> None:
+    claims = Claims(smt_topology())
+    assert claims.pick("t", claims.node_cores[1], 4, shared=False) == [4, 12, 5, 13]

@@ -244,3 +244,22 @@ def test_runs_without_cyclic_collection_and_restores_it(
     assert generator.main([str(tmp_path)]) == 0
     assert seen == [False] and gc.isenabled()
     assert "internal error: RuntimeError: boom" in (tmp_path / "kmsg").read_text()
+
+
+def test_at_boot_a_grown_tenant_re_packs_and_logs_the_moves(tmp_path: Path) -> None:
+    """Nothing runs at boot: where keeping the record would split a local tenant, the
+    generator moves the fewest others (what apply refuses without --repack) and logs it."""
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("version: 1\nhousekeeping: {cpus: 2}\ntenants:\n  main: {cpus: 8}\n"
+                       "  pg2: {cpus: 4}\n  pg3: {cpus: 2}\n  pg4: {cpus: 8}\n")
+    sysfs = SYSFS / "xeon-2s-smt"
+    good, _ = run_generator(tmp_path / "first", tenants, sysfs)
+    record(tenants, good, sysfs)
+    assert "AllowedCPUs=7,23\n" in (good / "tenants-pg3.slice.d/50-slicectl.conf").read_text()
+    tenants.write_text(tenants.read_text().replace("main: {cpus: 8}", "main: {cpus: 10}"))
+    out, logged = run_generator(tmp_path / "second", tenants, sysfs)
+    assert "re-pack moves pg3: node 0 -> 1 (2 CPUs, 7,23 -> 12,28;" in logged
+    settings = out / "tenants-{}.slice.d/50-slicectl.conf"
+    assert "AllowedCPUs=1-4,7,17-20,23\n" in Path(str(settings).format("main")).read_text()
+    assert "AllowedCPUs=12,28\n" in Path(str(settings).format("pg3")).read_text()
+    assert not (out / ".slicectl-generator-error").exists()

@@ -138,7 +138,7 @@ def _record(paths: GeneratorPaths, config: Config, topology: Topology, sysfs: st
         UnitDir(options.unit_dir).manifest()
     files = generator_files(config, topology, previous,
                             generator_command(generator, str(paths.tenants)),
-                            options.templates)
+                            options.templates, options.repack)
     fingerprint = placement_record.fingerprint(str(paths.tenants), sysfs) or b""
     if last is None:
         def forget() -> None:

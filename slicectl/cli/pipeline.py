@@ -240,6 +240,27 @@ def _print_plan(args: Namespace, config: Config, plan: Plan, topo: Topology,
             print(f"  note: {note}")
 
 
+def _explain(args: Namespace, config: Config, plan: Plan, topo: Topology) -> int:
+    """`plan --explain TENANT`: why the tenant got its CPUs and memory, one reason a line."""
+    from slicectl.core.errors import SlicectlError
+    from slicectl.core.placement.explain import explain
+
+    names = [t.name for t in config.tenants]
+    if args.explain not in names:
+        raise SlicectlError(f"--explain {args.explain}: no such tenant in {args.tenants}",
+                            f"tenants: {', '.join(names) or 'none'}")
+    reasons = explain(config, topo, plan.layout, args.explain)
+    if args.json:
+        import json
+
+        print(json.dumps({"tenant": args.explain, "reasons": reasons}, indent=2))
+    else:
+        print(f"{args.explain}:")
+        for reason in reasons:
+            print(f"  - {reason}")
+    return EXIT_OK
+
+
 def _print_notes(plan: Plan, diff: Diff | None) -> None:
     """The placement's notes, and a re-pack's moves where no host's changes say them."""
     moves = plan.layout.repack_notes() if diff is None else []
@@ -301,6 +322,8 @@ def cmd_plan(args: Namespace) -> int:
         from slicectl.host.planning import plan_for_host
 
         plan = plan_for_host(config, topo, None)
+    if args.explain:
+        return _explain(args, config, plan, topo)
     _print_plan(args, config, plan, topo, diff, files)
     if warning:
         kind = "note" if warning.startswith("files only") else "warning"

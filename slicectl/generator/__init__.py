@@ -202,7 +202,10 @@ def _placed(tenants: str, sysfs: str, last: dict[str, bytes] | None) -> dict[str
     previous = None
     if last is not None and MANIFEST_NAME in last:
         previous = Manifest.parse(last[MANIFEST_NAME], Path(MANIFEST_NAME))
-    return generator_files(config, topology, previous, generator_command(sys.argv[0], tenants))
+    # At boot nothing runs yet: a tenant that no longer fits its node beside the others
+    # moves them (the fewest), and each move is logged.
+    return generator_files(config, topology, previous, generator_command(sys.argv[0], tenants),
+                           repack=True, said=log)
 
 
 def _fallback(out: str, last: tuple[str, dict[str, bytes], bytes] | None, why: str) -> str:

@@ -117,16 +117,22 @@ def generator_command(generator: str, tenants: str) -> ScheduleCommand:
 
 
 def generator_files(config: Config, topology: Topology, previous: Manifest | None,
-                    command: ScheduleCommand, templates: str | None = None
+                    command: ScheduleCommand, templates: str | None = None,
+                    repack: bool = False, said: Callable[[str], None] | None = None
                     ) -> dict[str, bytes]:
     """The files the generator writes for `config` on `topology`, the manifest included,
     each tenant kept where `previous` (the record's manifest) placed it: the one builder of
     them, for the generator at boot and for generator mode's record, which the generator
-    copies as they are while nothing changes."""
+    copies as they are while nothing changes. `repack`: as build_plan's (the generator at
+    boot, where nothing runs yet, may re-pack); `said` is told each move of a re-pack."""
     from slicectl.core.render import render
     from slicectl.host.unitdir import MANIFEST_NAME, Manifest, manifest_text
 
-    plan = plan_for_host(config, topology, None, command, shares=False, manifest=previous)
+    plan = plan_for_host(config, topology, None, command, shares=False, manifest=previous,
+                         repack=repack)
+    if said is not None:
+        for line in plan.layout.repack_notes():
+            said(line)
     texts = render(plan, templates)
     files = {rel: text.encode() for rel, text in texts.items()}
     files[MANIFEST_NAME] = manifest_text(texts, Manifest(placements=plan.placements(),

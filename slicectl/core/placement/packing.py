@@ -101,7 +101,7 @@ def on_node(claims: Claims, ask: Ask, node: int, shared: bool) -> list[int] | No
     seed = ask.seed
     if seed and seed <= claims.node_cpus[node] and seed <= claims.free:
         claims.claim(ask.name, seed)
-        extra = claims.pick(ask.name, cores, ask.count - len(seed), shared=shared)
+        extra = claims.pick(ask.name, cores, ask.count - len(seed), shared=shared, near=seed)
         claims.release(seed)
         if extra is not None:
             return sorted(seed) + extra
