@@ -293,6 +293,28 @@ async def test_failed_apply_rolls_back_and_restores_the_tenants_file(
     assert snapshot(host.unit_dir) == files and snapshot(host.cgroup_root) == cgroups
 
 
+async def test_a_grown_tenant_fails_naming_the_repack_until_repack_is_set(
+        collections: Path, host: Host) -> None:
+    tenants = host.root / "t.yaml"
+    clusters = ("version: 1\nhousekeeping: {cpus: 2}\ntenants:\n  main: {cpus: 8}\n"
+                "  pg2: {cpus: 4}\n  pg3: {cpus: 2}\n  pg4: {cpus: 8}\n")
+    tenants.write_text(clusters)
+    assert (await run_module(collections, "tenants", host.args(tenants=str(tenants))))["changed"]
+    tenants.write_text(clusters.replace("main: {cpus: 8}", "main: {cpus: 10}"))
+    files = snapshot(host.unit_dir)
+    refused = await run_module(collections, "tenants", host.args(tenants=str(tenants)))
+    assert refused["failed"] is True
+    assert "would split tenant main (numa: local)" in refused["msg"], refused["msg"]
+    assert "pg3: node 0 -> 1" in refused["msg"] and "--repack" in refused["msg"]
+    assert snapshot(host.unit_dir) == files
+    repacked = await run_module(collections, "tenants", host.args(tenants=str(tenants),
+                                                                  repack=True))
+    assert repacked["changed"] is True, repacked
+    assert [m["tenant"] for m in repacked["plan"]["moves"]] == ["pg3"]
+    main = next(t for t in repacked["plan"]["tenants"] if t["name"] == "main")
+    assert main["cpu_nodes"] == [0] and main["cpu_count"] == 10
+
+
 # --- config: the tenants document as a mapping --------------------------------------------------
 
 

@@ -51,7 +51,7 @@ def plan_command(params, tenants, contents=False):
         args += ["--templates", params["templates"]]
     if contents:
         args.append("--contents")
-    return args + host_args(params)
+    return args + placement_args(params) + host_args(params)
 
 
 def apply_command(params, tenants):
@@ -61,7 +61,12 @@ def apply_command(params, tenants):
         args += ["--profile", params["profile"]]
     if params.get("templates"):
         args += ["--templates", params["templates"]]
-    return args + host_args(params)
+    return args + placement_args(params) + host_args(params)
+
+
+def placement_args(params):
+    """`--repack` when asked: move the fewest tenants rather than split a local one."""
+    return ["--repack"] if params.get("repack") else []
 
 
 def write_command(tenants, check):

@@ -53,6 +53,14 @@ options:
     description:
       - Use the unit templates in this directory on the target (C(--templates)).
     type: path
+  repack:
+    description:
+      - Where keeping every tenant where it is would split a C(numa: local) tenant over
+        NUMA nodes, move the fewest other tenants so that every local tenant is on one node
+        (C(--repack)). Without it such a change fails, naming those moves, and changes
+        nothing.
+    type: bool
+    default: false
   unit_dir:
     description:
       - Unit directory slicectl owns files in (C(--unit-dir)). Default is slicectl's,
@@ -185,6 +193,7 @@ ARGUMENT_SPEC = dict(
     dest=dict(type="path", default="/etc/slicectl/tenants.yaml"),
     profile=dict(type="str"),
     templates=dict(type="path"),
+    repack=dict(type="bool", default=False),
     unit_dir=dict(type="path"),
     cgroup_root=dict(type="path"),
     bus=dict(type="str"),
