@@ -35,7 +35,7 @@ def session() -> Iterator[str]:
 
 
 def start(session: str, scratch: Path, demo_args: str, width: int = 120,
-          env: dict[str, str] | None = None) -> None:
+          env: dict[str, str] | None = None, height: int = 40) -> None:
     """Run `slicectl demo DEMO_ARGS` in a new tmux session, its TMPDIR `scratch`; the screen
     shows DEMO-EXIT-<status> once it ended."""
     slicectl = shutil.which("slicectl", path=os.path.dirname(sys.executable))
@@ -45,7 +45,7 @@ def start(session: str, scratch: Path, demo_args: str, width: int = 120,
     # Not the COLUMNS or LINES of the tmux server's environment: the terminal's size.
     command = (f"env -u COLUMNS -u LINES {assignments} {shlex.quote(slicectl)} demo {demo_args}; "
                "echo DEMO-EXIT-$?; sleep 120")
-    tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", "40", command)
+    tmux("new-session", "-d", "-s", session, "-x", str(width), "-y", str(height), command)
 
 
 def row(screen: str, name: str) -> str:
@@ -136,6 +136,23 @@ def test_demo_tui_edit_apply_roll_back_then_q(session: str, scratch: Path) -> No
         eventually(tenants_says(tenants, cpus))
     assert cpus_of(scratch, DB) == six  # rolled back: the same CPUs as before
     assert "# a database: busy" in tenants.read_text()
+    tmux("send-keys", "-t", session, "q")
+    ended_clean(session, scratch)
+
+
+def test_demo_tui_edit_form_keys_arriving_together(session: str, scratch: Path) -> None:
+    """Keys that reach the terminal in one read (typing over SSH, a paste) all count, in the
+    order typed, at 80×24."""
+    start(session, scratch, "tui", width=80, height=24)
+    wait_screen(session, lambda s: "tenants-db.slice" in s, timeout=60)
+    tmux("send-keys", "-t", session, "e")
+    wait_screen(session, cpus_field("6"))
+    tmux("send-keys", "-t", session, "-H", "7f", "34")  # ⌫4 in one write
+    wait_screen(session, cpus_field("4"))
+    tmux("send-keys", "-t", session, "1", "2", "BSpace", "6")  # 12⌫6 in one write
+    wait_screen(session, cpus_field("416"))
+    tmux("send-keys", "-t", session, "Escape")  # cancelled: nothing planned
+    wait_screen(session, lambda s: "Edit tenant" not in s and "tenants-db.slice" in s)
     tmux("send-keys", "-t", session, "q")
     ended_clean(session, scratch)
 

@@ -19,6 +19,7 @@ from slicectl.core.config.config import Config
 from slicectl.core.config.yamledit import EDITABLE, current_values, edit_tenant
 from slicectl.core.errors import ConfigError
 from slicectl.core.properties.properties import BY_KEY
+from slicectl.tui.components.field import Field
 from slicectl.tui.messages import PreviewReady
 
 HINTS = {key: BY_KEY[key].hint for key in EDITABLE}  # the settings table's examples
@@ -66,7 +67,7 @@ class EditScreen(ModalScreen[EditResult | None]):
             with Grid(id="edit-grid"):
                 for key in EDITABLE:
                     yield Label(key)
-                    yield Input(placeholder=HINTS[key], id=f"f-{key}", compact=True)
+                    yield Field(placeholder=HINTS[key], id=f"f-{key}", compact=True)
             yield Static(id="edit-error")
             if self.preview is not None:
                 yield Static(id="edit-preview")

@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.widgets import Footer, Header, Input
 
 from slicectl.tui.components.banner import ReadOnlyBanner, StatusLine
+from slicectl.tui.components.field import Field
 from slicectl.tui.components.overview_rows import (
     RIGHT,
     OverviewRows,
@@ -52,7 +53,7 @@ class OverviewScreen(DataScreen):
         yield StatusLine(id="status")
         yield SliceTable(overview_headers(self.numa), RIGHT, overview_groups(self.numa),
                          id="slices")
-        yield Input(placeholder="filter slices by name (enter: keep, escape: clear)",
+        yield Field(placeholder="filter slices by name (enter: keep, escape: clear)",
                     id="filter")
         yield Footer(compact=True)
 
