@@ -94,6 +94,9 @@ class SliceTable(ScrollView, can_focus=True):
                                         color: $block-cursor-foreground; }
     """
 
+    class ColumnsShown(Message):
+        """The columns in view changed (a scroll sideways, a resize, wider cells)."""
+
     class Selected(Message):
         """A double click on a row (enter is the screen's to bind, so its footer shows it)."""
 
@@ -118,6 +121,7 @@ class SliceTable(ScrollView, can_focus=True):
         self._lines: list[Line | None] = []  # each row's text, padded to the column widths
         self._header = Line("", True)
         self._styles: dict[tuple[str, bool], Style] = {}
+        self._hint: str | None = None  # the columns_hint last announced
         self._layout()
 
     # -- what callers use -------------------------------------------------------------------
@@ -154,6 +158,7 @@ class SliceTable(ScrollView, can_focus=True):
             self.widths = widths
             self._layout()
             self.refresh()
+            self._columns_moved()
         else:
             self._lines = [known.get(id(r)) for r in self.rows]
             self._refresh_changed(old_rows)
@@ -199,6 +204,28 @@ class SliceTable(ScrollView, can_focus=True):
         lo = self.fixed_width + int(self.scroll_x)
         hi = lo + max(self.size.width - self.fixed_width, 0)
         return range(max(1, bisect_left(self._starts, lo)), bisect_right(self._ends, hi))
+
+    def columns_hint(self) -> str:
+        """How to see the columns out of view: "→ more columns", "← → more columns",
+        "← more columns", or "" when all are shown."""
+        shown = self.shown_columns()
+        left = len(self.headers) > 1 and shown.start > 1
+        right = shown.stop < len(self.headers)
+        arrows = " ".join(a for a, hidden in (("←", left), ("→", right)) if hidden)
+        return f"{arrows} more columns" if arrows else ""
+
+    def _columns_moved(self) -> None:
+        hint = self.columns_hint()
+        if hint != self._hint:
+            self._hint = hint
+            self.post_message(self.ColumnsShown())
+
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_x(old_value, new_value)
+        self._columns_moved()
+
+    def on_resize(self) -> None:
+        self._columns_moved()
 
     def group_offsets(self) -> list[int]:
         """The scroll positions at which a group starts right after the first column."""

@@ -46,6 +46,7 @@ class OverviewScreen(DataScreen):
         self.collapsed: set[str] = set()  # cgroups whose subtree is folded away
         self._seen: set[str] = set()  # cgroups shown before (new ones get the default fold)
         self.needle = ""  # the `/` filter
+        self._status = ""  # the status line but for the columns hint
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -78,9 +79,18 @@ class OverviewScreen(DataScreen):
         shown = (f"{len(lines)} of {len(app.metrics)} slices" if len(lines) != len(app.metrics)
                  else f"{len(lines)} slices")
         needle = f"  filter: {self.needle}" if self.needle else ""
-        self.query_one(StatusLine).show_text(
-            f"{shown}  sort: {app.sort_key} {arrow}  every {app.interval:g}s{needle}{profile}")
+        self._status = (f"{shown}  sort: {app.sort_key} {arrow}  every {app.interval:g}s"
+                        f"{needle}{profile}")
+        self._show_status()
         self.query_one(ReadOnlyBanner).set_reasons(app.readonly)
+
+    def _show_status(self) -> None:
+        hint = self.query_one(SliceTable).columns_hint()
+        self.query_one(StatusLine).show_text(f"{self._status}  {hint}" if hint else self._status)
+
+    def on_slice_table_columns_shown(self, event: SliceTable.ColumnsShown) -> None:
+        event.stop()
+        self._show_status()
 
     def action_fold(self) -> None:
         """Fold or unfold the highlighted slice's subtree."""
