@@ -140,6 +140,38 @@ def test_demo_tui_edit_apply_roll_back_then_q(session: str, scratch: Path) -> No
     ended_clean(session, scratch)
 
 
+def toast(screen: str) -> str:
+    """The text of the notifications on screen (their lines joined by spaces)."""
+    return " ".join(line.split("▌", 1)[1].strip() for line in screen.splitlines()
+                    if "▌" in line and line.split("▌", 1)[1].strip())
+
+
+def test_demo_tui_at_80x24_shows_pressure_key_hints_and_whole_toast(session: str,
+                                                                    scratch: Path) -> None:
+    """At 80×24: memory pressure in view and a word on the other columns; the edit dialog
+    names ctrl+s, as Plan is below the fold once the placement preview is drawn; the apply's
+    notice is shown whole."""
+    start(session, scratch, "tui", width=80, height=24)
+    screen = wait_screen(session, lambda s: "tenants-db.slice" in s, timeout=60)
+    header = next(line for line in screen.splitlines() if line.startswith("slice "))
+    assert "psi mem" in header and "mem current/high/max" in header, screen
+    assert "→ more columns" in screen, screen
+    tmux("send-keys", "-t", session, "e")
+    screen = wait_screen(session, cpus_field("6"))
+    assert "ctrl+s: plan" in screen and "esc: cancel" in screen, screen
+    tmux("send-keys", "-t", session, "C-u")
+    wait_screen(session, cpus_field("count or cpulist"))
+    tmux("send-keys", "-t", session, "4")
+    wait_screen(session, cpus_field("4"))
+    tmux("send-keys", "-t", session, "C-s")
+    wait_screen(session, lambda s: "Apply these changes?" in s, timeout=60)
+    tmux("send-keys", "-t", session, "y")
+    screen = wait_screen(session, lambda s: "applied:" in toast(s), timeout=60)
+    assert re.search(r"^applied: .*verified .*; tenants\.yaml written$", toast(screen)), screen
+    tmux("send-keys", "-t", session, "q")
+    ended_clean(session, scratch)
+
+
 def test_demo_tui_edit_form_keys_arriving_together(session: str, scratch: Path) -> None:
     """Keys that reach the terminal in one read (typing over SSH, a paste) all count, in the
     order typed, at 80×24."""

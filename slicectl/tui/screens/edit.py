@@ -61,7 +61,10 @@ class EditScreen(ModalScreen[EditResult | None]):
     def compose(self) -> ComposeResult:
         # Scrolls when the terminal is shorter than the form and the preview.
         with VerticalScroll(id="edit-box", classes="dialog"):
-            yield Label(f"Edit tenant ({self.path})", classes="dialog-title")
+            yield Label(f"Edit tenant ({self.path})", classes="dialog-title", markup=False)
+            # Plan and Cancel are below the fold on a short terminal: their keys up here.
+            yield Label("ctrl+s: plan   esc: cancel   tab: next field   empty: unset",
+                        id="edit-keys", markup=False)
             yield Select([(t, t) for t in self.tenants], value=self.tenant, allow_blank=False,
                          id="tenant", compact=True)
             with Grid(id="edit-grid"):
