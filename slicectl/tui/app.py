@@ -326,8 +326,9 @@ class SlicectlApp(App[int]):
             return
         names = [t.name for t in self.config.tenants]
         preview = partial(placement_preview, self.settings, self.profile, message.before)
+        target = (self.settings.systemd_version, self.settings.systemd_source)
         self.push_screen(EditScreen(message.text, self.settings.tenants, names, message.tenant,
-                                    preview), self._edited)
+                                    preview, target), self._edited)
 
     def _edited(self, result: EditResult | None) -> None:
         if result is None:

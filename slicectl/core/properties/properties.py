@@ -320,7 +320,7 @@ SETTINGS: tuple[Setting, ...] = (
                  _file("memory.zswap.writeback", kinds.flag_text, missing="1"),
                  kernel=(6, 8)),
             "false: pages zswap would write back to swap stay compressed in memory",
-            "unset (true)", scopes=_TPC, editable=True, hint="false"),
+            "unset (true)", scopes=_TPC, editable=True, hint="e.g. false (unset: true)"),
     Setting("tasks_max", parse_tasks_max,
             Prop("TasksMax", "TasksMax", kinds.Tasks(scale_since=TASK_SHARE_SINCE), 227,
                  lambda live, _want, _devices: [kinds.tasks_file(live)],

@@ -19,6 +19,7 @@ from slicectl.core.config.config import Config
 from slicectl.core.config.yamledit import EDITABLE, current_values, edit_tenant
 from slicectl.core.errors import ConfigError
 from slicectl.core.properties.properties import BY_KEY
+from slicectl.core.properties.versions import unsupported_keys
 from slicectl.tui.components.field import Field
 from slicectl.tui.messages import PreviewReady
 
@@ -49,7 +50,10 @@ class EditScreen(ModalScreen[EditResult | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "plan", "Plan")]
 
     def __init__(self, text: str, path: str, tenants: list[str], tenant: str | None,
-                 preview: Preview | None = None) -> None:
+                 preview: Preview | None = None,
+                 systemd: tuple[int | None, str] = (None, "")) -> None:
+        """`systemd`: the target's release and where it was learnt; a key it cannot take
+        is not offered unless a tenant sets it (then it is marked, to be cleared)."""
         super().__init__()
         self.text = text
         self.path = path
@@ -57,6 +61,11 @@ class EditScreen(ModalScreen[EditResult | None]):
         self.tenant = tenant if tenant in tenants else tenants[0]
         self.preview = preview
         self._timer: Timer | None = None
+        self.systemd = systemd
+        self.unsupported = unsupported_keys(EDITABLE, systemd[0])
+        used = {key for name in tenants
+                for key, value in current_values(text, path, name).items() if value}
+        self.keys = [key for key in EDITABLE if key not in self.unsupported or key in used]
 
     def compose(self) -> ComposeResult:
         # Scrolls when the terminal is shorter than the form and the preview.
@@ -68,9 +77,17 @@ class EditScreen(ModalScreen[EditResult | None]):
             yield Select([(t, t) for t in self.tenants], value=self.tenant, allow_blank=False,
                          id="tenant", compact=True)
             with Grid(id="edit-grid"):
-                for key in EDITABLE:
-                    yield Label(key)
+                for key in self.keys:
+                    needs = self.unsupported.get(key)
+                    yield Label(key if needs is None else f"{key} (needs systemd {needs})")
                     yield Field(placeholder=HINTS[key], id=f"f-{key}", compact=True)
+            held_back = [key for key in self.unsupported if key not in self.keys]
+            if held_back:
+                version, source = self.systemd
+                yield Static("\n".join(
+                    f"not offered: {key} (needs systemd {self.unsupported[key]}, the target "
+                    f"runs {version}: {source})" for key in held_back),
+                    id="edit-held-back", markup=False)
             yield Static(id="edit-error")
             if self.preview is not None:
                 yield Static(id="edit-preview")
@@ -80,11 +97,12 @@ class EditScreen(ModalScreen[EditResult | None]):
 
     def on_mount(self) -> None:
         self._fill()
-        self.query_one(f"#f-{EDITABLE[0]}", Input).focus()
+        self.query_one(f"#f-{self.keys[0]}", Input).focus()
 
     def _fill(self) -> None:
-        for key, value in current_values(self.text, self.path, self.tenant).items():
-            self.query_one(f"#f-{key}", Input).value = value
+        values = current_values(self.text, self.path, self.tenant)
+        for key in self.keys:
+            self.query_one(f"#f-{key}", Input).value = values[key]
         self.show_preview()
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -96,7 +114,7 @@ class EditScreen(ModalScreen[EditResult | None]):
 
     def _edited(self) -> tuple[str, Config]:
         """The form's values applied to tenants.yaml; raises ConfigError."""
-        values = {key: self.query_one(f"#f-{key}", Input).value for key in EDITABLE}
+        values = {key: self.query_one(f"#f-{key}", Input).value for key in self.keys}
         return edit_tenant(self.text, self.path, self.tenant, values)
 
     def _show_error(self, e: ConfigError | None) -> None:
