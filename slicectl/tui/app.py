@@ -360,6 +360,9 @@ class SlicectlApp(App[int]):
         if name is None or self.config is None:
             return
         profile = None if name == BASE else name
+        if profile == self.profile:
+            self.notify(f"{name} is already active: nothing to switch", timeout=4)
+            return
         self._pending = PendingChange(f"Switch to {name}: plan",
                                       self.config.with_profile(profile), self.config, profile,
                                       None)

@@ -122,6 +122,7 @@ class SliceTable(ScrollView, can_focus=True):
         self._header = Line("", True)
         self._styles: dict[tuple[str, bool], Style] = {}
         self._hint: str | None = None  # the columns_hint last announced
+        self._placed = False  # the cursor was put on a row (a key, a click, move_to)
         self._layout()
 
     # -- what callers use -------------------------------------------------------------------
@@ -137,8 +138,11 @@ class SliceTable(ScrollView, can_focus=True):
         return self.rows[self.cursor].key if self.rows else None
 
     def show(self, rows: Sequence[Row]) -> None:
-        """Show these rows in this order; the cursor stays on its key when it still exists."""
-        keep = self.selected
+        """Show these rows in this order; the cursor stays on its key when it still exists,
+        once it was put on a row: until then it stays on the top row (the first samples
+        reorder the rows, and the row first on top may sort to the bottom)."""
+        was = self.selected
+        keep = was if self._placed else None
         old_rows, old_lines = self.rows, self._lines
         self.rows = list(rows)
         # An unchanged row is the same object (OverviewRows): its line is as well, and only
@@ -163,7 +167,7 @@ class SliceTable(ScrollView, can_focus=True):
             self._lines = [known.get(id(r)) for r in self.rows]
             self._refresh_changed(old_rows)
         self.virtual_size = Size(len(self._header[0]), len(self.rows) + 1)
-        if keep != self.selected:
+        if was != self.selected:
             self._scroll_to_cursor()
 
     def get_row_at(self, index: int) -> list[str]:
@@ -324,6 +328,7 @@ class SliceTable(ScrollView, can_focus=True):
     def _set_cursor(self, index: int) -> None:
         if not self.rows:
             return
+        self._placed = True
         index = max(0, min(index, len(self.rows) - 1))
         if index == self.cursor:
             return

@@ -186,6 +186,11 @@ class ProfileScreen(ModalScreen[str | None]):
             yield OptionList(*(Option(name + (" (active)" if name == active else ""), id=name)
                                for name in [BASE, *self.profiles]), id="profiles")
 
+    def on_mount(self) -> None:
+        # The list opens on the profile in force (the next one is a key away).
+        options = self.query_one(OptionList)
+        options.highlighted = options.get_option_index(self.current or BASE)
+
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)
 
