@@ -23,11 +23,9 @@ SPARK_WIDTH = 40
 def _psi(p: PressureMetrics | None) -> str:
     if p is None:
         return "-"
-    some = p.some.rate if p.some.rate is not None else p.some.avg10
     if p.full is None:
-        return f"{some:.1f}/-%"
-    full = p.full.rate if p.full.rate is not None else p.full.avg10
-    return f"{some:.1f}/{full:.1f}%"
+        return f"{p.some.share():.1f}/-%"
+    return f"{p.some.share():.1f}/{p.full.share():.1f}%"
 
 
 def limits_text(m: SliceMetrics) -> str:
