@@ -493,6 +493,7 @@ class SlicectlApp(App[int]):
         self.post_message(Applied(
             f"applied: {len(report.set_live)} live change(s), {n_files} file(s), "
             f"{len(report.started)} slice(s) started, verified {len(report.verified)} unit(s)"
+            + (f" ({', '.join(report.not_running)} not running)" if report.not_running else "")
             + ("; tenants.yaml written" if p.text is not None else "")))
 
     def on_apply_refused(self, message: ApplyRefused) -> None:
