@@ -66,6 +66,18 @@ async def test_gather_all_waits_for_every_call_then_raises_the_first_failure() -
     assert sorted(finished) == ["first", "second", "slow"]
 
 
+async def test_a_managed_unit_without_a_cgroup_is_named_not_verified(
+        options: ApplyOptions) -> None:
+    """A confined service that is not running has no cgroup to read back: the report names
+    it rather than counting fewer units in silence."""
+    text = YAML + "confine:\n  cron.service: {memory_max: 512M}\n"
+    report = await apply_plan(parse_config(load_yaml(text, "t.yaml"), "t.yaml"), TOPO, options)
+    assert report.not_running == ["cron.service"]
+    assert "cron.service" not in report.verified
+    assert report.notes == ["not verified, not running (no cgroup): cron.service; their "
+                            "files apply when they start"]
+
+
 def test_load_plan_renders_the_plan_kept_where_the_manifest_says(
         config: Config, tmp_path: Path) -> None:
     options = ApplyOptions(unit_dir=tmp_path)

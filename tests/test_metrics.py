@@ -62,6 +62,27 @@ def test_cpu_cores_and_percent_of_allowed_cpus() -> None:
     assert m.quota_cores == pytest.approx(2.0)
 
 
+def test_cpu_cores_never_above_the_cpus_allowed_or_the_quota() -> None:
+    """A rate above them is the counter and the clock read a moment apart."""
+    over_cpus = sample(cpu_quota_usec=None, usage_usec=1_000_000 + 4_200_000)  # 4.2 of 4
+    assert SliceMetrics.from_samples(sample(cpu_quota_usec=None), over_cpus,
+                                     1.0).cpu_cores == pytest.approx(4.0)
+    over_quota = SliceMetrics.from_samples(sample(), sample(usage_usec=3_250_000), 1.0)
+    assert over_quota.cpu_cores == pytest.approx(2.0)  # 2.25 cores, quota 2
+    unknown = sample(cpus=None, cpu_quota_usec=None, usage_usec=9_000_000)
+    assert SliceMetrics.from_samples(sample(cpus=None, cpu_quota_usec=None), unknown,
+                                     1.0).cpu_cores == pytest.approx(8.0)  # nothing to cap
+
+
+def test_psi_share_is_the_rate_else_avg10() -> None:
+    """One figure for every view (table, detail, top, status, trouble colours)."""
+    cur = sample(memory_pressure=psi(300_000, avg10=12.5))
+    later = SliceMetrics.from_samples(sample(), cur, 1.0).memory_pressure
+    assert later is not None and later.some.share() == pytest.approx(30.0)
+    first = SliceMetrics.from_samples(None, cur, 1.0).memory_pressure
+    assert first is not None and first.some.share() == 12.5
+
+
 def test_allowed_cpus_fall_back_to_the_host() -> None:
     cur = sample(cpus=None, usage_usec=3_000_000)
     m = SliceMetrics.from_samples(sample(cpus=None), cur, 1.0, host_cpus=16)

@@ -50,6 +50,12 @@ def tree(tmp_path: Path) -> MovingTree:
     return t
 
 
+def near_20_percent(line: str) -> bool:
+    """Whether a row shows db1's cpu pressure: stalled 20 % of the time, measured over an
+    interval our clock and the tree's see a little differently."""
+    return any(17 <= float(x) <= 23 for x in re.findall(r"(\d+\.\d)%", line))
+
+
 def advancing(tree: MovingTree) -> Any:
     """A sleep that also moves the tree's counters by the time that really passed since the
     previous call (or since this one was made): a busy machine oversleeps, and the rates
@@ -147,7 +153,7 @@ def test_status_table(tree: MovingTree) -> None:
     line = next(x for x in text.splitlines() if "tenants-db1.slice" in x)
     assert re.search(r"1\.\d\d / 4", line)  # cores used / allowed CPUs
     assert "3.00" in line and "65M / 900M / 1G" in line  # sizes as 24.5G, not 25088M
-    assert "oom_kill +1" in line and "20.0%" in line
+    assert "oom_kill +1" in line and near_20_percent(line)  # psi cpu: 20 % of the time
     assert "io r/w" in text
     assert re.search(r"\d(\.\d)?M/s 0/s$", line)  # ~4 MiB/s read, nothing written
     system = next(x for x in text.splitlines() if "system.slice" in x)
@@ -257,7 +263,7 @@ def test_status_piped_at_columns_keeps_a_line_per_slice(
     assert sorted(r.split()[0] for r in rows) == ["system.slice", "tenants-db1.slice",
                                                   "tenants.slice"]
     db1 = next(r for r in rows if r.startswith("tenants-db1.slice"))
-    assert "65M / 900M / 1G" in db1 and "20.0%" in db1  # memory, psi cpu
+    assert "65M / 900M / 1G" in db1 and near_20_percent(db1)  # memory, psi cpu
     left_out = [line for line in lines if line.startswith("left out for width:")]
     if columns == "160":
         assert not left_out and "oom_kill +1" in db1

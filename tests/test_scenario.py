@@ -3,12 +3,15 @@ each tenant given what its limits allow, new limits followed and never written."
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 
+from slicectl.core.monitor.metrics import PressureMetrics, SliceMetrics, compute
 from slicectl.demo.scenario import GIB, MIB, DemoTree
+from slicectl.host.sampler import Sampler
 
 NODES = {0: frozenset({0, 1, 2, 3, 8, 9, 10, 11}), 1: frozenset({4, 5, 6, 7, 12, 13, 14, 15})}
 CACHE = "tenants.slice/tenants-cache.slice"
@@ -65,7 +68,8 @@ def test_the_tree_gives_each_tenant_what_its_limits_allow(tmp_path: Path) -> Non
     # and it stalls on memory.
     assert int((root / CACHE / "memory.current").read_text()) == GIB
     assert _field(root, CACHE, "memory.events", "high") > high > 0
-    assert "some avg10=18.00" in (root / CACHE / "memory.pressure").read_text()
+    avg10 = re.search(r"^some avg10=(\d+\.\d+)", (root / CACHE / "memory.pressure").read_text())
+    assert avg10 and float(avg10[1]) > 5, avg10
     # The batch job wants 3 cores, its quota gives 2: throttled, and short of CPU.
     batch = "tenants.slice/tenants-batch.slice"
     batch_cores = (_field(root, batch, "cpu.stat", "usage_usec") - usage["batch"]) / 5e6
@@ -92,3 +96,50 @@ def test_the_tree_follows_new_limits_and_never_writes_them(tmp_path: Path) -> No
     assert (tree.root / CACHE / "memory.high").read_text() == f"{2 * GIB}\n"
     assert int((tree.root / CACHE / "memory.current").read_text()) == 1536 * MIB  # it fits
     assert _field(tree.root, CACHE, "memory.events", "high") == events  # no longer held
+
+
+DEMO_SLICES = ("init.scope", "system.slice", "user.slice", "tenants.slice",
+               *(f"tenants.slice/tenants-{n}.slice" for n in ("db", "web", "cache", "batch")))
+
+
+def test_a_minute_of_the_demo_obeys_its_limits_and_pressure_moves(tmp_path: Path) -> None:
+    """What the demo's views show, computed from its files a second apart over a simulated
+    minute (its own clock: no waiting): cores never above the CPUs allowed or the quota, a
+    slice at its quota throttled, and pressure and memory that move with the load."""
+    tree = DemoTree(tmp_path / "cgroup", NODES)
+    _set_limits(tree.root)
+    tree.advance_to(1.0)
+    seen: dict[str, list[SliceMetrics]] = {}
+    with Sampler(tree.root) as sampler:
+        prev = dataclasses.replace(sampler.sample(), time=1.0)
+        for second in range(2, 62):
+            for quarter in (0.25, 0.5, 0.75, 1.0):  # in the demo's steps (session.TICK_S)
+                tree.advance_to(second - 1 + quarter)
+            cur = dataclasses.replace(sampler.sample(), time=float(second))
+            for m in compute(prev, cur):
+                seen.setdefault(m.unit, []).append(m)
+                path = m.cgroup[1:]
+                raw = (cur.cgroups[path].usage_usec  # type: ignore[operator]
+                       - prev.cgroups[path].usage_usec) / 1e6  # the files, not the view's cap
+                assert raw <= m.allowed_cpus + 1e-6, (m.unit, second, raw)
+                if m.quota_cores is not None:
+                    assert raw <= m.quota_cores + 1e-6, (m.unit, second, raw)
+                    if raw >= m.quota_cores - 0.01:  # at its quota: throttled
+                        assert (m.throttled_percent or 0) > 0, (m.unit, second)
+            prev = cur
+    batch, db, cache, web = (seen[f"tenants-{n}.slice"] for n in ("batch", "db", "cache", "web"))
+    assert min(m.throttled_percent or 0 for m in batch) > 0  # it always wants more than 2
+
+    def spread(values: list[float]) -> float:
+        return max(values) - min(values)
+
+    def share(p: PressureMetrics | None) -> float:
+        assert p is not None
+        return p.some.share()
+
+    assert spread([share(m.cpu_pressure) for m in db]) > 1  # % points, with its load
+    assert spread([share(m.memory_pressure) for m in cache]) > 5  # held at memory_high
+    assert spread([m.memory_pressure.some.avg10 for m in cache  # type: ignore[union-attr]
+                   ]) > 2  # the kernel's average moves too
+    assert spread([float(m.memory_current or 0) for m in web]) > 100 * MIB
+    assert spread([float(m.memory_current or 0) for m in db]) > 100 * MIB

@@ -47,6 +47,11 @@ def test_the_demo_runs_applied_and_moving_then_goes(scratch: Path) -> None:
         assert (paths.units / "tenants-cache.slice.d" / "50-slicectl.conf").exists()
         cache = paths.cgroup / "tenants.slice" / "tenants-cache.slice"
         assert (cache / "memory.high").read_text() == f"{1 << 30}\n"
+        # PID 1's scope is on the housekeeping CPUs, as the plan says (the fake systemd runs
+        # it in the root slice, as systemd does).
+        housekeeping = (paths.cgroup / "system.slice" / "cpuset.cpus.effective").read_text()
+        assert (paths.cgroup / "init.scope" / "cpuset.cpus.effective").read_text() == (
+            housekeeping) != "0-15\n"
         usage = (cache / "cpu.stat").read_text()
         _wait(lambda: (cache / "cpu.stat").read_text() != usage)  # it keeps moving
         (paths.root / FAULT).touch()

@@ -35,8 +35,8 @@ TENANTS = "version: 1\nhousekeeping: {cpus: 1}\ntenants:\n  db1: {cpus: %d, cpu_
           "  web: {memory_max: 1G}\n"
 
 
-def drawn(item: RenderableType) -> str:
-    console = Console(width=120, color_system=None, record=True, file=io.StringIO())
+def drawn(item: RenderableType, width: int = 120) -> str:
+    console = Console(width=width, color_system=None, record=True, file=io.StringIO())
     console.print(item)
     return "\n".join(line.rstrip() for line in console.export_text().splitlines())
 
@@ -74,6 +74,20 @@ def test_plan_files_table_lists_the_other_files() -> None:
                     "│ init.scope.d/50-slicectl.conf   │ AllowedCPUs=0   │",
                     "│ system.slice.d/50-slicectl.conf │ AllowedCPUs=0   │",
                     "│ user.slice.d/50-slicectl.conf   │ AllowedCPUs=0   │"]
+
+
+def test_plan_files_table_at_80_columns_never_cuts_a_unit_name() -> None:
+    services = "  warehouse{n}: {{cpus: 1, services: [postgresql@15-warehouse{n}.service]}}\n"
+    text = ("version: 1\nhousekeeping: {cpus: 1}\ntenants:\n"
+            + "".join(services.format(n=n) for n in (1, 2)))
+    table = drawn(plan_files_table(build_plan(parse_config(load_yaml(text, "t.yaml"), "t.yaml"),
+                                              TOPO, shares=False)), width=80)
+    words = set(table.replace("│", " ").split())
+    for n in (1, 2):  # the drop-in's folder whole on a line, its Slice= whole
+        assert f"postgresql@15-warehouse{n}.service.d/50-slicectl.conf" in words or {
+            f"postgresql@15-warehouse{n}.service.d/", "50-slicectl.conf"} <= words, table
+        assert f"Slice=tenants-warehouse{n}.slice" in words, table
+    assert all(len(line) <= 80 for line in table.splitlines()), table
 
 
 def test_placement_lines() -> None:

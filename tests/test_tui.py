@@ -122,16 +122,17 @@ async def test_rows_changed_off_screen_and_lines_scrolled_sideways(tmp_path: Pat
     assert all(len(line) == width for line in before + after + third)
     fixed = table.fixed_width
     assert [line[:fixed] for line in after] == [line[:fixed] for line in before]  # slices
-    assert before[0].split() == ["slice", "cpu", "cores/allowed", "quota", "throttled",
-                                 "mem", "current/high/max"]  # at 80 columns
-    assert after[0].split()[:5] == ["slice", "mem", "current/high/max", "psi", "cpu"]
-    assert third[0].split()[:4] == ["slice", "psi", "cpu", "psi"]
-    # the memory group moved left by the CPU group's width, cells whole
-    shift = before[0].index("mem current") - after[0].index("mem current")
+    assert before[0].split()[:7] == ["slice", "cpu", "cores/allowed", "mem",
+                                     "current/high/max", "psi", "mem"]  # at 80 columns
+    assert after[0].split()[:5] == ["slice", "quota", "throttled", "psi", "cpu"]
+    assert third[0].split()[-1] == "tasks"  # as far right as the table goes
+    # the quota group moved left by the headline group's width, cells whole
+    shift = before[0].index("quota") - after[0].index("quota")
     assert shift == table.group_offsets()[1] > 0
+    quota = table.widths[table.headers.index("quota")]
     for old, new in zip(before[1:], after[1:], strict=True):
-        memory = old[fixed + shift:].rstrip()  # the memory column, the last one shown
-        assert new[fixed:].startswith(memory) and memory
+        cell = old[fixed + shift:fixed + shift + quota]  # the quota column, the last one shown
+        assert new[fixed:fixed + quota] == cell and cell.strip()
 
 
 async def test_sorting_keys(tree: MovingTree) -> None:

@@ -75,3 +75,20 @@ async def test_an_os_error_while_reading_is_said_too(tree: MovingTree) -> None:
         await wait_for(pilot, lambda: any("cannot read the cgroup tree" in n
                                           for n in notes(app)))
         assert "cannot read the cgroup tree: [Errno 5] Input/output error" in notes(app)
+
+
+async def test_a_sample_out_of_turn_keeps_rates_over_a_whole_interval(tree: MovingTree) -> None:
+    """A sample taken right after another (poll_now, as after an apply) computes its rates
+    against the sample before: over so short a window a tree that moves in steps (the demo's)
+    would show 0.00 cores for every slice."""
+    async with running(monitor_settings(tree.root, interval=30.0)) as (app, pilot):
+        def db1_cores() -> float | None:
+            return next(m.cpu_cores for m in app.metrics if m.unit == "tenants-db1.slice")
+
+        tree.advance(1.0)  # the counters move, once
+        app.poll_now()
+        await wait_for(pilot, lambda: app.samples >= 2)
+        assert (db1_cores() or 0.0) > 0
+        app.poll_now()  # at once, the tree has not moved since
+        await wait_for(pilot, lambda: app.samples >= 3)
+        assert (db1_cores() or 0.0) > 0

@@ -34,6 +34,9 @@ async def test_limits_history_and_processes(tree: MovingTree, tmp_path: Path) ->
         assert limits[0].startswith("CPU ") and "CPUs 0-3" in limits[0]
         assert [line.split()[0] for line in limits[:5]] == ["CPU", "memory", "limits", "PSI",
                                                             "events"]
+        # what "throttled" and "events +N" mean, said on the screen that shows them
+        assert "throttled: periods the quota stopped it in" in limits[5]
+        assert "events: memory.events since the last refresh" in limits[5]
         assert [line.split()[0] for line in static_text(app, "#history").splitlines()] == [
             "cpu", "memory", "psi", "psi", "psi"]
 

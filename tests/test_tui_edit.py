@@ -80,9 +80,10 @@ async def test_profile_switch_applies_live_without_touching_the_file(
     settings = await edit_settings(tmp_path, host)
     async with running(settings) as (app, pilot):
         await pilot.press("p")
-        assert isinstance(app.screen, ProfileScreen)
+        await wait_for(pilot, lambda: showing(app, ProfileScreen, "#profiles"))
         options = app.screen.query_one(OptionList)
-        options.highlighted = 1  # (base), night
+        assert options.highlighted == 0  # on the active one: (base)
+        await pilot.press("down")  # (base), night
         await pilot.press("enter")
         await wait_for(pilot, lambda: showing(app, DiffScreen, "#diff-text"))
         assert "AllowedCPUs" in static_text(app, "#diff-text")
@@ -91,6 +92,13 @@ async def test_profile_switch_applies_live_without_touching_the_file(
         assert len(parse_cpulist(cgroup_file(host, "db1", "cpuset.cpus"))) == 4  # night: 4
         assert (tmp_path / "tenants.yaml").read_text() == YAML
         assert "profile: night" in static_text(app, "#status")
+        await pilot.press("p")  # opens on night; choosing it again says so
+        await wait_for(pilot, lambda: showing(app, ProfileScreen, "#profiles"))
+        assert app.screen.query_one(OptionList).highlighted == 1
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("night is already active" in str(n.message)
+                                          for n in app._notifications))  # noqa: SLF001
+        assert not isinstance(app.screen, (ProfileScreen, DiffScreen))
 
 
 async def test_failed_apply_rolls_back_and_leaves_the_file(

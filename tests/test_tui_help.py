@@ -45,3 +45,16 @@ async def test_it_opens_on_question_mark_and_closes(tree: MovingTree, close: str
         await pilot.press(close)
         await wait_for(pilot, lambda: isinstance(app.screen, OverviewScreen))
         assert app.is_running  # q closes the help, it does not quit
+
+
+async def test_it_explains_throttled_and_events_whole_at_80x24(tree: MovingTree) -> None:
+    async with running(monitor_settings(tree.root), size=(80, 24)) as (app, pilot):
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause()
+        text = app.screen.query_one("#help-text", Static)
+        shown = str(text.content)
+        assert "throttled  share of CPU periods in which the quota stopped the slice" in shown
+        assert "events     memory.events since the last refresh: high +N" in shown
+        assert text.region.height == len(HELP.splitlines())  # every line, none cut off
+        assert text.region.bottom <= 24 - 1

@@ -1,6 +1,6 @@
 """The main screen (slicectl.tui.screens.overview): its status line (count, sort and its
-direction, interval, filter), and the requests it passes to the app. Sorting, folding and
-filtering the tree are in test_tui.py."""
+direction, interval, filter, columns out of view), and the requests it passes to the app.
+Sorting, folding and filtering the tree are in test_tui.py."""
 
 from __future__ import annotations
 
@@ -16,14 +16,16 @@ def notes(app: object) -> list[str]:
 
 async def test_the_status_line(tree: MovingTree) -> None:
     async with running(monitor_settings(tree.root)) as (app, pilot):
-        assert static_text(app, "#status") == "4 slices  sort: cpu ↓  every 0.05s"
+        # at 80 columns: the headline columns, and a word on the others
+        assert static_text(app, "#status") == (
+            "4 slices  sort: cpu ↓  every 0.05s  → more columns")
         await pilot.press("r")
         await wait_for(pilot, lambda: "sort: cpu ↑" in static_text(app, "#status"))
         await pilot.press("s")
         await wait_for(pilot, lambda: "sort: memory" in static_text(app, "#status"))
         await pilot.press("slash", "d", "b")
         await wait_for(pilot, lambda: static_text(app, "#status") == (
-            "2 of 4 slices  sort: memory ↑  every 0.05s  filter: db"))
+            "2 of 4 slices  sort: memory ↑  every 0.05s  filter: db  → more columns"))
 
 
 async def test_escape_without_a_filter_changes_nothing(tree: MovingTree) -> None:

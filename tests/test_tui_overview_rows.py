@@ -32,9 +32,10 @@ def test_columns_and_their_groups() -> None:
     assert plain[0] == "slice" and NUMA_COLUMN not in plain
     assert plain.index("psi io") < plain.index("cpu history")  # pressure shows at 100 columns
     assert overview_headers(True).index(NUMA_COLUMN) == plain.index("psi io") + 1
-    assert overview_groups(False) == ("cpu cores/allowed", "mem current/high/max", "psi cpu",
-                                      "cpu history", "events")
-    assert overview_groups(True)[3] == NUMA_COLUMN
+    # the headline first: CPU, memory and memory pressure, what 80 columns show
+    assert plain[1:4] == ("cpu cores/allowed", "mem current/high/max", "psi mem")
+    assert overview_groups(False) == ("cpu cores/allowed", "quota", "cpu history", "events")
+    assert overview_groups(True)[2] == NUMA_COLUMN
 
 
 def test_a_row_per_line_in_its_order_with_every_column() -> None:

@@ -31,3 +31,15 @@ def test_loads_without_textual() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parent.parent).stdout
     assert out == "[]\n"
+
+
+def test_target_systemd_from_the_flag_else_the_topology_file(tmp_path: Path) -> None:
+    from slicectl.demo.cgtree import make_root
+    from slicectl.tui import tui_settings
+
+    make_root(tmp_path / "cgroup")
+    host = str(Path(__file__).resolve().parent.parent / "slicectl" / "demo" / "host.json")
+    recorded = tui_settings(None, tmp_path / "cgroup", topology_file=host)
+    assert (recorded.systemd_version, recorded.systemd_source) == (252, f"recorded in {host}")
+    asked = tui_settings(None, tmp_path / "cgroup", topology_file=host, systemd_version=256)
+    assert (asked.systemd_version, asked.systemd_source) == (256, "--systemd-version")

@@ -70,6 +70,21 @@ async def test_the_cursor_follows_its_row() -> None:
         assert table.selected == "/b"
 
 
+async def test_the_cursor_stays_on_top_until_it_is_put_on_a_row() -> None:
+    """The first samples reorder the rows: the row on top at the start must not drag the
+    cursor to the bottom before the user has moved it."""
+    async with TableApp().run_test(size=(40, 10)) as pilot:
+        table = pilot.app.query_one(SliceTable)
+        table.focus()
+        table.show(rows(("a", "-"), ("b", "-"), ("c", "-")))
+        assert table.selected == "/a"
+        table.show(rows(("c", "3"), ("b", "2"), ("a", "1")))  # sorted by figures now
+        assert table.selected == "/c" and table.cursor == 0
+        await pilot.press("down")
+        table.show(rows(("a", "1"), ("b", "2"), ("c", "3")))
+        assert table.selected == "/b"  # put on a row: it follows that row
+
+
 async def test_no_rows_no_selection() -> None:
     async with TableApp().run_test(size=(40, 10)) as pilot:
         table = pilot.app.query_one(SliceTable)

@@ -61,8 +61,8 @@ def db1_memory(screen: str) -> float:
 
 
 # What each width shows of the overview's header (whole columns only) before any scrolling.
-HEADER = {80: ("cpu cores/allowed", "mem current/high/max"),
-          100: ("mem current/high/max", "psi cpu", "psi mem", "psi io"),
+HEADER = {80: ("cpu cores/allowed", "mem current/high/max", "psi mem"),
+          100: ("mem current/high/max", "psi mem", "quota", "throttled", "psi cpu"),
           160: ("psi io", "cpu history", "mem history", "events", "tasks")}
 
 
@@ -80,12 +80,12 @@ def test_tui_in_tmux_shows_moving_slices_and_quits(moving: MovingTree, width: in
         assert all(name in header for name in HEADER[width]), screen
         footer = screen.rstrip().splitlines()[-1]
         assert "? Help" in footer and "q Quit" in footer, screen
-        if width == 80:  # a group to the right: memory stays whole, pressure comes in
+        if width == 80:  # the status line says how to see the rest; → shows the next group
+            assert " → more columns" in screen, screen
             tmux("send-keys", "-t", session, "Right")
-            screen = wait_screen(session, lambda s: "psi cpu" in s)
+            screen = wait_screen(session, lambda s: "psi cpu" in s and "← → more columns" in s)
             header = next(line for line in screen.splitlines() if line.startswith("slice "))
-            assert header.split()[:3] == ["slice", "mem", "current/high/max"], screen
-            db1_memory(screen)  # the memory cell is whole
+            assert header.split()[:5] == ["slice", "quota", "throttled", "psi", "cpu"], screen
         tmux("send-keys", "-t", session, "q")
         wait_screen(session, lambda s: "TUI-EXIT-0" in s, timeout=10)
     finally:

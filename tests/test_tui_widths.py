@@ -28,8 +28,8 @@ def screen_text(svg: str) -> list[str]:
     return out
 
 
-WIDTHS = {80: ("cpu cores/allowed", "mem current/high/max"),
-          100: ("mem current/high/max", "psi cpu", "psi mem", "psi io"),
+WIDTHS = {80: ("cpu cores/allowed", "mem current/high/max", "psi mem"),
+          100: ("mem current/high/max", "psi mem", "quota", "throttled", "psi cpu"),
           160: ("psi io", "cpu history", "mem history", "events", "tasks")}
 
 
@@ -38,8 +38,8 @@ WIDTHS = {80: ("cpu cores/allowed", "mem current/high/max"),
 async def test_snapshot_widths(width: int, colour: bool, svg_snapshot: Any,
                                monkeypatch: pytest.MonkeyPatch) -> None:
     """The overview at 80, 100 and 160 columns, in colour and with NO_COLOR: whole columns
-    only (pressure from 100 on, everything at 160), and the footer's keys up to Help and
-    Quit at every width."""
+    only (memory pressure at 80, everything at 160, the status line saying when some are
+    out of view), and the footer's keys up to Help and Quit at every width."""
     if not colour:
         monkeypatch.setenv("NO_COLOR", "1")
     async with running(snapshot_settings(), size=(width, 24)) as (app, pilot):
@@ -48,4 +48,6 @@ async def test_snapshot_widths(width: int, colour: bool, svg_snapshot: Any,
     lines = screen_text(svg)
     header = next(line for line in lines if line.startswith("slice "))
     assert all(name in header for name in WIDTHS[width])
+    status = next(line for line in lines if "sort:" in line)
+    assert ("→ more columns" in status) == (width < 160), status
     assert "? Help" in lines[-1] and "q Quit" in lines[-1]

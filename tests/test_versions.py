@@ -13,6 +13,7 @@ from slicectl.core.properties.versions import (
     kernel_problems,
     parse_kernel,
     parse_version,
+    unsupported_keys,
     version_problems,
 )
 
@@ -103,3 +104,10 @@ def test_check_version(config: Config) -> None:
     assert e.value.message.splitlines()[0] == (
         "t.yaml:7: tenants.db1.memory_zswap_writeback: needs Linux 6.8 or later, but the "
         "target runs Linux 6.1.0")
+
+
+def test_unsupported_keys_are_the_ones_the_release_cannot_take() -> None:
+    keys = ["cpus", "cpu_weight", "memory_high", "memory_zswap_writeback"]
+    assert unsupported_keys(keys, 252) == {"memory_zswap_writeback": 256}
+    assert unsupported_keys(keys, 256) == {}
+    assert unsupported_keys(keys, None) == {}  # unknown: nothing held back on a guess

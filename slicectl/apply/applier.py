@@ -75,6 +75,7 @@ class ApplyReport:
     stopped: list[str] = field(default_factory=list)
     set_live: list[PropChange] = field(default_factory=list)
     verified: list[str] = field(default_factory=list)
+    not_running: list[str] = field(default_factory=list)  # managed, no cgroup: not verified
     notes: list[str] = field(default_factory=list)
 
 
@@ -219,6 +220,11 @@ async def _verify(tx: Transaction, plan: Plan, states: dict[str, UnitState],
                 f"{c.unit}: systemd reports {c.prop}={human_live(c.prop, c.live)}, "
                 f"expected {human_live(c.prop, c.want)}")
     report.verified = sorted(checked)
+    report.not_running = sorted(first.not_running)
+    if report.not_running:
+        report.notes.append(
+            f"not verified, not running (no cgroup): {', '.join(report.not_running)}; "
+            "their files apply when they start")
     problems = [p for unit in sorted(checked) for p in checked[unit]]
     if problems:
         raise ApplyError("verification failed: " + "; ".join(problems),

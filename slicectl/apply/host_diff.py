@@ -332,6 +332,7 @@ class ReadBack:
 
     problems: dict[str, list[str]] = field(default_factory=dict)
     differ: list[PropChange] = field(default_factory=list)
+    not_running: list[str] = field(default_factory=list)  # no cgroup: nothing to read back
 
 
 async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
@@ -345,8 +346,9 @@ async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
     groups = await asyncio.gather(*(sd.control_group(u.unit) for u, _ in managed))
     suspects: list[tuple[UnitPlan, bool]] = []
     for (u, owned), group in zip(managed, groups, strict=True):
-        if not group:
-            continue  # no cgroup (a drop-in for a unit that is not running)
+        if not group:  # no cgroup (a drop-in for a unit that is not running)
+            result.not_running.append(u.unit)
+            continue
         if cgroup_problems(cgroup_root, u.unit, group,
                            cgroup_expectations(desired(u, owned, plan.limits), block_device)):
             suspects.append((u, owned))

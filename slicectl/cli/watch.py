@@ -287,7 +287,7 @@ def cmd_tui(args: Namespace) -> int:
                    proc_root=Path(args.proc_root) if args.proc_root else None,
                    # The system bus needs root; a bus named with --bus is a private one
                    # (the demo's, the tests'), where the user may change what they own.
-                   needs_root=args.bus is None)
+                   needs_root=args.bus is None, systemd_version=args.systemd_version)
 
 
 def cmd_record(args: Namespace) -> int:

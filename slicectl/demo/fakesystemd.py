@@ -315,6 +315,9 @@ class FakeSystemd:
         self._manager = _Manager(self)
         for name in ("-.slice", "system.slice", "user.slice"):
             self.add_unit(name, active_state="active", sub_state="active")
+        # PID 1's own scope: always running, in the root slice (its cgroup is /init.scope),
+        # so a plan's init.scope drop-in reaches a cgroup and is verified like the others.
+        self.add_unit("init.scope", active_state="active", sub_state="running", slice="-.slice")
 
     async def start(self, address: str) -> None:
         """Connect to the bus at `address` and own org.freedesktop.systemd1."""

@@ -39,6 +39,7 @@ class Workload:
     swing: float = 0.0  # ± cores, a sine wave of `period` seconds
     period: float = 60.0
     memory: int = 64 * MIB  # bytes of working set
+    memory_swing: int = 0  # ± bytes, a sine wave of 2 × `period` seconds
     growth: int = 0  # bytes a second it grows by, from `start`, to `memory` (0: at once)
     start: int = 0
     local: float = 1.0  # share of its memory on the nodes of its CPUs
@@ -49,28 +50,33 @@ class Workload:
     def cpu_wanted(self, t: float) -> float:
         return max(0.0, self.cpu + self.swing * math.sin(2 * math.pi * t / self.period))
 
+    def memory_wanted(self, t: float) -> int:
+        return max(0, int(self.memory + self.memory_swing
+                          * math.sin(math.pi * t / self.period)))
+
 
 # The demo host's cgroups (the slices of tenants.yaml as the fake systemd names them).
 WORKLOADS: dict[str, Workload] = {
     "init.scope": Workload(cpu=0.01, memory=12 * MIB, tasks=1),
-    "system.slice": Workload(cpu=0.3, swing=0.2, period=23, memory=900 * MIB, tasks=61,
-                             local=0.5, io_write=2 * MIB),
+    "system.slice": Workload(cpu=0.3, swing=0.2, period=23, memory=900 * MIB,
+                             memory_swing=48 * MIB, tasks=61, local=0.5, io_write=2 * MIB),
     "user.slice": Workload(cpu=0.05, memory=300 * MIB, tasks=9, local=0.5),
     # Busy, its memory all on its own node, under its memory_high.
     "tenants.slice/tenants-db.slice": Workload(
-        cpu=4.0, swing=1.5, period=40, memory=10 * GIB, growth=512 * MIB, start=9 * GIB,
-        io_read=40 * MIB, io_write=12 * MIB, tasks=212),
+        cpu=4.0, swing=1.5, period=40, memory=10 * GIB, memory_swing=512 * MIB,
+        growth=512 * MIB, start=9 * GIB, io_read=40 * MIB, io_write=12 * MIB, tasks=212),
     # Load that comes and goes; a fifth of its memory left on the other node.
     "tenants.slice/tenants-web.slice": Workload(
-        cpu=1.5, swing=1.3, period=15, memory=2560 * MIB, local=0.8, io_write=MIB, tasks=48),
+        cpu=1.5, swing=1.3, period=15, memory=2560 * MIB, memory_swing=384 * MIB, local=0.8,
+        io_write=MIB, tasks=48),
     # Its working set (1.5G) does not fit its memory_high (1G): held there, reclaimed hard.
     "tenants.slice/tenants-cache.slice": Workload(
-        cpu=0.6, swing=0.3, period=30, memory=1536 * MIB, growth=64 * MIB, start=1000 * MIB,
-        io_read=8 * MIB, tasks=17),
+        cpu=0.6, swing=0.3, period=30, memory=1536 * MIB, memory_swing=256 * MIB,
+        growth=64 * MIB, start=1000 * MIB, io_read=8 * MIB, tasks=17),
     # Wants 3 cores, its quota gives 2: throttled; memory spread over both nodes.
     "tenants.slice/tenants-batch.slice": Workload(
-        cpu=3.0, swing=0.5, period=50, memory=3 * GIB, local=0.5, io_read=20 * MIB,
-        io_write=20 * MIB, tasks=8),
+        cpu=3.0, swing=0.5, period=50, memory=3 * GIB, memory_swing=512 * MIB, local=0.5,
+        io_read=20 * MIB, io_write=20 * MIB, tasks=8),
 }
 
 
@@ -123,6 +129,8 @@ class DemoTree:
     workloads: Mapping[str, Workload] = field(default_factory=lambda: WORKLOADS)
     cgroups: dict[str, FakeCgroup] = field(default_factory=dict)
     time: float = 0.0
+    # cgroup -> CPU periods and throttled periods not yet counted (the files count whole ones)
+    _periods: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         cpus = format_cpulist(frozenset().union(*self.node_cpus.values()))
@@ -173,34 +181,46 @@ class DemoTree:
         cap = float(len(limits.cpus))
         if limits.quota_cores is not None:
             cap = min(cap, limits.quota_cores)
-        used = min(wanted, cap)
+        used = min(wanted, cap)  # never more than its CPUs, nor its quota
         usec = dt * 1e6
         cg.usage_usec += int(used * usec)
         short = (wanted - used) / wanted if wanted > 0 else 0.0
         if limits.quota_cores is not None:
-            periods = int(usec / 100_000)
-            cg.nr_periods += periods
-            cg.nr_throttled += int(periods * min(1.0, short * 2))
+            self._throttle(cg, usec, short)
             cg.throttled_usec += int((wanted - used) * usec)
-        # Some CPU wait even with room (run-queue latency), much more when short of CPUs.
-        self._pressure(cg, "cpu", 2.0 + 80 * short, 60 * short, usec)
-        self._memory(cg, work, limits, dt, usec)
+        # Run-queue waits grow with the share of its CPUs in use; far more when short of them.
+        busy = used / cap if cap else 0.0
+        self._pressure(cg, "cpu", 2.0 + 10 * busy ** 3 + 80 * short, 60 * short, dt)
+        self._memory(cg, work, limits, t, dt)
         cg.io_rbytes += int(work.io_read * dt)
         cg.io_wbytes += int(work.io_write * dt)
-        self._pressure(cg, "io", 1.0 if work.io_read or work.io_write else 0.0, 0.2, usec)
+        self._pressure(cg, "io", 1.0 + 3 * busy if work.io_read or work.io_write else 0.0, 0.2,
+                       dt)
         self._place(cg, work, limits)
 
-    def _memory(self, cg: FakeCgroup, work: Workload, limits: Limits, dt: float,
-                usec: float) -> None:
-        """Grow toward the working set; held at memory.high (reclaim, "high" events, memory
-        pressure) when the working set does not fit under it."""
-        want = work.memory
+    def _throttle(self, cg: FakeCgroup, usec: float, short: float) -> None:
+        """Count the quota's 100 ms periods, and the ones it ran out in (a share that grows
+        with how short of CPU it is: any shortage throttles some), fractions carried over."""
+        periods, throttled = self._periods.get(cg.path, (0.0, 0.0))
+        periods += usec / 100_000
+        throttled += usec / 100_000 * min(1.0, 0.1 + short * 2) if short > 0 else 0.0
+        cg.nr_periods += int(periods)
+        cg.nr_throttled += int(throttled)
+        self._periods[cg.path] = (periods % 1, throttled % 1)
+
+    def _memory(self, cg: FakeCgroup, work: Workload, limits: Limits, t: float,
+                dt: float) -> None:
+        """Grow toward the working set (which swings); held at memory.high (reclaim, "high"
+        events, memory pressure that grows with the shortfall) when it does not fit under."""
+        want = work.memory_wanted(t)
         grown = cg.memory_current + work.growth * dt if work.growth else want
         current = min(want, int(grown))
         ceilings = [v for v in (limits.memory_high, limits.memory_max) if v is not None]
         held = bool(ceilings) and want > min(ceilings) and current >= min(ceilings)
+        over = 0.0
         if ceilings:
             current = min(current, min(ceilings))
+            over = max(0.0, want - min(ceilings)) / min(ceilings)
         cg.memory_current = current
         cg.anon = current * 7 // 10
         cg.file = current - cg.anon
@@ -209,7 +229,8 @@ class DemoTree:
         if held:
             cg.events["high"] += max(1, round(HIGH_EVENTS_PER_S * dt))
             cg.refault_file += int(4000 * dt)
-        self._pressure(cg, "memory", 18.0 if held else 0.0, 6.0 if held else 0.0, usec)
+        some = 8.0 + 40 * min(1.0, over) if held else 0.0
+        self._pressure(cg, "memory", some, some / 3, dt)
 
     def _place(self, cg: FakeCgroup, work: Workload, limits: Limits) -> None:
         """memory.numa_stat: `work.local` of its memory on its CPUs' nodes, the rest spread
@@ -223,11 +244,16 @@ class DemoTree:
                 cg.numa[n] = (int(cg.anon * part / len(nodes)), int(cg.file * part / len(nodes)))
 
     @staticmethod
-    def _pressure(cg: FakeCgroup, resource: str, some: float, full: float, usec: float) -> None:
+    def _pressure(cg: FakeCgroup, resource: str, some: float, full: float, dt: float) -> None:
+        """Stalled `some` and `full` % of the last `dt` seconds: added to the totals, and to
+        avg10 as the kernel averages it (decaying over 10 s, so it follows the load)."""
         psi = cg.psi[resource]
-        psi[0], psi[2] = round(min(some, 100.0), 2), round(min(full, some, 100.0), 2)
-        psi[1] += psi[0] / 100 * usec
-        psi[3] += psi[2] / 100 * usec
+        some, full = min(some, 100.0), min(full, some, 100.0)
+        psi[1] += some / 100 * dt * 1e6
+        psi[3] += full / 100 * dt * 1e6
+        keep = math.exp(-dt / 10)
+        psi[0] = round(psi[0] * keep + some * (1 - keep), 2)
+        psi[2] = round(psi[2] * keep + full * (1 - keep), 2)
 
     @staticmethod
     def _sum(parent: FakeCgroup, children: Iterable[FakeCgroup]) -> None:

@@ -15,6 +15,7 @@ from slicectl.core.errors import SlicectlError
 
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
+    from slicectl.core.placement.topology import Topology
     from slicectl.host.sampler import Sampler
     from slicectl.tui.settings import TuiSettings
 
@@ -37,9 +38,12 @@ def tui_settings(tenants: str | None, cgroup_root: Path,
                  interval: float = defaults.MONITOR_INTERVAL_S,
                  sysfs: str | None = None, topology_file: str | None = None, *,
                  options: ApplyOptions | None = None, proc_root: Path | None = None,
-                 euid: int | None = None, needs_root: bool = True) -> TuiSettings:
+                 euid: int | None = None, needs_root: bool = True,
+                 systemd_version: int | None = None) -> TuiSettings:
     """Resolve the command line into settings; raises ConfigError/TopologyError for bad input.
-    `needs_root`: False where changing the host does not need root (the demo's private bus)."""
+    `needs_root`: False where changing the host does not need root (the demo's private bus).
+    `systemd_version`: the target's release (--systemd-version), else the one the topology
+    file records, else this host's."""
     from slicectl.apply.applier import ApplyOptions
     from slicectl.tui.model import readonly_reasons
     from slicectl.tui.settings import TuiSettings
@@ -72,23 +76,39 @@ def tui_settings(tenants: str | None, cgroup_root: Path,
         from slicectl.host.sysfs import host_memory
 
         memory = host_memory(proc)
+    version, source = _target_systemd(systemd_version, topology, topology_file)
     return TuiSettings(cgroup_root=cgroup_root, interval=interval, tenants=tenants,
                        config=config, topology=topology, topology_error=topology_error,
                        options=options, proc_root=proc, host_memory=memory,
-                       readonly=readonly)
+                       readonly=readonly, systemd_version=version, systemd_source=source)
+
+
+def _target_systemd(asked: int | None, topology: Topology | None, topology_file: str | None
+                    ) -> tuple[int | None, str]:
+    """The target's systemd release and where it comes from (as `plan` learns it)."""
+    if asked is not None:
+        return asked, "--systemd-version"
+    if topology is not None and topology.systemd_version is not None:
+        return topology.systemd_version, f"recorded in {topology.source}"
+    if topology_file is not None:
+        return None, ""  # another host's topology that does not say: unknown
+    from slicectl.host.hostinfo import systemd_version
+
+    return systemd_version(), "systemd on this host"
 
 
 def run_tui(tenants: str | None, cgroup_root: Path,
             interval: float = defaults.MONITOR_INTERVAL_S,
             sysfs: str | None = None, topology_file: str | None = None, *,
             options: ApplyOptions | None = None, proc_root: Path | None = None,
-            needs_root: bool = True) -> int:
+            needs_root: bool = True, systemd_version: int | None = None) -> int:
     """`slicectl tui`: raises SamplerError (no cgroup v2 root), ConfigError or TopologyError
     before the screen is taken over; returns the exit status. `needs_root`: as `tui_settings`."""
     # The cgroup root first: the likeliest mistake.
     with tui_sampler(cgroup_root) as sampler:
         settings = tui_settings(tenants, cgroup_root, interval, sysfs, topology_file,
-                                options=options, proc_root=proc_root, needs_root=needs_root)
+                                options=options, proc_root=proc_root, needs_root=needs_root,
+                                systemd_version=systemd_version)
         from slicectl.tui.app import SlicectlApp
 
         result = SlicectlApp(settings, sampler).run()

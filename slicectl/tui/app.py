@@ -113,6 +113,7 @@ class SlicectlApp(App[int]):
         self.readonly = list(settings.readonly)
         self.samples = 0
         self._prev: Snapshot | None = None
+        self._older: Snapshot | None = None  # the sample before _prev
         topo = settings.topology
         self._memo = MetricsMemo(None if topo is None else {n.id: n.cpus for n in topo.nodes})
         self._timer: Timer | None = None
@@ -147,14 +148,26 @@ class SlicectlApp(App[int]):
     def _sample(self) -> None:
         try:
             snapshot = self.sampler.sample()
-            metrics = self._memo.compute(self._prev, snapshot)
+            base = self._rate_base(snapshot)
+            metrics = self._memo.compute(base, snapshot)
         except SlicectlError as e:
             self.post_message(SampleFailed(e.message, e.hint))
             return
         except OSError as e:
             self.post_message(SampleFailed(f"cannot read the cgroup tree: {e}", ""))
             return
-        self.post_message(Sampled(snapshot, metrics, self._balance()))
+        self.post_message(Sampled(snapshot, metrics, self._balance(), base))
+
+    def _rate_base(self, snapshot: Snapshot) -> Snapshot | None:
+        """The sample to compute rates against: the previous one, or the one before it when
+        the previous is less than half an interval old (a sample taken out of turn, right
+        after an apply): over so short a window rates are noise, and a tree that moves in
+        steps (the demo's) shows 0.00 cores for every slice."""
+        prev, older = self._prev, self._older
+        if prev is not None and older is not None and (
+                snapshot.time - prev.time < self.interval / 2):
+            return older
+        return prev
 
     def _balance(self) -> dict[str, str]:
         """The elastic tenants' sizes now and declared, from the balancer's state file (none
@@ -169,6 +182,8 @@ class SlicectlApp(App[int]):
 
     def on_sampled(self, message: Sampled) -> None:
         self._polling = False
+        if message.base is self._prev:  # else rates skipped _prev: the one before stays
+            self._older = self._prev
         self._prev = message.snapshot
         self.metrics = message.metrics
         self.balance = message.balance
@@ -326,8 +341,9 @@ class SlicectlApp(App[int]):
             return
         names = [t.name for t in self.config.tenants]
         preview = partial(placement_preview, self.settings, self.profile, message.before)
+        target = (self.settings.systemd_version, self.settings.systemd_source)
         self.push_screen(EditScreen(message.text, self.settings.tenants, names, message.tenant,
-                                    preview), self._edited)
+                                    preview, target), self._edited)
 
     def _edited(self, result: EditResult | None) -> None:
         if result is None:
@@ -359,6 +375,9 @@ class SlicectlApp(App[int]):
         if name is None or self.config is None:
             return
         profile = None if name == BASE else name
+        if profile == self.profile:
+            self.notify(f"{name} is already active: nothing to switch", timeout=4)
+            return
         self._pending = PendingChange(f"Switch to {name}: plan",
                                       self.config.with_profile(profile), self.config, profile,
                                       None)
@@ -474,6 +493,7 @@ class SlicectlApp(App[int]):
         self.post_message(Applied(
             f"applied: {len(report.set_live)} live change(s), {n_files} file(s), "
             f"{len(report.started)} slice(s) started, verified {len(report.verified)} unit(s)"
+            + (f" ({', '.join(report.not_running)} not running)" if report.not_running else "")
             + ("; tenants.yaml written" if p.text is not None else "")))
 
     def on_apply_refused(self, message: ApplyRefused) -> None:

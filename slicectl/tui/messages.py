@@ -23,10 +23,12 @@ class Sampled(Message):
     """A new snapshot and the metrics computed from it and the previous one."""
 
     def __init__(self, snapshot: Snapshot, metrics: list[SliceMetrics],
-                 balance: dict[str, str] | None = None) -> None:
+                 balance: dict[str, str] | None = None, base: Snapshot | None = None) -> None:
+        """`base`: the snapshot the rates were computed against."""
         super().__init__()
         self.snapshot = snapshot
         self.metrics = metrics
+        self.base = base
         self.balance = balance or {}  # slice unit -> its label from the balancer's state
 
     def can_replace(self, message: Message) -> bool:

@@ -58,7 +58,7 @@ def worst_pressure(m: SliceMetrics) -> float:
     worst = 0.0
     for p in (m.cpu_pressure, m.memory_pressure, m.io_pressure):
         if p is not None:
-            worst = max(worst, p.some.rate if p.some.rate is not None else p.some.avg10)
+            worst = max(worst, p.some.share())
     return worst
 
 
@@ -189,7 +189,7 @@ class SliceHistory:
 def _some(p: PressureMetrics | None) -> float | None:
     if p is None:
         return None
-    return float(p.some.rate if p.some.rate is not None else p.some.avg10)
+    return p.some.share()
 
 
 class History:

@@ -29,3 +29,7 @@ class TuiSettings:
     host_memory: int = 0  # bytes of RAM: the scale of a memory sparkline without a limit
     readonly: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The target's systemd release and where it was learnt ("recorded in host.json"): the
+    # edit form holds back keys it cannot take. None: unknown, every key is offered.
+    systemd_version: int | None = None
+    systemd_source: str = ""

@@ -133,7 +133,7 @@ NO_LIMIT_CELL = "none"
 
 
 def _psi_cell(p: PressureMetrics | None) -> str:
-    return "-" if p is None else f"{p.some.avg10:.1f}%"
+    return "-" if p is None else f"{p.some.share():.1f}%"
 
 
 def _events_cell(m: SliceMetrics) -> str:

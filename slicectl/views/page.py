@@ -1,7 +1,8 @@
 """How human output fits a page: a terminal's width, or a pipe's (COLUMNS when it is set).
 
 Nothing is cut to fit: table cells fold rather than end in "…" (`column`), and CPU lists, or
-settings holding them, wrap at a space or after a comma, never inside a range (`CpuList`).
+settings holding them, wrap at a space or after a comma, never inside a range (`CpuList`);
+paths wrap after a "/" (`FilePath`).
 `show` prints for people: styled on a terminal, plain and without trailing spaces piped.
 Front-end code, like the tables and maps that use it: the CLI imports it inside the verbs that
 print, so `--help` and `generate` never load rich.
@@ -53,6 +54,14 @@ class CpuList:
                 line = ""
             line += part
         yield Text(line.rstrip(), self.style, overflow="fold")
+
+
+class FilePath(CpuList):
+    """A path in a table cell ("postgresql@15-main.service.d/50-slicectl.conf"): wrapped
+    after a "/" when the column is narrower, so a unit's name is never cut in two."""
+
+    def _parts(self) -> list[str]:
+        return re.split(r"(?<=/)(?=.)", self.text)
 
 
 def memory_text(n: int) -> str:

@@ -23,7 +23,7 @@ from slicectl.core.placement.topology import LOCAL_DISTANCE, REMOTE_DISTANCE, To
 from slicectl.core.plan import Plan, SetLines, UnitPlan
 from slicectl.core.shares.contention import CpuShares, percent
 from slicectl.views.maps import numa_map
-from slicectl.views.page import CpuList, column, fits, memory_text, table
+from slicectl.views.page import CpuList, FilePath, column, fits, memory_text, table
 
 
 def topology_table(topo: Topology) -> Table:
@@ -217,7 +217,7 @@ def guaranteed_text(shares: CpuShares, tenant: str, basis: str = "") -> str:
 def plan_files_table(plan: Plan) -> Table:
     """The other generated files (parent slice, housekeeping and member drop-ins)."""
     t = table("Files")
-    column(t, "file", wrap=False)
+    column(t, "file")
     column(t, "settings")
     for u in plan.units:
         if u.tenant is not None and u.kind == "unit":
@@ -227,7 +227,7 @@ def plan_files_table(plan: Plan) -> Table:
                      if k in ("OnCalendar", "Wants")]
         if u.slice:
             settings.append(f"Slice={u.slice}")
-        t.add_row(u.path, CpuList(" ".join(settings) or "-"))
+        t.add_row(FilePath(u.path), CpuList(" ".join(settings) or "-"))
     return t
 
 

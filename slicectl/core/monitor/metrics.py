@@ -56,6 +56,11 @@ class PsiMetrics:
     avg10: float
     rate: float | None
 
+    def share(self) -> float:
+        """The stall share slicectl shows (%), in every view: the rate over the interval
+        between our samples, else (a first sample) the kernel's avg10."""
+        return self.rate if self.rate is not None else self.avg10
+
 
 @dataclass(slots=True, unsafe_hash=True)
 class PressureMetrics:
@@ -178,6 +183,7 @@ class SliceMetrics:
         quota = None
         if cur.cpu_quota_usec is not None and cur.cpu_period_usec:
             quota = cur.cpu_quota_usec / cur.cpu_period_usec
+        cores = _at_most(cores, len(cur.cpus) if cur.cpus else host_cpus, quota)
         throttled_pct = None
         d_periods = _delta(p.nr_periods if p else None, cur.nr_periods)
         d_throttled = _delta(p.nr_throttled if p else None, cur.nr_throttled)
@@ -291,8 +297,7 @@ def classify(
     flags: set[Trouble] = set()
     for pr in (m.cpu_pressure, m.memory_pressure):
         if pr is not None:
-            some = pr.some.rate if pr.some.rate is not None else pr.some.avg10
-            if some > pressure_above:
+            if pr.some.share() > pressure_above:
                 flags.add(Trouble.PRESSURE)
     if m.throttled_percent is not None and m.throttled_percent > throttled_above:
         flags.add(Trouble.THROTTLED)
@@ -331,6 +336,15 @@ def _comparable(prev: CgroupSample | None, cur: CgroupSample, dt: float) -> bool
             if pa.full is not None and pb.full is not None and pb.full.total < pa.full.total:
                 return False
     return True
+
+
+def _at_most(cores: float | None, *ceilings: float | None) -> float | None:
+    """Cores used, never above the CPUs the slice may run on nor its quota: a rate above
+    them is the counter and our clock read a moment apart (the kernel's counter moves on
+    while we read, a synthetic tree's in steps), not CPU time it had."""
+    if cores is None:
+        return None
+    return min([cores, *(c for c in ceilings if c is not None)])
 
 
 def _delta(a: int | None, b: int | None) -> int | None:

@@ -434,7 +434,7 @@ SETTINGS: tuple[Setting, ...] = (
         default_doc="unset (true)",
         scopes=_TPC,
         editable=True,
-        hint="false",
+        hint="e.g. false (unset: true)",
     ),
     Setting(
         key="tasks_max",

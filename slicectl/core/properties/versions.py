@@ -10,7 +10,7 @@ systemd itself on the live host (Manager.Version over D-Bus), from a topology ex
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from slicectl.core.config.tenants import Config, Confinement, Tenant
@@ -61,6 +61,19 @@ def _set_keys(config: Config) -> Iterator[tuple[int, str, str, Any]]:
 
 def _kernel_text(prop: Prop) -> str:
     return "" if prop.kernel is None else " and Linux {}.{} or later".format(*prop.kernel)
+
+
+def unsupported_keys(keys: Iterable[str], version: int | None) -> dict[str, int]:
+    """Of `keys`, those whose property systemd `version` cannot take at all, with the release
+    each needs (none when the version is unknown: nothing is held back on a guess)."""
+    if version is None:
+        return {}
+    out = {}
+    for key in keys:
+        prop = BY_KEY[key].prop
+        if prop is not None and prop.since > version:
+            out[key] = prop.since
+    return out
 
 
 def version_problems(config: Config, version: int, source: str) -> list[Problem]:

@@ -13,12 +13,12 @@ from slicectl.views.monitor import COLUMNS, NUMA_COLUMN, numa_cell, row, row_sty
 
 SPARK_WIDTH = 12
 # The shared render layer's columns with history sparklines, in groups that scroll sideways
-# together (the slice column stays): CPU, memory, pressure, [NUMA locality], history, events.
-# Pressure comes before the histories so that it shows at 100 columns.
+# together (the slice column stays): the headline (CPU, memory and memory pressure, what an
+# 80-column terminal shows first), the CPU limit and the other pressures, [NUMA locality],
+# history, events. Each group fits beside the slice column at 80 columns.
 GROUPS: tuple[tuple[str, ...], ...] = (
-    ("cpu cores/allowed", "quota", "throttled"),
-    ("mem current/high/max",),
-    ("psi cpu", "psi mem", "psi io"),
+    ("cpu cores/allowed", "mem current/high/max", "psi mem"),
+    ("quota", "throttled", "psi cpu", "psi io"),
     (NUMA_COLUMN,),
     ("cpu history", "mem history"),
     ("events", "tasks"),

@@ -94,6 +94,9 @@ class SliceTable(ScrollView, can_focus=True):
                                         color: $block-cursor-foreground; }
     """
 
+    class ColumnsShown(Message):
+        """The columns in view changed (a scroll sideways, a resize, wider cells)."""
+
     class Selected(Message):
         """A double click on a row (enter is the screen's to bind, so its footer shows it)."""
 
@@ -118,6 +121,8 @@ class SliceTable(ScrollView, can_focus=True):
         self._lines: list[Line | None] = []  # each row's text, padded to the column widths
         self._header = Line("", True)
         self._styles: dict[tuple[str, bool], Style] = {}
+        self._hint: str | None = None  # the columns_hint last announced
+        self._placed = False  # the cursor was put on a row (a key, a click, move_to)
         self._layout()
 
     # -- what callers use -------------------------------------------------------------------
@@ -133,8 +138,11 @@ class SliceTable(ScrollView, can_focus=True):
         return self.rows[self.cursor].key if self.rows else None
 
     def show(self, rows: Sequence[Row]) -> None:
-        """Show these rows in this order; the cursor stays on its key when it still exists."""
-        keep = self.selected
+        """Show these rows in this order; the cursor stays on its key when it still exists,
+        once it was put on a row: until then it stays on the top row (the first samples
+        reorder the rows, and the row first on top may sort to the bottom)."""
+        was = self.selected
+        keep = was if self._placed else None
         old_rows, old_lines = self.rows, self._lines
         self.rows = list(rows)
         # An unchanged row is the same object (OverviewRows): its line is as well, and only
@@ -154,11 +162,12 @@ class SliceTable(ScrollView, can_focus=True):
             self.widths = widths
             self._layout()
             self.refresh()
+            self._columns_moved()
         else:
             self._lines = [known.get(id(r)) for r in self.rows]
             self._refresh_changed(old_rows)
         self.virtual_size = Size(len(self._header[0]), len(self.rows) + 1)
-        if keep != self.selected:
+        if was != self.selected:
             self._scroll_to_cursor()
 
     def get_row_at(self, index: int) -> list[str]:
@@ -199,6 +208,28 @@ class SliceTable(ScrollView, can_focus=True):
         lo = self.fixed_width + int(self.scroll_x)
         hi = lo + max(self.size.width - self.fixed_width, 0)
         return range(max(1, bisect_left(self._starts, lo)), bisect_right(self._ends, hi))
+
+    def columns_hint(self) -> str:
+        """How to see the columns out of view: "→ more columns", "← → more columns",
+        "← more columns", or "" when all are shown."""
+        shown = self.shown_columns()
+        left = len(self.headers) > 1 and shown.start > 1
+        right = shown.stop < len(self.headers)
+        arrows = " ".join(a for a, hidden in (("←", left), ("→", right)) if hidden)
+        return f"{arrows} more columns" if arrows else ""
+
+    def _columns_moved(self) -> None:
+        hint = self.columns_hint()
+        if hint != self._hint:
+            self._hint = hint
+            self.post_message(self.ColumnsShown())
+
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_x(old_value, new_value)
+        self._columns_moved()
+
+    def on_resize(self) -> None:
+        self._columns_moved()
 
     def group_offsets(self) -> list[int]:
         """The scroll positions at which a group starts right after the first column."""
@@ -297,6 +328,7 @@ class SliceTable(ScrollView, can_focus=True):
     def _set_cursor(self, index: int) -> None:
         if not self.rows:
             return
+        self._placed = True
         index = max(0, min(index, len(self.rows) - 1))
         if index == self.cursor:
             return

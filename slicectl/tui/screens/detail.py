@@ -23,11 +23,9 @@ SPARK_WIDTH = 40
 def _psi(p: PressureMetrics | None) -> str:
     if p is None:
         return "-"
-    some = p.some.rate if p.some.rate is not None else p.some.avg10
     if p.full is None:
-        return f"{some:.1f}/-%"
-    full = p.full.rate if p.full.rate is not None else p.full.avg10
-    return f"{some:.1f}/{full:.1f}%"
+        return f"{p.some.share():.1f}/-%"
+    return f"{p.some.share():.1f}/{p.full.share():.1f}%"
 
 
 def limits_text(m: SliceMetrics) -> str:
@@ -37,7 +35,7 @@ def limits_text(m: SliceMetrics) -> str:
     weight = "-" if m.cpu_weight is None else str(m.cpu_weight)
     return "\n".join((
         f"CPU     {cells['cpu cores/allowed']} cores  CPUs {cpus}  weight {weight}  "
-        f"quota {cells['quota']}  throttled {cells['throttled']}",
+        f"quota {cells['quota']}  throttled {cells['throttled']} of periods",
         f"memory  {human_size(m.memory_current)}  anon {human_size(m.anon)}  "
         f"file {human_size(m.file)}  swap {human_size(m.swap_current)}  "
         f"nodes {format_cpulist(m.mems) if m.mems else 'all'}",
@@ -47,6 +45,8 @@ def limits_text(m: SliceMetrics) -> str:
         f"PSI some/full  cpu {_psi(m.cpu_pressure)}  memory {_psi(m.memory_pressure)}  "
         f"io {_psi(m.io_pressure)}",
         f"events  {cells['events']}  tasks {cells['tasks']}",
+        "        (throttled: periods the quota stopped it in; events: memory.events since "
+        "the last refresh, high = over memory.high, max = at memory.max)",
     ))
 
 

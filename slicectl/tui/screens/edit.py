@@ -19,6 +19,8 @@ from slicectl.core.config.config import Config
 from slicectl.core.config.yamledit import EDITABLE, current_values, edit_tenant
 from slicectl.core.errors import ConfigError
 from slicectl.core.properties.properties import BY_KEY
+from slicectl.core.properties.versions import unsupported_keys
+from slicectl.tui.components.field import Field
 from slicectl.tui.messages import PreviewReady
 
 HINTS = {key: BY_KEY[key].hint for key in EDITABLE}  # the settings table's examples
@@ -48,7 +50,10 @@ class EditScreen(ModalScreen[EditResult | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "plan", "Plan")]
 
     def __init__(self, text: str, path: str, tenants: list[str], tenant: str | None,
-                 preview: Preview | None = None) -> None:
+                 preview: Preview | None = None,
+                 systemd: tuple[int | None, str] = (None, "")) -> None:
+        """`systemd`: the target's release and where it was learnt; a key it cannot take
+        is not offered unless a tenant sets it (then it is marked, to be cleared)."""
         super().__init__()
         self.text = text
         self.path = path
@@ -56,17 +61,33 @@ class EditScreen(ModalScreen[EditResult | None]):
         self.tenant = tenant if tenant in tenants else tenants[0]
         self.preview = preview
         self._timer: Timer | None = None
+        self.systemd = systemd
+        self.unsupported = unsupported_keys(EDITABLE, systemd[0])
+        used = {key for name in tenants
+                for key, value in current_values(text, path, name).items() if value}
+        self.keys = [key for key in EDITABLE if key not in self.unsupported or key in used]
 
     def compose(self) -> ComposeResult:
         # Scrolls when the terminal is shorter than the form and the preview.
         with VerticalScroll(id="edit-box", classes="dialog"):
-            yield Label(f"Edit tenant ({self.path})", classes="dialog-title")
+            yield Label(f"Edit tenant ({self.path})", classes="dialog-title", markup=False)
+            # Plan and Cancel are below the fold on a short terminal: their keys up here.
+            yield Label("ctrl+s: plan   esc: cancel   tab: next field   empty: unset",
+                        id="edit-keys", markup=False)
             yield Select([(t, t) for t in self.tenants], value=self.tenant, allow_blank=False,
                          id="tenant", compact=True)
             with Grid(id="edit-grid"):
-                for key in EDITABLE:
-                    yield Label(key)
-                    yield Input(placeholder=HINTS[key], id=f"f-{key}", compact=True)
+                for key in self.keys:
+                    needs = self.unsupported.get(key)
+                    yield Label(key if needs is None else f"{key} (needs systemd {needs})")
+                    yield Field(placeholder=HINTS[key], id=f"f-{key}", compact=True)
+            held_back = [key for key in self.unsupported if key not in self.keys]
+            if held_back:
+                version, source = self.systemd
+                yield Static("\n".join(
+                    f"not offered: {key} (needs systemd {self.unsupported[key]}, the target "
+                    f"runs {version}: {source})" for key in held_back),
+                    id="edit-held-back", markup=False)
             yield Static(id="edit-error")
             if self.preview is not None:
                 yield Static(id="edit-preview")
@@ -76,11 +97,12 @@ class EditScreen(ModalScreen[EditResult | None]):
 
     def on_mount(self) -> None:
         self._fill()
-        self.query_one(f"#f-{EDITABLE[0]}", Input).focus()
+        self.query_one(f"#f-{self.keys[0]}", Input).focus()
 
     def _fill(self) -> None:
-        for key, value in current_values(self.text, self.path, self.tenant).items():
-            self.query_one(f"#f-{key}", Input).value = value
+        values = current_values(self.text, self.path, self.tenant)
+        for key in self.keys:
+            self.query_one(f"#f-{key}", Input).value = values[key]
         self.show_preview()
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -92,7 +114,7 @@ class EditScreen(ModalScreen[EditResult | None]):
 
     def _edited(self) -> tuple[str, Config]:
         """The form's values applied to tenants.yaml; raises ConfigError."""
-        values = {key: self.query_one(f"#f-{key}", Input).value for key in EDITABLE}
+        values = {key: self.query_one(f"#f-{key}", Input).value for key in self.keys}
         return edit_tenant(self.text, self.path, self.tenant, values)
 
     def _show_error(self, e: ConfigError | None) -> None:
@@ -163,6 +185,11 @@ class ProfileScreen(ModalScreen[str | None]):
             active = self.current or BASE
             yield OptionList(*(Option(name + (" (active)" if name == active else ""), id=name)
                                for name in [BASE, *self.profiles]), id="profiles")
+
+    def on_mount(self) -> None:
+        # The list opens on the profile in force (the next one is a key away).
+        options = self.query_one(OptionList)
+        options.highlighted = options.get_option_index(self.current or BASE)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(event.option.id)

@@ -10,7 +10,6 @@ from textual.widgets import Static
 
 HELP = """\
 [b]slicectl tui[/b] — per-slice CPU, memory and pressure, live
-
 [b]Overview[/b]
   ↑/↓        move            enter  slice detail (processes, history)
   ←/→        scroll the other columns by group (the slice column stays)
@@ -23,12 +22,15 @@ HELP = """\
 [b]Everywhere[/b]
   + / -      refresh slower / faster (never below 30 ms, Togashi et al.)
   ?          this help       escape back     q quit
-[b]Colours[/b]
-  [bold red]oom kill[/]  [red]near memory limit[/]  [yellow]pressure[/]  [magenta]throttled[/]
-  [cyan]NUMA-bound, under 90 % of its memory local[/]
-[b]Editing[/b] (needs TENANTS, root, the system bus and cgroup v2)
-  change CPUs, weight, quota or memory → review the plan → apply live;
-  tenants.yaml is written back with its comments kept.
+[b]Columns[/b] (each over the last refresh)
+  throttled  share of CPU periods in which the quota stopped the slice
+  psi        share of time some of its tasks waited for cpu, memory or io
+  events     memory.events since the last refresh: high +N = N times over
+             memory.high, max +N = N times at memory.max, oom, oom_kill
+[b]Colours[/b]  [bold red]oom kill[/]  [red]near memory limit[/]  [yellow]pressure[/]
+  [magenta]throttled[/]  [cyan]NUMA-bound, under 90 % of its memory local[/]
+[b]Editing[/b] (TENANTS, root, the system bus, cgroup v2): change CPUs, weight,
+  quota or memory → review the plan → apply live (comments kept)
 """
 
 
@@ -39,4 +41,4 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help-box"):
-            yield Static(HELP, id="help-text")
+            yield Static(HELP.rstrip("\n"), id="help-text")

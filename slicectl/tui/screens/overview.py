@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.widgets import Footer, Header, Input
 
 from slicectl.tui.components.banner import ReadOnlyBanner, StatusLine
+from slicectl.tui.components.field import Field
 from slicectl.tui.components.overview_rows import (
     RIGHT,
     OverviewRows,
@@ -45,6 +46,7 @@ class OverviewScreen(DataScreen):
         self.collapsed: set[str] = set()  # cgroups whose subtree is folded away
         self._seen: set[str] = set()  # cgroups shown before (new ones get the default fold)
         self.needle = ""  # the `/` filter
+        self._status = ""  # the status line but for the columns hint
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -52,7 +54,7 @@ class OverviewScreen(DataScreen):
         yield StatusLine(id="status")
         yield SliceTable(overview_headers(self.numa), RIGHT, overview_groups(self.numa),
                          id="slices")
-        yield Input(placeholder="filter slices by name (enter: keep, escape: clear)",
+        yield Field(placeholder="filter slices by name (enter: keep, escape: clear)",
                     id="filter")
         yield Footer(compact=True)
 
@@ -77,9 +79,18 @@ class OverviewScreen(DataScreen):
         shown = (f"{len(lines)} of {len(app.metrics)} slices" if len(lines) != len(app.metrics)
                  else f"{len(lines)} slices")
         needle = f"  filter: {self.needle}" if self.needle else ""
-        self.query_one(StatusLine).show_text(
-            f"{shown}  sort: {app.sort_key} {arrow}  every {app.interval:g}s{needle}{profile}")
+        self._status = (f"{shown}  sort: {app.sort_key} {arrow}  every {app.interval:g}s"
+                        f"{needle}{profile}")
+        self._show_status()
         self.query_one(ReadOnlyBanner).set_reasons(app.readonly)
+
+    def _show_status(self) -> None:
+        hint = self.query_one(SliceTable).columns_hint()
+        self.query_one(StatusLine).show_text(f"{self._status}  {hint}" if hint else self._status)
+
+    def on_slice_table_columns_shown(self, event: SliceTable.ColumnsShown) -> None:
+        event.stop()
+        self._show_status()
 
     def action_fold(self) -> None:
         """Fold or unfold the highlighted slice's subtree."""
