@@ -35,9 +35,10 @@ def host(tmp_path: Path, dbus_daemon: str, fake_systemd: FakeSystemd) -> ApplyOp
                         bus_address=dbus_daemon, control_dir=tmp_path / "control")
 
 
-async def edit_settings(tmp_path: Path, options: ApplyOptions) -> TuiSettings:
+async def edit_settings(tmp_path: Path, options: ApplyOptions, text: str = YAML
+                        ) -> TuiSettings:
     path = tmp_path / "tenants.yaml"
-    path.write_text(YAML)
+    path.write_text(text)
     await apply_plan(load_tenants(str(path)), make_topology(), options)  # the host as it was
     settings = tui_settings(str(path), options.cgroup_root, 0.05, options=options, euid=0)
     settings.topology = make_topology()
@@ -99,6 +100,49 @@ async def test_profile_switch_applies_live_without_touching_the_file(
         await wait_for(pilot, lambda: any("night is already active" in str(n.message)
                                           for n in app._notifications))  # noqa: SLF001
         assert not isinstance(app.screen, (ProfileScreen, DiffScreen))
+
+
+# a and d fill nodes 0 and 1; b and c share node 2 (best fit); e leaves one CPU of node 3
+# free. The profile grows b: kept in place, it would take that CPU on node 3.
+CROWDED = """\
+version: 1
+housekeeping: {cpus: 0}
+tenants:
+  a: {cpus: 2}
+  d: {cpus: 2}
+  b: {cpus: 1}
+  c: {cpus: 1}
+  e: {cpus: 1}
+profiles:
+  grow:
+    b: {cpus: 2}
+"""
+
+
+async def test_a_change_refused_as_a_split_is_re_packed_with_r(tmp_path: Path,
+                                                             host: ApplyOptions) -> None:
+    settings = await edit_settings(tmp_path, host, CROWDED)
+    topo = make_topology()
+    shared = cgroup_file(host, "b", "cpuset.cpus")
+    assert {topo.node_of(c) for c in parse_cpulist(shared)} == \
+        {topo.node_of(c) for c in parse_cpulist(cgroup_file(host, "c", "cpuset.cpus"))}
+    async with running(settings) as (app, pilot):
+        await pilot.press("p")
+        await wait_for(pilot, lambda: showing(app, ProfileScreen, "#profiles"))
+        await pilot.press("down")  # (base), grow
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("press R to plan that re-pack" in str(n.message)
+                                          for n in app._notifications))  # noqa: SLF001
+        assert cgroup_file(host, "b", "cpuset.cpus") == shared  # refused: nothing changed
+        await pilot.press("R")
+        await wait_for(pilot, lambda: showing(app, DiffScreen, "#diff-text"))
+        assert "re-pack moves c: node" in static_text(app, "#diff-text")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.profile == "grow")
+    b = parse_cpulist(cgroup_file(host, "b", "cpuset.cpus"))
+    c = parse_cpulist(cgroup_file(host, "c", "cpuset.cpus"))
+    assert len(b) == 2 and len({topo.node_of(x) for x in b}) == 1
+    assert {topo.node_of(x) for x in c} != {topo.node_of(x) for x in b}
 
 
 async def test_failed_apply_rolls_back_and_leaves_the_file(

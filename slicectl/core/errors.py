@@ -75,6 +75,11 @@ class PlacementError(SlicectlError):
             super().__init__(message, hint)
 
 
+class RepackNeeded(PlacementError):
+    """Keeping every tenant in place would split a local tenant, and a re-pack avoids it:
+    `--repack` (the TUI's re-pack key) makes the moves the message names."""
+
+
 class RenderError(SlicectlError):
     """A value cannot be written safely into a unit file, or a template failed."""
 

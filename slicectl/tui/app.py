@@ -81,6 +81,7 @@ class PendingChange:
     text: str | None  # new tenants.yaml text, or None when the file does not change
     original: str | None = None  # the tenants.yaml text `text` was edited from
     diff: Diff | None = None  # the diff the operator was shown: the only one apply may apply
+    repack: bool = False  # planned and applied with --repack (the re-pack key)
 
 
 class SlicectlApp(App[int]):
@@ -95,6 +96,7 @@ class SlicectlApp(App[int]):
         Binding("q", "quit", "Quit"),
         Binding("plus", "slower", "Slower", show=False),
         Binding("minus", "faster", "Faster", show=False),
+        Binding("R", "repack", "Re-pack", show=False),
     ]
 
     def __init__(self, settings: TuiSettings, sampler: Sampler) -> None:
@@ -119,6 +121,7 @@ class SlicectlApp(App[int]):
         self._timer: Timer | None = None
         self._polling = False
         self._pending: PendingChange | None = None
+        self._repackable: PendingChange | None = None  # refused as a split: R re-packs it
         # (config, profile) -> when read, and the shares; whether a read is in flight
         self._shares: tuple[object, float, CpuShares | None] | None = None
         self._reading_shares = False
@@ -388,13 +391,15 @@ class SlicectlApp(App[int]):
         # A thread with its own event loop: planning reads the unit directory and the diff
         # reads unit files, none of which may stall the UI's loop.
         from slicectl.apply.applier import compute_diff
+        from slicectl.core.errors import RepackNeeded
 
         p, options, topo = self._pending, self.settings.options, self.settings.topology
         assert p is not None and options is not None and topo is not None
         try:
-            diff = asyncio.run(compute_diff(p.config, topo, options))
+            diff = asyncio.run(compute_diff(p.config, topo, replace(options, repack=p.repack)))
         except SlicectlError as e:
-            self.post_message(DiffReady(None, [], [], False, e.message, e.hint))
+            self.post_message(DiffReady(None, [], [], False, e.message, e.hint,
+                                        isinstance(e, RepackNeeded)))
             return
         self.post_message(DiffReady(diff, diff.lines(options.unit_dir), diff.notes,
                                     diff.changed))
@@ -405,14 +410,31 @@ class SlicectlApp(App[int]):
             return
         if message.error or message.diff is None:
             self._pending = None
+            self._repackable = p if message.repackable else None
             hint = f"\nhint: {message.hint}" if message.hint else ""
-            self.notify(f"cannot plan: {message.error}{hint}", severity="error", timeout=10)
+            key = "\npress R to plan that re-pack" if message.repackable else ""
+            self.notify(f"cannot plan: {message.error}{hint}{key}", severity="error",
+                        timeout=20 if key else 10)
             return
         if not message.changed and p.text is None:
             self._pending = None
             self.notify("nothing to change: the host already matches", timeout=4)
             return
         self._confirm(message.diff, message.lines)
+
+    def action_repack(self) -> None:
+        """R: plan again the change just refused as a split, with the re-pack it named (the
+        fewest moves, shown for confirmation like any change)."""
+        p = self._repackable
+        if p is None:
+            self.notify("nothing to re-pack: R follows a change refused because it would "
+                        "split a tenant over nodes", timeout=5)
+            return
+        if not self._can_edit():
+            return
+        self._repackable = None
+        self._pending = replace(p, title=p.title.replace(": plan", ": re-pack"), repack=True)
+        self._plan()
 
     def _confirm(self, diff: Diff, lines: list[str], warning: str = "") -> None:
         """Show `diff` for confirmation; it becomes the one diff apply may carry out."""
@@ -470,7 +492,8 @@ class SlicectlApp(App[int]):
             return True
 
         try:
-            report = asyncio.run(apply_plan(p.config, topo, options, confirm=confirm))
+            report = asyncio.run(apply_plan(p.config, topo, replace(options, repack=p.repack),
+                                            confirm=confirm))
             if not refused and not report.diff.changed:
                 # Nothing to change on the host, so `confirm` was not asked: check here.
                 refusal = self._refusal(p, report.diff)

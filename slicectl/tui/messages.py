@@ -62,7 +62,7 @@ class DiffReady(Message):
     is what the operator confirms, and what apply must find again to change anything."""
 
     def __init__(self, diff: Diff | None, lines: list[str], notes: list[str], changed: bool,
-                 error: str = "", hint: str = "") -> None:
+                 error: str = "", hint: str = "", repackable: bool = False) -> None:
         super().__init__()
         self.diff = diff
         self.lines = lines
@@ -70,6 +70,7 @@ class DiffReady(Message):
         self.changed = changed
         self.error = error
         self.hint = hint
+        self.repackable = repackable  # refused as a split a re-pack avoids (key R)
 
 
 class Applied(Message):

@@ -49,7 +49,8 @@ class Move:
                     f"{format_cpulist(self.after)}, on {nodes}"
                     f"{', '.join(map(str, self.to_nodes))}")
         return (f"{self.tenant}: {nodes}{', '.join(map(str, self.from_nodes))} -> "
-                f"{', '.join(map(str, self.to_nodes))} ({len(self.after)} CPUs, "
+                f"{', '.join(map(str, self.to_nodes))} ({len(self.after)} "
+                f"CPU{'' if len(self.after) == 1 else 's'}, "
                 f"{format_cpulist(self.before)} -> {format_cpulist(self.after)}; its memory "
                 "moves with it: a changed cpuset.mems migrates its pages)")
 

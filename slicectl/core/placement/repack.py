@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from slicectl.core.config.config import Config, Tenant
 from slicectl.core.cpulist import format_cpulist
-from slicectl.core.errors import PlacementError, Problem
+from slicectl.core.errors import PlacementError, Problem, RepackNeeded
 from slicectl.core.placement.layout import Layout, Move, split_locals
 from slicectl.core.placement.topology import Topology
 from slicectl.core.properties.properties import Numa
@@ -168,14 +168,14 @@ def _count(t: Tenant) -> int:
 
 
 def repack_needed(config: Config, layout: Layout, split: Sequence[Tenant],
-                  found: Layout) -> PlacementError:
+                  found: Layout) -> RepackNeeded:
     """Keeping the others in place splits a local tenant, and a re-pack avoids it: say both."""
     t = split[0]
     p = layout.of(t.name)
     moves = "; ".join(m.describe() for m in found.moves) or "none"
     others = (f" (and {', '.join(s.name for s in split[1:])})" if len(split) > 1 else "")
     home = found.of(t.name).cpu_nodes
-    return PlacementError(Problem(
+    return RepackNeeded(Problem(
         config.path, t.line_of("cpus"), f"tenants.{t.name}.cpus",
         f"keeping every other tenant where it is would split tenant {t.name}{others} "
         f"(numa: local) over nodes {', '.join(map(str, p.cpu_nodes))} (CPUs "
