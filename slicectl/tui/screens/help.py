@@ -17,7 +17,7 @@ HELP = """\
   /          filter by name (keeps parents of matches; escape clears it)
   s          sort siblings by cpu, memory, pressure, throttled or name
   r          reverse sort    m      NUMA map
-  e          edit tenant     p      switch profile   R  re-pack (after a split)
+  e          edit tenant     p      switch profile  R re-pack a split
   a parent's figures include its subtree; ↑ marks a limit set by a parent
 [b]Everywhere[/b]
   + / -      refresh slower / faster (never below 30 ms, Togashi et al.)
