@@ -21,7 +21,7 @@ from slicectl.core.config.config import Config, Tenant, load_yaml, parse_config
 from slicectl.core.errors import PlacementError
 from slicectl.core.placement.layout import Layout, split_locals
 from slicectl.core.placement.placement import place, place_keeping
-from slicectl.core.placement.topology import Cpu, Node, Topology
+from slicectl.core.placement.topology import Cpu, Node, Topology, build_topology
 from slicectl.core.properties.properties import Numa
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,7 +150,8 @@ def one_node_exists(sizes: list[int], threads: int, counts: list[int],
     return False
 
 
-MACHINES = st.tuples(st.lists(st.integers(1, 4), min_size=2, max_size=3), st.integers(1, 2))
+# 2-4 nodes of 1-4 cores each (heterogeneous), 1-4 threads per core.
+MACHINES = st.tuples(st.lists(st.integers(1, 4), min_size=2, max_size=4), st.integers(1, 4))
 
 
 @settings(max_examples=examples(150), deadline=None,
@@ -248,3 +249,32 @@ def test_a_tenant_is_only_refused_as_a_split_when_counted_exclusive_and_local() 
     tenants = (Tenant("a", line=3, cpus=4, numa=Numa.SPREAD),)
     cfg = Config(path="t.yaml", tenants=tenants)
     assert split_locals(cfg, place(cfg, machine([2, 2], 1))) == []
+
+
+@settings(max_examples=examples(150), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.lists(st.integers(2, 8), min_size=2, max_size=4), st.data())
+def test_a_tenant_takes_the_fewest_cache_groups_its_free_cores_allow(
+        groups: list[int], data: st.DataObject) -> None:
+    """One node of single-thread cores in last-level cache groups of 2-8 cores; another
+    tenant holds some cores; a counted tenant spans no more groups than the fewest whose
+    free cores hold it."""
+    cpus, first, members = [], 0, []
+    for size in groups:
+        group = frozenset(range(first, first + size))
+        members.append(group)
+        cpus += [Cpu(c, True, 0, package=0, core=c, siblings=frozenset({c}), cache=group)
+                 for c in sorted(group)]
+        first += size
+    topo = build_topology([Node(0, frozenset(range(first)), 1 << 30)], cpus, "groups")
+    held = data.draw(st.sets(st.integers(0, first - 1), max_size=first - 1))
+    free = [len(g - held) for g in members]
+    count = data.draw(st.integers(1, sum(free)))
+    text = "version: 1\nhousekeeping: {cpus: 0}\ntenants:\n  t: {cpus: %d}\n" % count
+    if held:
+        text += "  x: {cpus: '%s'}\n" % ",".join(map(str, sorted(held)))
+    got = place(config(text), topo).of("t").cpus
+    spanned = sum(1 for g in members if g & got)
+    fewest = next(k for k in range(1, len(groups) + 1)
+                  if sum(sorted(free, reverse=True)[:k]) >= count)
+    assert spanned == fewest, (groups, sorted(held), count, sorted(got))

@@ -116,3 +116,14 @@ def test_schedule_table() -> None:
                     "calendars": ["Mon..Fri 22:00", "Sat 20:00"], "next_elapse": None}]}))
     assert text.startswith("Schedule (in force now: default (the base file) (no schedule has")
     assert "│ night   │ slicectl-profile@night.timer │ Mon..Fri 22:00; Sat 20:00 │ never" in text
+
+
+def test_a_tenant_split_over_nodes_says_so_in_the_plan_table() -> None:
+    """numa: any where no node has room: the nodes column says "split", not only a note."""
+    text = ("version: 1\nhousekeeping: {cpus: 1}\ntenants:\n  big: {cpus: 5, numa: any}\n"
+            "  web: {memory_max: 1G}\n")
+    lay = build_plan(parse_config(load_yaml(text, "t.yaml"), "t.yaml"), TOPO, shares=False)
+    rows = drawn(plan_table(lay, 160)).splitlines()
+    big = next(line for line in rows if "big" in line)
+    assert "0,1 (split)" in big and "unbound" in big
+    assert not any("(split)" in line for line in drawn(plan_table(plan(), 160)).splitlines())

@@ -202,6 +202,8 @@ def _plan_row(plan: Plan, p: TenantPlacement, unit: UnitPlan, sets: SetLines) ->
     mem = ("node " + ",".join(map(str, p.memory_nodes))
            if p.memory_nodes is not None else "unbound")
     nodes = "pool" if whole_pool else ",".join(map(str, p.cpu_nodes))
+    if p.exclusive and len(p.cpu_nodes) > 1 and p.memory_nodes is None:
+        nodes += " (split)"  # numa: any where no node had room: said here, not only in a note
     share = [] if plan.shares is None else [guaranteed_text(plan.shares, p.tenant)]
     return _PlanRow(p.tenant, unit.unit, cpus, str(len(p.cpus)), nodes, mem, share,
                     props or "-")
