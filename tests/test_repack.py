@@ -270,9 +270,9 @@ def test_a_tenant_takes_the_fewest_cache_groups_its_free_cores_allow(
     held = data.draw(st.sets(st.integers(0, first - 1), max_size=first - 1))
     free = [len(g - held) for g in members]
     count = data.draw(st.integers(1, sum(free)))
-    text = "version: 1\nhousekeeping: {cpus: 0}\ntenants:\n  t: {cpus: %d}\n" % count
+    text = f"version: 1\nhousekeeping: {{cpus: 0}}\ntenants:\n  t: {{cpus: {count}}}\n"
     if held:
-        text += "  x: {cpus: '%s'}\n" % ",".join(map(str, sorted(held)))
+        text += f"  x: {{cpus: '{','.join(map(str, sorted(held)))}'}}\n"
     got = place(config(text), topo).of("t").cpus
     spanned = sum(1 for g in members if g & got)
     fewest = next(k for k in range(1, len(groups) + 1)
