@@ -172,7 +172,8 @@ esac
 @pytest.mark.parametrize(("args", "message"), [
     ({"tenants": "/x.yaml", "bogus": 1},
      "Unsupported parameters for (basic.py) module: bogus. Supported parameters include: "
-     "bus, cgroup_root, config, dest, executable, profile, templates, tenants, unit_dir."),
+     "bus, cgroup_root, config, dest, executable, profile, repack, templates, tenants, "
+     "unit_dir."),
     ({"tenants": "/x.yaml", "config": {"version": 1}},
      "parameters are mutually exclusive: tenants|config"),
     ({}, "one of the following is required: tenants, config"),

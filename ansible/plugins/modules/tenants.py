@@ -55,10 +55,10 @@ options:
     type: path
   repack:
     description:
-      - Where keeping every tenant where it is would split a C(numa: local) tenant over
+      - "Where keeping every tenant where it is would split a C(numa: local) tenant over
         NUMA nodes, move the fewest other tenants so that every local tenant is on one node
         (C(--repack)). Without it such a change fails, naming those moves, and changes
-        nothing.
+        nothing."
     type: bool
     default: false
   unit_dir:
