@@ -58,16 +58,12 @@ def near_20_percent(line: str) -> bool:
 
 def advancing(tree: MovingTree) -> Any:
     """A sleep that also moves the tree's counters by the time that really passed since the
-    previous call (or since the first one began): a busy machine oversleeps, and the rates
-    status measures are over the real interval. Not since this one was made: the time
-    before the first sample would count as load, and rates above a slice's CPUs are capped,
-    so on a busy machine the busiest slice would no longer come first."""
-    last: float | None = None
+    previous call (or since this one was made): a busy machine oversleeps, and the rates
+    status measures are over the real interval."""
+    last = time.monotonic()
 
     def sleep(seconds: float) -> None:
         nonlocal last
-        if last is None:
-            last = time.monotonic()
         time.sleep(seconds)
         now = time.monotonic()
         tree.advance(now - last)
