@@ -9,8 +9,9 @@ pinning of consolidated databases"); slicectl refuses it and says which moves av
 How the search is bounded: sets of tenants to move are first checked by CPU counts against
 each node's room (an exact bin packing of the split tenants and the movers, a handful of
 items), smallest sets first, then fewest CPUs; tenants that are interchangeable for that check
-(same node, count and allowed nodes) are tried once per class; at most MAX_MOVERS tenants move
-and at most CHECKS sets are checked. The sets that pass are placed for real, the best first
+(same node, count and allowed nodes) are tried once per class, and on hosts with more than FEW
+of them only those on a node a split tenant may use; at most MAX_MOVERS tenants move and at
+most CHECKS sets are checked. The sets that pass are placed for real, the best first
 (`place_keeping` with them as movers: each mover tries its old node first), and the first
 layout with no local tenant split wins: exact on small hosts. When none does, the tenants are
 placed afresh, a valid re-pack that may move more tenants than needed (the moves are listed).
@@ -31,6 +32,7 @@ from slicectl.core.properties.properties import Numa
 MAX_MOVERS = 3  # tenants one re-pack may move before falling back to a fresh layout
 CHECKS = 20_000  # sets of movers checked by counts
 TRIALS = 8  # sets placed for real, best first
+FEW = 12  # up to this many movers, every one is tried (a move may make room for a move)
 
 
 Nodes = Mapping[str, tuple[int, ...]]  # tenant -> the nodes it may take CPUs from
@@ -121,12 +123,15 @@ def _movers(config: Config, nodes: Nodes, previous: Mapping[str, frozenset[int]]
             continue
         p = layout.of(t.name)
         allowed = nodes[t.name]
-        if len(p.cpu_nodes) != 1 or len(allowed) < 2 or p.cpu_nodes[0] not in useful:
+        if len(p.cpu_nodes) != 1 or len(allowed) < 2:
             continue
         per_class.setdefault((p.cpu_nodes[0], t.cpus, allowed), []).append(t.name)
-    return sorted(((name, key) for key, members in per_class.items()
-                   for name in members[:MAX_MOVERS]),
-                  key=lambda m: (-m[1][1], m[0]))
+    movers = sorted(((name, key) for key, members in per_class.items()
+                     for name in members[:MAX_MOVERS]),
+                    key=lambda m: (-m[1][1], m[0]))
+    if len(movers) > FEW:  # many: only those on a node a split tenant may use
+        movers = [m for m in movers if m[1][0] in useful]
+    return movers
 
 
 def _room(config: Config, topo: Topology, layout: Layout, split: set[str]) -> dict[int, int]:
@@ -144,19 +149,22 @@ def _room(config: Config, topo: Topology, layout: Layout, split: set[str]) -> di
 
 def _fits(items: Sequence[tuple[int, tuple[int, ...]]], room: dict[int, int]) -> bool:
     """Whether each item (a count and its allowed nodes), biggest first, finds one node with
-    room for it: depth first, a node class tried once per level."""
+    room for it: depth first; nodes with the same room that the items left allow alike are
+    interchangeable, tried once per level."""
     if not items:
         return True
     (count, nodes), rest = items[0], items[1:]
-    tried: set[int] = set()
+    tried: set[tuple[int, tuple[bool, ...]]] = set()
     for n in nodes:
-        if room[n] >= count and room[n] not in tried:
-            tried.add(room[n])
-            room[n] -= count
-            ok = _fits(rest, room)
-            room[n] += count
-            if ok:
-                return True
+        key = (room[n], tuple(n in allowed for _, allowed in rest))
+        if room[n] < count or key in tried:
+            continue
+        tried.add(key)
+        room[n] -= count
+        ok = _fits(rest, room)
+        room[n] += count
+        if ok:
+            return True
     return False
 
 
