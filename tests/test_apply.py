@@ -636,3 +636,19 @@ async def test_plan_shows_a_share_of_the_task_limit_and_its_count(
     assert [c.describe() for c in diff.props] == [
         "tenants-db1.slice: TasksMax 4096 -> 50% of the task limit (16383)"
         "  [slicectl's file is not loaded yet (daemon-reload pending)]"]
+
+
+async def test_the_report_says_where_the_time_went(options: ApplyOptions,
+                                                   fake_systemd: FakeSystemd) -> None:
+    """apply --json's `phases`: each phase that ran, in seconds, adding up to the apply."""
+    import time
+
+    start = time.monotonic()
+    report = await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    took = time.monotonic() - start
+    assert list(report.phases) == ["plan", "connect", "diff", "write", "start", "stop",
+                                   "verify"]
+    assert all(v >= 0 for v in report.phases.values()) and sum(report.phases.values()) <= took
+    dry = await apply_plan(config(profile="night"), make_topology(), options,  # type: ignore[arg-type]
+                           dry_run=True)
+    assert list(dry.phases) == ["plan", "connect", "diff"]

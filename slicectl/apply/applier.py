@@ -77,6 +77,21 @@ class ApplyReport:
     verified: list[str] = field(default_factory=list)
     not_running: list[str] = field(default_factory=list)  # managed, no cgroup: not verified
     notes: list[str] = field(default_factory=list)
+    # Seconds each phase took (plan, connect, diff, write, start, stop, verify), as
+    # `apply --json` reports them: where an apply's time goes (BENCHMARKS.md, apply.100.floor).
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+class _Clock:
+    """Times the phases of one apply into a dict, each from the end of the one before."""
+
+    def __init__(self, phases: dict[str, float]) -> None:
+        self.phases, self.last = phases, time.monotonic()
+
+    def lap(self, phase: str) -> None:
+        now = time.monotonic()
+        self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self.last, 6)
+        self.last = now
 
 
 Confirm = Callable[[Diff], bool]
@@ -120,13 +135,17 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
 
     say = progress or (lambda _line: None)
     units = UnitDir(options.unit_dir)
+    phases: dict[str, float] = {}
     # The unit directory's one lock (generate takes it too), held from reading the manifest
     # to writing it; the manifest is read once, here.
     with units.locked(options.lock_timeout,
                       on_wait=lambda holder: say(f"waiting for {holder}, which is writing "
                                                  f"{options.unit_dir}")):
+        clock = _Clock(phases)
         plan, files = load_plan(config, topology, options, units.manifest())
+        clock.lap("plan")
         async with await Systemd.connect(options.bus_address) as sd:
+            clock.lap("connect")
             # Before anything is written: a key this systemd (or kernel) cannot take is
             # refused here.
             check_version(config, parse_version(await sd.version()), "systemd on this host",
@@ -134,7 +153,8 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
             diff, states = await host_diff(sd, plan, files, units,
                                            options.cgroup_root, force=options.force,
                                            balance=state_or_none(options.balance_state))
-            report = ApplyReport(diff=diff, notes=list(diff.notes))
+            report = ApplyReport(diff=diff, notes=list(diff.notes), phases=phases)
+            clock.lap("diff")
             if dry_run:
                 return report
             if not diff.changed:
@@ -144,7 +164,7 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
                 raise ApplyError("cancelled; nothing was changed", "")
             tx = Transaction(sd, units, options.control_dir)
             try:
-                await _change(tx, plan, files, config, states, report, options, say)
+                await _change(tx, plan, files, config, states, report, options, say, clock)
             except (SlicectlError, OSError) as e:
                 say("failed: rolling back files and live properties")
                 raise await _rolled_back(tx, e) from e
@@ -156,17 +176,21 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
 
 async def _change(tx: Transaction, plan: Plan, files: dict[str, str], config: Config,
                   states: dict[str, UnitState], report: ApplyReport, options: ApplyOptions,
-                  say: Progress) -> None:
+                  say: Progress, clock: _Clock) -> None:
     """The changing steps of an apply, in order; any exception leaves `tx` to roll back."""
     diff = report.diff
     if diff.files.changed:
         await _write(tx, plan, files, config, diff, say)
         report.reloaded = tx.reloaded
+    clock.lap("write")
     await _start(tx, plan, diff.start, states, report, say)
+    clock.lap("start")
     for unit in diff.stop:
         await tx.sd.stop_unit(unit)
         report.stopped.append(unit)
+    clock.lap("stop")
     await _verify(tx, plan, states, report, options, say)
+    clock.lap("verify")
 
 
 async def _write(tx: Transaction, plan: Plan, files: dict[str, str], config: Config,

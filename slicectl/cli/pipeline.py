@@ -381,7 +381,7 @@ def _report_json(args: Namespace, config: Config, report: ApplyReport) -> None:
         "changes": diff_json(report.diff), "reloaded": report.reloaded,
         "started": report.started, "stopped": report.stopped,
         "set_live": [{"unit": c.unit, "property": c.prop} for c in report.set_live],
-        "verified": report.verified, "notes": report.notes,
+        "verified": report.verified, "notes": report.notes, "phases": report.phases,
     }, indent=2))
 
 
