@@ -18,6 +18,13 @@ apply.100.confined: the same with `housekeeping:` (system.slice, user.slice and 
   pinned too: files of loaded units change, so apply reloads systemd).
 apply.100.change: 100 applied tenants get new weights: apply (files + reload) vs a loop of
   `systemctl set-property` on each changed slice.
+apply.100.floor: the same apply.100 rounds against the least systemd must do for the same end
+  state, by hand with its own tools: the files `slicectl generate` writes copied into
+  /etc/systemd/system and synced, one `systemctl daemon-reload`, one `systemctl start` naming
+  every slice (for a change, a reload applies the changed files to the running slices:
+  nothing more). apply.100.confined and apply.100.change carry their own floor too
+  (`floor_value`, `floor_ratio`), and every apply row the median seconds of each phase of
+  apply (`phases`, from `apply --json`).
 Prints one line `BENCH-JSON {...}` for the host side.
 """
 
@@ -44,7 +51,7 @@ CGROOT = Path("/sys/fs/cgroup")
 ONLY = set(filter(None, os.environ.get(
     "BENCH_ONLY",
     "sampler.1000,exporter.1000,tui.100,balance.100,apply.100,apply.100.confined,"
-    "apply.100.change",
+    "apply.100.change,apply.100.floor",
 ).split(",")))
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 
@@ -336,19 +343,46 @@ def loop_script(units: dict[str, dict[str, Any]], before: dict[str, dict[str, An
 
 
 def timed(cmd: list[str]) -> float:
+    return timed_json(cmd)[0]
+
+
+def timed_json(cmd: list[str]) -> tuple[float, Any]:
+    """Wall seconds of `cmd`, and what it printed as JSON (None when it printed none)."""
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {proc.stdout}{proc.stderr}")
     print(f"bench: {elapsed:7.2f} s  {' '.join(cmd)}", file=sys.stderr, flush=True)
-    return elapsed
+    try:
+        return elapsed, json.loads(proc.stdout)
+    except ValueError:
+        return elapsed, None
+
+
+def floor_script(work: Path, target: Path, change: bool) -> Path:
+    """The floor: what systemd itself must do to reach apply's end state. The files
+    `slicectl generate` writes (the same bytes apply writes) copied and synced, one
+    daemon-reload, and from a clean host one `systemctl start` naming every slice."""
+    staging = work / "floor-files"
+    subprocess.run(["slicectl", "generate", str(target), "--out", str(staging)], check=True,
+                   capture_output=True)
+    slices = sorted(p.name for p in staging.glob("tenants*.slice") if p.is_file())
+    lines = ["set -e\n", f"cp -a {staging}/. /etc/systemd/system/\n", "sync\n",
+             "systemctl daemon-reload\n"]
+    if not change:
+        lines.append(f"systemctl start {' '.join(slices)}\n")
+    script = work / "floor.sh"
+    script.write_text("".join(lines))
+    return script
 
 
 def bench_apply(confined: bool = False, change: bool = False) -> dict[str, Any]:
-    """`slicectl apply --yes` vs the systemctl loop reaching the same state, same boot,
-    interleaved; the median of 3 rounds (1 with --quick). From a clean host (no slicectl
-    files, no tenant slices), or with `change` from 100 applied tenants to new weights."""
+    """`slicectl apply --yes` vs the systemctl loop and vs systemd's floor reaching the same
+    state, same boot, interleaved; the median of 3 rounds (1 with --quick). From a clean host
+    (no slicectl files, no tenant slices), or with `change` from 100 applied tenants to new
+    weights. The result carries the floor (`floor_value`, `floor_ratio`) and the median of
+    each of apply's phases (`phases`)."""
     n = 100
     work = Path(tempfile.mkdtemp())
     base, target = work / "base.yaml", work / "tenants.yaml"
@@ -358,20 +392,46 @@ def bench_apply(confined: bool = False, change: bool = False) -> dict[str, Any]:
     before = plan_units(base) if change else {}
     script = work / "loop.sh"
     script.write_text(loop_script(plan_units(target), before))
-    ours, loop = [], []
+    floor = floor_script(work, target, change)
+    ours, loop, least = [], [], []
+    reached: list[bool] = []
+    phases: dict[str, list[float]] = {}
     for _ in range(1 if QUICK else 3):
-        for which in ("ours", "loop"):
+        for which in ("ours", "loop", "floor"):
             cleanup()
             if change:
                 timed(["slicectl", "apply", str(base), "--yes"])
             if which == "ours":
-                ours.append(timed(["slicectl", "apply", str(target), "--yes"]))
-            else:
+                took, report = timed_json(["slicectl", "apply", str(target), "--yes", "--json"])
+                ours.append(took)
+                for phase, seconds in (report or {}).get("phases", {}).items():
+                    phases.setdefault(phase, []).append(seconds)
+            elif which == "loop":
                 loop.append(timed(["sh", str(script)]))
+            else:
+                least.append(timed(["sh", str(floor)]))
+                # The floor counts only if it reached apply's end state (plan finds nothing).
+                reached.append(subprocess.run(["slicectl", "plan", str(target), "--exit-code"],
+                                              capture_output=True).returncode == 0)
     cleanup()
     what = "set-property changes" if change else "set-property + start"
-    return result(statistics.median(ours), "s", f"systemctl {what} loop",
-                  statistics.median(loop))
+    r = result(statistics.median(ours), "s", f"systemctl {what} loop", statistics.median(loop))
+    r["floor_value"] = round(statistics.median(least), 6)
+    r["floor_ratio"] = round(statistics.median(ours) / statistics.median(least), 3)
+    r["phases"] = {k: round(statistics.median(v), 3) for k, v in phases.items()}
+    r["runs"] = {"apply": ours, "loop": loop, "floor": least}
+    r["floor_reached_the_same_state"] = all(reached)
+    return r
+
+
+def floor_row(r: dict[str, Any]) -> dict[str, Any]:
+    """apply.100.floor: apply.100's rounds against systemd's floor (files, one reload, one
+    start) instead of the loop."""
+    f = result(r["value"], "s", "systemd's floor: the files copied and synced, one "
+               "daemon-reload, one systemctl start of every slice", r["floor_value"])
+    f["phases"] = r["phases"]
+    f["floor_reached_the_same_state"] = r["floor_reached_the_same_state"]
+    return f
 
 
 def main() -> int:
@@ -382,10 +442,14 @@ def main() -> int:
         "apply.100.change": lambda: bench_apply(change=True)}
     out: dict[str, Any] = {}
     for name, bench in benches.items():
-        if name in ONLY:
+        if name in ONLY or (name == "apply.100" and "apply.100.floor" in ONLY):
             out[name] = bench()
             # a line as each one ends: the testbed takes a long silence for a stuck guest
             print(f"bench: {name} done", file=sys.stderr, flush=True)
+    if "apply.100.floor" in ONLY:
+        out["apply.100.floor"] = floor_row(out["apply.100"])
+        if "apply.100" not in ONLY:
+            del out["apply.100"]
     print("BENCH-JSON " + json.dumps(out), flush=True)
     return 0
 
