@@ -26,6 +26,9 @@ apply.100.floor: the same apply.100 rounds against the least systemd must do for
   (`floor_value`, `floor_ratio`), and every apply row the median seconds of each phase of
   apply (`phases`, from `apply --json`).
 Prints one line `BENCH-JSON {...}` for the host side.
+
+Why this module runs past 400 lines: it is copied into the guest and run there alone, one
+script with every benchmark of one boot and its anchors (the loop and systemd's floor).
 """
 
 from __future__ import annotations
