@@ -11,13 +11,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_apply import make_topology, snapshot
 
 from slicectl.apply.applier import ApplyOptions, apply_plan, compute_diff
 from slicectl.core.config.config import Config, load_yaml, parse_config
 from slicectl.core.errors import ApplyError, ConfigError
 from slicectl.core.properties.partition import KERNEL_REASONS
 from slicectl.demo.fakesystemd import FakeSystemd
-from test_apply import make_topology, snapshot
 
 YAML = """\
 version: 1
