@@ -18,6 +18,7 @@ from slicectl.core.config.config import Config, load_yaml, parse_config
 from slicectl.core.errors import ApplyError, ConfigError
 from slicectl.core.properties.partition import KERNEL_REASONS
 from slicectl.demo.fakesystemd import FakeSystemd
+from slicectl.host.cgroupfs import write_cgroup_file
 
 YAML = """\
 version: 1
@@ -142,18 +143,15 @@ async def test_a_partition_holding_fewer_cpus_than_planned_fails(
 async def test_an_exclusive_write_the_kernel_refuses_fails_and_rolls_back(
         options: ApplyOptions, fake_systemd: FakeSystemd,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import slicectl.apply.transaction as transaction
-
     await apply_plan(config(profile="member"), make_topology(), options)
     cgroups = snapshot(options.cgroup_root)
-    real = transaction.write_cgroup_file
 
     def refusing(root: Path, group: str, name: str, data: bytes) -> None:
         if group.endswith("tenants-db1.slice") and data != b"\n":
             raise OSError(errno.EINVAL, "Invalid argument")
-        real(root, group, name, data)
+        write_cgroup_file(root, group, name, data)
 
-    monkeypatch.setattr(transaction, "write_cgroup_file", refusing)
+    monkeypatch.setattr("slicectl.apply.transaction.write_cgroup_file", refusing)
     with pytest.raises(ApplyError) as e:
         await apply_plan(config(), make_topology(), options)
     assert ("the kernel refused CPUs 1,5 in /tenants.slice/tenants-db1.slice/"
@@ -164,17 +162,14 @@ async def test_an_exclusive_write_the_kernel_refuses_fails_and_rolls_back(
 async def test_rollback_reports_exclusive_bytes_it_could_not_restore(
         options: ApplyOptions, fake_systemd: FakeSystemd,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import slicectl.apply.transaction as transaction
-
-    real = transaction.write_cgroup_file
     fake_systemd.refuse_partition["tenants-db1.slice"] = "Parent is not a partition root"
 
     def no_way_back(root: Path, group: str, name: str, data: bytes) -> None:
         if data == b"\n" and name == "cpuset.cpus.exclusive":
             raise OSError(errno.EBUSY, "Device or resource busy")
-        real(root, group, name, data)
+        write_cgroup_file(root, group, name, data)
 
-    monkeypatch.setattr(transaction, "write_cgroup_file", no_way_back)
+    monkeypatch.setattr("slicectl.apply.transaction.write_cgroup_file", no_way_back)
     with pytest.raises(ApplyError) as e:
         await apply_plan(config(), make_topology(), options)
     assert "the rollback could not restore" in e.value.message

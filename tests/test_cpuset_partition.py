@@ -9,6 +9,7 @@ import pytest
 from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.errors import ConfigError
 from slicectl.core.plan import FileKind, Section, UnitPlan
+from slicectl.core.properties.kinds import PlanValue
 from slicectl.core.properties.live_values import cgroup_expectations, desired
 from slicectl.core.properties.partition import (
     KERNEL_REASONS,
@@ -71,7 +72,7 @@ def test_exclusive_cpus_are_taken_children_first_and_given_parents_first() -> No
     assert exclusive_steps({parent: frozenset({1})}, {}) == [(parent, frozenset())]
 
 
-def slice_plan(**props: object) -> UnitPlan:
+def slice_plan(**props: PlanValue) -> UnitPlan:
     return UnitPlan(unit="tenants-a.slice", path="tenants-a.slice", kind=FileKind.UNIT,
                     section=Section.SLICE, properties=props)
 
