@@ -138,3 +138,11 @@ def test_root_and_isolated_need_linux_6_7_member_any_kernel() -> None:
         "needs systemd 261 or later and Linux 6.7 or later")
     assert e.value.problems[1].message.startswith("needs systemd 261 or later, but")
     check_version(config, 261, "--systemd-version", "7.2.0")  # type: ignore[arg-type]
+
+
+def test_systemd_reporting_no_partition_means_member() -> None:
+    """Unset, systemd may report an empty word; that is the default, not a difference."""
+    from slicectl.core.properties.properties import PROP_BY_NAME
+
+    kind = PROP_BY_NAME["CPUSetPartition"].kind
+    assert kind.from_wire("") == "member" and kind.from_wire("isolated") == "isolated"
