@@ -17,7 +17,7 @@ from slicectl.apply.applier import ApplyOptions, apply_plan, compute_diff
 from slicectl.core.config.config import Config, load_yaml, parse_config
 from slicectl.core.errors import ApplyError, ConfigError
 from slicectl.core.properties.partition import KERNEL_REASONS
-from slicectl.demo.fakesystemd import FakeSystemd
+from slicectl.demo.fakesystemd import FakeSystemd, FakeUnit
 from slicectl.host.cgroupfs import write_cgroup_file
 
 YAML = """\
@@ -196,3 +196,28 @@ async def test_a_kernel_without_remote_partitions_refuses_root_and_isolated(
             "6.6.58-1") in str(e.value)
     await apply_plan(config(profile="member"), make_topology(),
                      replace(options, kernel="6.1.0-28-amd64"))
+
+
+async def test_rollback_puts_the_partition_state_back_when_systemd_leaves_it(
+        options: ApplyOptions, fake_systemd: FakeSystemd,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like AllowedCPUs= (systemd#43846), resetting a property may leave the kernel's state
+    as it was: rollback reads cpuset.cpus.partition and writes the previous state itself."""
+    await apply_plan(config(profile="member"), make_topology(), options)
+    before = {f: read(options, path, f) for path in ("tenants.slice", DB1)
+              for f in ("cpuset.cpus.exclusive", "cpuset.cpus.partition")}
+    real = fake_systemd.partition_text
+
+    def sticky(unit: FakeUnit) -> str:
+        on_disk = options.cgroup_root / DB1 / "cpuset.cpus.partition"
+        if on_disk.exists() and on_disk.read_text().startswith("isolated"):
+            return on_disk.read_text().strip()  # systemd wrote member; the kernel kept it
+        return real(unit)
+
+    monkeypatch.setattr(fake_systemd, "partition_text", sticky)
+    fake_systemd.cpus = frozenset(range(8)) - {5}  # the partition then holds too few CPUs
+    with pytest.raises(ApplyError, match="rolled back to the previous state"):
+        await apply_plan(config(), make_topology(), options)
+    assert {f: read(options, path, f) for path in ("tenants.slice", DB1)
+            for f in ("cpuset.cpus.exclusive", "cpuset.cpus.partition")} == before
+    assert read(options, DB1, "cpuset.cpus.partition") == "member\n"
