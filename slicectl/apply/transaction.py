@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slicectl.core import defaults
 from slicectl.core.errors import SlicectlError
 from slicectl.core.properties.kinds import LiveValue
 from slicectl.core.properties.partition import PartitionState
@@ -79,7 +80,7 @@ class Transaction:
     before: dict[str, UnitState] = field(default_factory=dict)  # live state before changes
     started: list[str] = field(default_factory=list)
     reloaded: bool = False
-    cgroup_root: Path = Path("/sys/fs/cgroup")
+    cgroup_root: Path = Path(defaults.CGROUP_ROOT)
     # (ControlGroup, file) -> its bytes before this apply's first write, in write order
     cgroup_before: dict[tuple[str, str], bytes] = field(default_factory=dict)
     # ControlGroup -> cpuset.cpus.partition before any change (slicectl's slices)
@@ -165,7 +166,7 @@ class Transaction:
         try:
             write_cgroup_file(self.cgroup_root, group, name, data)
         except FileNotFoundError:
-            pass  # the cgroup is gone (a slice this apply started, stopped again): so is it
+            pass  # the cgroup is gone (its slice was stopped): its file went with it
         except OSError as e:
             failures.append(f"{group}/{name}: writing {data!r} back: {e.strerror or e}")
 
