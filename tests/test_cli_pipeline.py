@@ -81,7 +81,17 @@ def test_changes_json() -> None:
                         "live": "(unset)", "desired": "150%",
                         "source": "/run/systemd/system.control/tenants-db1.slice.d/x.conf"}],
         "reload": True, "start": ["tenants.slice"], "stop": [], "notes": ["a note"],
-        "balanced": []}
+        "balanced": [], "exclusive": []}
+
+
+def test_exclusive_cpus_to_write_are_a_change_in_json() -> None:
+    from slicectl.apply.partitions import ExclusiveChange
+
+    diff = Diff(files=FileChanges(unchanged=("a.slice",)),
+                exclusive=[ExclusiveChange("/tenants.slice", frozenset(), frozenset({2, 3}))])
+    got = diff_json(diff)
+    assert got["changed"] is True
+    assert got["exclusive"] == [{"cgroup": "/tenants.slice", "live": "", "desired": "2,3"}]
 
 
 PROMPT = "Apply them? [y/N] "

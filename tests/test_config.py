@@ -543,7 +543,7 @@ VERSION_SAMPLES = {
     "io_write_bandwidth_max": "{/dev/sda: 20M}", "io_read_iops_max": "{/dev/sda: 1000}",
     "io_write_iops_max": "{/dev/sda: 500}", "managed_oom_memory_pressure": "kill",
     "managed_oom_memory_pressure_limit": "60%", "startup_allowed_cpus": "\"0-1\"",
-    "memory_zswap_writeback": "false",
+    "memory_zswap_writeback": "false", "cpuset_partition": "member",
 }
 
 
@@ -588,7 +588,8 @@ def test_every_key_is_gated_wherever_it_is_set(key: str, where: str) -> None:
     assert prop is not None
     since = prop.since
     got = version_problems(config, since - 1, "--systemd-version")
-    kernel = "" if prop.kernel is None else " and Linux {}.{} or later".format(*prop.kernel)
+    needs = prop.needs_kernel(value)  # the samples' words are the values (member: any kernel)
+    kernel = "" if needs is None else " and Linux {}.{} or later".format(*needs)
     assert [str(p) for p in got] == [
         f"t.yaml:{line}: {path}: needs systemd {since} or later{kernel}, but the target runs "
         f"systemd {since - 1} (--systemd-version)"]

@@ -78,7 +78,7 @@ def test_cgroup_expectations_of_a_full_slice() -> None:
         "cpu.max": "25000 50000", "memory.max": str(256 * 1024**2),  # whole pages
         "memory.high": "max", "memory.low": str(G), "memory.min": "0",
         "memory.swap.max": "0", "memory.zswap.max": "max", "memory.zswap.writeback": "1",
-        "pids.max": "max", "io.weight": "default 100"}
+        "pids.max": "max", "io.weight": "default 100", "cpuset.cpus.partition": "member"}
     assert got["cpuset.cpus"].matches("1,5\n") and got["cpuset.cpus"].matches("5,1")
     assert not got["cpuset.cpus"].matches("1-5")
     assert got["cpu.max"].matches("25000 50000\n")

@@ -112,6 +112,7 @@ WIRE: dict[str, tuple[LiveValue, Variant, Any]] = {
     "IOWriteIOPSMax": ((("/dev/sda", 10),), Variant("a(st)", [["/dev/sda", 10]]),
                        [["/dev/sda", 10]]),
     "ManagedOOMMemoryPressure": ("kill", Variant("s", "kill"), "kill"),
+    "CPUSetPartition": ("isolated", Variant("s", "isolated"), "isolated"),
     # 60 % of UINT32_MAX (4294967295 * 0.6), as systemd scales the limit
     "ManagedOOMMemoryPressureLimit": (2_576_980_377, Variant("u", 2_576_980_377), 2_576_980_377),
 }
@@ -175,7 +176,8 @@ ROUND_TRIPS: list[tuple[str, LiveValue]] = [
 @pytest.mark.parametrize("prop", PROPERTIES, ids=lambda p: p.dbus)
 async def test_every_property_of_the_table_over_the_bus(systemd_client: Systemd,
                                                         prop: Any) -> None:
-    value = SAMPLES.get(prop.signature, "kill" if prop.signature == "s" else None)
+    # a word: the last of its choices (kill, isolated), never the default
+    value = SAMPLES.get(prop.signature, prop.kind.choices[-1] if prop.signature == "s" else None)
     await systemd_client.set_unit_properties(UNIT, {prop.dbus: value}, runtime=True)
     state = await systemd_client.get_unit_properties(UNIT)
     assert state.props[prop.dbus] == value

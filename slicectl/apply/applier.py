@@ -23,6 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from slicectl.apply.host_diff import Diff, PropChange, host_diff, managed_units, read_back
+from slicectl.apply.partitions import (
+    ExclusiveChange,
+    apply_exclusive,
+    partition_files,
+    partitions,
+)
 from slicectl.apply.transaction import Transaction
 from slicectl.core import defaults
 from slicectl.core.errors import ApplyError, SlicectlError
@@ -77,6 +83,7 @@ class ApplyReport:
     verified: list[str] = field(default_factory=list)
     not_running: list[str] = field(default_factory=list)  # managed, no cgroup: not verified
     notes: list[str] = field(default_factory=list)
+    exclusive: list[ExclusiveChange] = field(default_factory=list)  # cgroup files written
     # Seconds each phase took (plan, connect, diff, write, start, stop, verify), as
     # `apply --json` reports them: where an apply's time goes (BENCHMARKS.md, apply.100.floor).
     phases: dict[str, float] = field(default_factory=dict)
@@ -162,7 +169,7 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
                 return report
             if confirm is not None and not confirm(diff):
                 raise ApplyError("cancelled; nothing was changed", "")
-            tx = Transaction(sd, units, options.control_dir)
+            tx = Transaction(sd, units, options.control_dir, cgroup_root=options.cgroup_root)
             try:
                 await _change(tx, plan, files, config, states, report, options, say, clock)
             except (SlicectlError, OSError) as e:
@@ -179,6 +186,9 @@ async def _change(tx: Transaction, plan: Plan, files: dict[str, str], config: Co
                   say: Progress, clock: _Clock) -> None:
     """The changing steps of an apply, in order; any exception leaves `tx` to roll back."""
     diff = report.diff
+    partitioned = bool(partitions(plan) or diff.exclusive)
+    if partitioned:
+        tx.partitions_before = partition_files(states, plan, options.cgroup_root)
     if diff.files.changed:
         await _write(tx, plan, files, config, diff, say)
         report.reloaded = tx.reloaded
@@ -189,6 +199,10 @@ async def _change(tx: Transaction, plan: Plan, files: dict[str, str], config: Co
         await tx.sd.stop_unit(unit)
         report.stopped.append(unit)
     clock.lap("stop")
+    if partitioned:
+        say("writing the exclusive CPUs of cpuset partitions (cpuset.cpus.exclusive)")
+        report.exclusive = await apply_exclusive(tx, plan, states, options.cgroup_root)
+        clock.lap("exclusive")
     await _verify(tx, plan, states, report, options, say)
     clock.lap("verify")
 

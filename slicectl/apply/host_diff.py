@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slicectl.apply.partitions import ExclusiveChange, exclusive_changes
 from slicectl.core.frozen import frozen
 from slicectl.core.plan import FileKind, Plan, UnitPlan
 from slicectl.core.properties.kinds import HostLimits
@@ -28,6 +29,7 @@ from slicectl.core.properties.live_values import (
     matches,
     override_source,
 )
+from slicectl.core.properties.partition import PartitionState
 from slicectl.core.render import dropin_path
 from slicectl.host.cgroupfs import block_device, populated, read_cgroup_files
 from slicectl.host.unitdir import FileChanges, UnitDir
@@ -69,6 +71,8 @@ class Diff:
     start: list[str] = field(default_factory=list)
     stop: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # cpuset.cpus.exclusive files apply writes for the plan's partitions
+    exclusive: list[ExclusiveChange] = field(default_factory=list)
     # Whether writing the files needs a daemon-reload: some unit whose files change is
     # loaded. Units systemd has not loaded get their new files when they are started.
     reload: bool = False
@@ -77,7 +81,8 @@ class Diff:
     def drifted(self) -> bool:
         """The host differs from the plan other than by the balancer's moves (what `plan
         --exit-code` and `slicectl_drift` report)."""
-        return bool(self.files.changed or self.props or self.start or self.stop)
+        return bool(self.files.changed or self.props or self.start or self.stop
+                    or self.exclusive)
 
     @property
     def changed(self) -> bool:
@@ -94,6 +99,7 @@ class Diff:
             out.append("reload systemd (daemon-reload: files of loaded units change)")
         out += [f"set    {c.describe()}" for c in self.props]
         out += [f"return {balanced_line(c)}" for c in self.balanced if balanced]
+        out += [f"write  {c.describe()}" for c in self.exclusive]
         out += [f"start  {u}" for u in self.start]
         out += [f"stop   {u}" for u in self.stop]
         return out
@@ -239,6 +245,8 @@ async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str],
     diff.notes = [*plan.layout.repack_notes(), *diff.notes]
     diff.notes += notes + await _member_notes(sd, plan)
     diff.reload = await _needs_reload(sd, diff.files, states)
+    diff.exclusive = exclusive_changes(
+        plan, {u: st.control_group for u, st in states.items()}, cgroup_root)[0]
     return diff, states
 
 
@@ -321,9 +329,29 @@ def cgroup_problems(cgroup_root: Path, unit: str, control_group: str,
         content = contents[exp.file]
         if not exp.matches(content):
             shown = "(missing)" if content is None else repr(content.strip())
-            problems.append(f"{unit}: {control_group}/{exp.file} is {shown}, "
-                            f"expected {exp.expected!r}")
+            problems.append(partition_problem(unit, control_group, exp, content, contents)
+                            or f"{unit}: {control_group}/{exp.file} is {shown}, "
+                               f"expected {exp.expected!r}")
     return problems
+
+
+def partition_problem(unit: str, group: str, exp: CgroupExpectation, content: str | None,
+                      contents: Mapping[str, str | None]) -> str | None:
+    """A partition the kernel refused, with its reason in its own words and what to do; or
+    one that holds fewer CPUs than planned (None: not a partition's file)."""
+    partition = contents.get("cpuset.cpus.partition")
+    if content is None or partition is None:
+        return None
+    state = PartitionState.parse(partition)
+    if exp.file == "cpuset.cpus.partition" and not state.valid:
+        return (f"{unit}: the kernel refused the {exp.expected} partition: "
+                f"{state.reason or 'it gives no reason'} ({group}/cpuset.cpus.partition "
+                f"says {partition.strip()!r}); {state.hint()}")
+    if exp.file == "cpuset.cpus.effective" and state.valid:
+        return (f"{unit}: the {state.state} partition holds CPUs {content.strip()} of the "
+                f"planned {exp.expected} ({group}/cpuset.cpus.effective): the kernel gave the "
+                "others to a cgroup beside it that claims them, or they are offline")
+    return None
 
 
 @dataclass

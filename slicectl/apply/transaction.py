@@ -6,6 +6,13 @@ journal, each unit's live state before its first change, the slices it started),
 A rollback step that fails does not stop the others; every failure is returned, so the user
 learns what could not be restored.
 
+The cgroup files apply writes itself (cpuset.cpus.exclusive: slicectl.apply.partitions) are
+recorded byte for byte before their first write and written back in reverse order; the
+partition state of slicectl's slices (cpuset.cpus.partition), which systemd may not write
+back when a property returns to unset (as with AllowedCPUs=, systemd#43846), is read after
+the live properties are restored and written back where it differs. Both are read again, and
+any byte that differs is reported as not restored.
+
 Runtime `SetUnitProperties` writes /run/systemd/system.control/UNIT.d/50-PROPERTY.conf;
 slicectl puts that directory back exactly as it found it afterwards, so none of its runtime
 calls lingers as a stale override of its own files (DESIGN §6).
@@ -18,8 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from slicectl.core import defaults
 from slicectl.core.errors import SlicectlError
 from slicectl.core.properties.kinds import LiveValue
+from slicectl.core.properties.partition import PartitionState
+from slicectl.host.cgroupfs import read_cgroup_bytes, write_cgroup_file
 from slicectl.host.unitdir import FileChanges, Journal, Manifest, UnitDir
 
 if TYPE_CHECKING:
@@ -70,10 +80,25 @@ class Transaction:
     before: dict[str, UnitState] = field(default_factory=dict)  # live state before changes
     started: list[str] = field(default_factory=list)
     reloaded: bool = False
+    cgroup_root: Path = Path(defaults.CGROUP_ROOT)
+    # (ControlGroup, file) -> its bytes before this apply's first write, in write order
+    cgroup_before: dict[tuple[str, str], bytes] = field(default_factory=dict)
+    # ControlGroup -> cpuset.cpus.partition before any change (slicectl's slices)
+    partitions_before: dict[str, str] = field(default_factory=dict)
 
     def touch(self, unit: str, state: UnitState) -> None:
         """Remember `unit`'s live state before the first change to it."""
         self.before.setdefault(unit, state)
+
+    def write_cgroup(self, group: str, name: str, data: bytes) -> None:
+        """Write a cgroup file, its bytes recorded first (a missing file raises)."""
+        key = (group, name)
+        if key not in self.cgroup_before:
+            before = read_cgroup_bytes(self.cgroup_root, group, name)
+            if before is None:
+                raise FileNotFoundError(f"{group}/{name}: no such cgroup file")
+            self.cgroup_before[key] = before
+        write_cgroup_file(self.cgroup_root, group, name, data)
 
     async def write_files(self, files: Mapping[str, str], manifest: Manifest,
                           changes: FileChanges, reload: bool) -> None:
@@ -104,6 +129,7 @@ class Transaction:
                 await self._restore(unit, before)
             except SlicectlError as e:
                 failures.append(f"{unit}: {e.message}")
+        failures += self._restore_cgroup_files()
         for unit in self.started:
             if unit not in self.before:  # a timer: it was not running before
                 try:
@@ -111,6 +137,38 @@ class Transaction:
                 except SlicectlError as e:
                     failures.append(f"{unit}: {e.message}")
         return failures
+
+    def _restore_cgroup_files(self) -> list[str]:
+        """Write back the cgroup files this apply wrote (last first), then the partition
+        state of slicectl's slices where the kernel shows another; read all again."""
+        failures: list[str] = []
+        for (group, name), data in reversed(self.cgroup_before.items()):
+            self._write_back(group, name, data, failures)
+        for group, text in self.partitions_before.items():
+            now = read_cgroup_bytes(self.cgroup_root, group, "cpuset.cpus.partition")
+            if now is not None and now.decode(errors="replace") != text:
+                # The state word alone is what the kernel takes ("isolated", not its
+                # "invalid (reason)"); the kernel decides validity again.
+                word = PartitionState.parse(text).state.encode() + b"\n"
+                self._write_back(group, "cpuset.cpus.partition", word, failures)
+        for (group, name), data in self.cgroup_before.items():
+            now = read_cgroup_bytes(self.cgroup_root, group, name)
+            if now is not None and now != data:
+                failures.append(f"{group}/{name}: reads {now!r}, was {data!r}")
+        for group, text in self.partitions_before.items():
+            now = read_cgroup_bytes(self.cgroup_root, group, "cpuset.cpus.partition")
+            if now is not None and now.decode(errors="replace") != text:
+                failures.append(f"{group}/cpuset.cpus.partition: reads {now.decode()!r}, "
+                                f"was {text!r}")
+        return failures
+
+    def _write_back(self, group: str, name: str, data: bytes, failures: list[str]) -> None:
+        try:
+            write_cgroup_file(self.cgroup_root, group, name, data)
+        except FileNotFoundError:
+            pass  # the cgroup is gone (its slice was stopped): its file went with it
+        except OSError as e:
+            failures.append(f"{group}/{name}: writing {data!r} back: {e.strerror or e}")
 
     async def _restore(self, unit: str, before: UnitState) -> None:
         now = await self.sd.get_unit_properties(unit)

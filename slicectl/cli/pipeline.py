@@ -339,6 +339,7 @@ def cmd_plan(args: Namespace) -> int:
 
 def diff_json(diff: Diff) -> dict[str, object]:
     """The `changes` object of `plan --json` and `apply --json` (docs/plan-json.md)."""
+    from slicectl.core.cpulist import format_cpulist
     from slicectl.core.properties.live_values import format_live
 
     return {
@@ -351,6 +352,8 @@ def diff_json(diff: Diff) -> dict[str, object]:
                        for c in diff.props],
         "balanced": [{"unit": c.unit, "live": format_live(c.prop, c.live),
                       "declared": format_live(c.prop, c.want)} for c in diff.balanced],
+        "exclusive": [{"cgroup": c.control_group, "live": format_cpulist(c.live),
+                       "desired": format_cpulist(c.want)} for c in diff.exclusive],
         "reload": diff.reload, "start": diff.start, "stop": diff.stop, "notes": diff.notes,
     }
 

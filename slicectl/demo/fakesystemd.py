@@ -25,6 +25,7 @@ from dbus_fast.annotations import DBusBool, DBusObjectPath, DBusSignature, DBusS
 from dbus_fast.constants import PropertyAccess
 from dbus_fast.service import ServiceInterface, dbus_method, dbus_property, dbus_signal
 
+from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.properties.properties import PROPERTIES
 
 UINT64_MAX = 2**64 - 1
@@ -56,6 +57,7 @@ SETTABLE: dict[str, tuple[str, Any]] = {
     "IOWriteIOPSMax": ("a(st)", []),
     "ManagedOOMMemoryPressure": ("s", "auto"),
     "ManagedOOMMemoryPressureLimit": ("u", 0),
+    "CPUSetPartition": ("s", "member"),
 }
 # Write-only *Scale twins of the properties that take a share ("50%" of RAM in a memory
 # property, of the task limit in TasksMax): a `u` where UINT32_MAX is 100 %, which systemd turns
@@ -308,6 +310,8 @@ class FakeSystemd:
         self.reload_delay = 0.0  # seconds Reload takes
         self.on_reload: list[Callable[[], None]] = []  # what Reload runs (e.g. generators)
         self.version = "252.38-1~deb12u1"  # Manager.Version, as Debian 12's systemd says
+        # unit -> the reason the kernel gives for refusing its partition (partition_text)
+        self.refuse_partition: dict[str, str] = {}
         self.job_delay = 0.0  # seconds between a job's reply and its JobRemoved
         self.signal_before_reply = False  # systemd may send JobRemoved before the reply
         self._jobs = 0
@@ -545,7 +549,28 @@ class FakeSystemd:
             "memory.min": str(unit.raw("MemoryMin")),
             "memory.zswap.writeback": "1" if unit.raw("MemoryZSwapWriteback") else "0",
             "pids.max": limit("TasksMax"),
+            "cpuset.cpus.partition": self.partition_text(unit),
         }
+
+    def partition_text(self, unit: FakeUnit) -> str:
+        """cpuset.cpus.partition as the kernel would show it. Like the kernel below a member
+        parent (a remote partition): valid only where every cgroup from the top down to the
+        unit holds its CPUs in cpuset.cpus.exclusive (written by slicectl, not systemd);
+        `refuse_partition` makes the kernel refuse a unit's partition with a reason."""
+        want = str(unit.raw("CPUSetPartition"))
+        if want == "member":
+            return want
+        if unit.name in self.refuse_partition:
+            return f"{want} invalid ({self.refuse_partition[unit.name]})"
+        cpus = from_bitmask(unit.raw("AllowedCPUs"))
+        parts = self.control_group(unit).strip("/").split("/")
+        for n in range(1, len(parts) + 1):
+            assert self.cgroup_root is not None
+            file = self.cgroup_root.joinpath(*parts[:n], "cpuset.cpus.exclusive")
+            held = parse_cpulist(file.read_text()) if file.exists() else frozenset()
+            if not cpus or not cpus <= held:
+                return f"{want} invalid (Invalid cpu list in cpuset.cpus.exclusive)"
+        return want
 
     def _mirror(self, unit: FakeUnit) -> None:
         """Write the unit's cgroup files under cgroup_root while it has a cgroup."""
@@ -555,6 +580,9 @@ class FakeSystemd:
             return
         folder = self.cgroup_root / cgroup.lstrip("/")
         folder.mkdir(parents=True, exist_ok=True)
+        exclusive = folder / "cpuset.cpus.exclusive"  # the kernel's; systemd never writes it
+        if not exclusive.exists():
+            exclusive.write_text("\n")
         for name, text in self.cgroup_files(unit).items():
             (folder / name).write_text(text + "\n")
 

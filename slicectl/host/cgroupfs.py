@@ -1,4 +1,6 @@
-"""Reading a unit's cgroup files once, by the unit's ControlGroup (an edge: it reads cgroupfs).
+"""Reading a unit's cgroup files once, by the unit's ControlGroup (an edge: it reads cgroupfs),
+and the one kind of write slicectl makes there itself (cpuset.cpus.exclusive, which systemd
+has no setting for).
 
 apply's verify and the diff of removed slices read a few files of one cgroup; the sampler
 (slicectl.host.sampler) keeps files open instead, for reading them again and again. Paths are
@@ -50,6 +52,27 @@ reads as missing."""
 def read_cgroup_file(root: Path, control_group: str, name: str) -> str | None:
     """One cgroup file of a unit (None: missing)."""
     return read_cgroup_files(root, control_group, [name])[name]
+
+
+def read_cgroup_bytes(root: Path, control_group: str, name: str) -> bytes | None:
+    """One cgroup file's bytes exactly as the kernel gives them (None: no such file)."""
+    try:
+        return Path(root, control_group.lstrip("/"), name).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def write_cgroup_file(root: Path, control_group: str, name: str, data: bytes) -> None:
+    """Write one cgroup file in a single write(2), as the kernel takes a value; never creates
+    it (a file the kernel does not offer raises FileNotFoundError), and raises the kernel's
+    refusal (EINVAL, EBUSY) as OSError. Only slicectl.apply.partitions writes cgroupfs: the
+    exclusive CPUs systemd has no setting for."""
+    fd = os.open(Path(root, control_group.lstrip("/"), name),
+                 os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 def populated(root: Path, control_group: str) -> bool:

@@ -32,6 +32,7 @@ from slicectl.core.placement.placement import place
 from slicectl.core.placement.protection import node_overcommit, overcommit
 from slicectl.core.placement.topology import Topology
 from slicectl.core.properties.kinds import WEIGHT_IDLE
+from slicectl.core.properties.partition import ISOLATED
 from slicectl.core.properties.properties import Numa
 from slicectl.core.shares.contention import (
     Competition,
@@ -53,6 +54,9 @@ SOURCE_QUOTA = ('Babulal, "CFS Bandwidth Control - Test results of cgroups tasks
                 'unpinned", linux-kernel mailing list, 2011-06-07')
 SOURCE_HIERARCHY = "blog post verifying cpu.shares in a hierarchy on CentOS 6.6 and 7.1"
 MAN_RESOURCE_CONTROL = "systemd.resource-control(5)"
+SOURCE_ISOLATION = ('Red Hat, "Optimizing RHEL for Real Time for low latency operation", '
+                    '"Isolating CPUs using tuned-profiles-real-time" (choosing CPUs to isolate '
+                    'by the CPU topology)')
 
 # Togashi et al.: the cpu controller is only accurate over windows of about 30 ms or more.
 MIN_QUOTA_PERIOD_US = 30_000
@@ -123,6 +127,10 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("oomd-not-running", Level.WARNING, MAN_RESOURCE_CONTROL,
          "start systemd-oomd (`systemctl enable --now systemd-oomd`), or drop "
          "managed_oom_memory_pressure"),
+    Rule("isolated-shares-core", Level.WARNING, SOURCE_ISOLATION,
+         "give the tenant whole cores: an even count on a host with two threads per core "
+         "(placement keeps SMT siblings together), or a cpulist holding every thread of its "
+         "cores"),
 )}
 
 # The per-device keys (IO weights and limits): systemd skips a device it cannot find.
@@ -392,6 +400,32 @@ def _share_rule(c: Config, topo: Topology, layout: Layout,
                        f"{head}: it shares them by weight with {rivals.of(g)}")
 
 
+def _isolation_rule(c: Config, topo: Topology, layout: Layout) -> Iterator[Finding]:
+    """isolated-shares-core: an isolated tenant's physical cores run other work on their other
+    threads (SMT siblings share the core's execution units and caches, so its latency
+    follows their load whatever the partition keeps off its own CPUs)."""
+    by_id = {cpu.id: cpu for cpu in topo.cpus}
+    owners = {cpu: p.tenant for p in layout.tenants if not p.pool for cpu in p.cpus}
+    for t in c.tenants:
+        if t.resources.get("cpuset_partition") != ISOLATED:
+            continue
+        mine = layout.of(t.name).cpus
+        shared: list[str] = []
+        for cpu in sorted({s for m in mine if m in by_id for s in by_id[m].siblings} - mine):
+            if cpu not in by_id or not by_id[cpu].online:
+                continue
+            who = ("housekeeping" if cpu in layout.housekeeping
+                   else f"tenant {owners[cpu]}" if cpu in owners
+                   else "the shared pool" if cpu in layout.shared_pool else None)
+            if who is not None:
+                shared.append(f"CPU {cpu} ({who})")
+        if shared:
+            yield _finding("isolated-shares-core", c.path, t.line_of("cpuset_partition"),
+                           f"tenant {t.name} is isolated but shares physical cores with "
+                           f"{', '.join(shared)}: SMT siblings share a core's execution units "
+                           "and caches, so their load reaches the tenant's CPUs")
+
+
 def lint(config: Config, topology: Topology | None,
          competition: Competition | None = None) -> list[Finding]:
     """Every finding for `config`; rules that need a topology are skipped without one;
@@ -409,6 +443,7 @@ def lint(config: Config, topology: Topology | None,
         findings += _limit_rule(config, topology, layout)
         findings += _cross_node_rule(config, topology, layout)
         findings += _share_rule(config, topology, layout, competition)
+        findings += _isolation_rule(config, topology, layout)
     return sorted(findings, key=lambda f: (f.file, f.line, f.rule))
 
 

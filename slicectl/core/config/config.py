@@ -28,6 +28,7 @@ from slicectl.core.config.tenants import (
 from slicectl.core.config.values import check_ascii, format_duration_us, quote
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.human import human_memory
+from slicectl.core.properties.partition import is_partition
 from slicectl.core.properties.properties import (
     BALANCE_KEYS,
     BY_KEY,
@@ -423,6 +424,50 @@ def _check_elastic(c: _Collector, tenants: list[Tenant],
                       f"profiles.{pname}.{tname}.{where}", message, hint)
 
 
+def _partition_problems(t: Tenant, value: Any, cpus: Any, exclusive: bool
+                        ) -> Iterator[tuple[str, str]]:
+    """(message, hint) for a tenant whose cpuset_partition (its own, or a profile's) the
+    kernel cannot make of its `cpus` and `exclusive`."""
+    if not is_partition(value):
+        return
+    if cpus is None:
+        yield (f"cpuset_partition: {value} needs the tenant's own CPUs, but tenant {t.name} "
+               "has no cpus (it runs on the shared pool)",
+               "give the tenant cpus (a count or a cpulist): a partition is made of the CPUs "
+               "in its AllowedCPUs=")
+    if not exclusive:
+        yield (f"cpuset_partition: {value} takes the tenant's CPUs away from every other "
+               f"cgroup, but tenant {t.name} has exclusive: false (its CPUs overlap the pool)",
+               "remove exclusive: false")
+    if t.elastic:
+        yield (f"cpuset_partition: {value} cannot be elastic: the balancer moves CPUs of "
+               "tenants, and a partition's CPUs are fixed when it is applied",
+               "remove cpus_min and cpus_max, or cpuset_partition")
+
+
+def _check_partitions(c: _Collector, tenants: list[Tenant],
+                      profiles: Mapping[str, Mapping[str, Mapping[str, Any]]],
+                      plines: Mapping[str, int]) -> None:
+    """A cpuset partition needs the tenant's own exclusive CPUs, in each profile too."""
+    key = "cpuset_partition"
+    for t in tenants:
+        for message, hint in _partition_problems(t, t.resources.get(key), t.cpus,
+                                                 t.exclusive):
+            c.add(t.line_of(key), f"tenants.{t.name}.{key}", message, hint)
+    by_name = {t.name: t for t in tenants}
+    for pname, overrides in profiles.items():
+        for tname, values in overrides.items():
+            t = by_name[tname]
+            if not {key, "cpus", "exclusive"} & set(values):
+                continue
+            value = values.get(key, t.resources.get(key))
+            where = key if key in values else "cpus" if "cpus" in values else "exclusive"
+            for message, hint in _partition_problems(t, value, values.get("cpus", t.cpus),
+                                                     values.get("exclusive", t.exclusive)):
+                c.add(plines.get(f"{pname}.{tname}.{where}", plines.get(pname, 0)),
+                      f"profiles.{pname}.{tname}.{where}", message, hint)
+
+
 def _parse_balance(c: _Collector, data: Mapping[Any, Any]) -> BalancePolicy:
     """The top-level `balance:` section: the balancer's policy, defaults for what it omits."""
     line = _key_line(data, "balance", 0)
@@ -551,6 +596,7 @@ def parse_config(data: Any, path: str, *, contradictions_are_errors: bool = True
     _check_nodes(c, tenants)
     _check_memory(c, tenants, profiles, plines)
     _check_elastic(c, tenants, profiles, plines)
+    _check_partitions(c, tenants, profiles, plines)
     balance = _parse_balance(c, data)
     schedule, slines = _parse_schedule(c, data.get("schedule"), _key_line(data, "schedule", 1),
                                        profiles)

@@ -469,7 +469,8 @@ class Choice(Kind):
         raise ValueError(f"expected one of {', '.join(self.choices)}, got {live!r}")
 
     def from_wire(self, raw: Any) -> LiveValue:
-        return str(raw)
+        # An empty word is how systemd reports an enum setting nobody set: its default.
+        return str(raw) or self.unset
 
     def show(self, live: LiveValue) -> str:
         return str(live)

@@ -56,7 +56,7 @@ from slicectl.core.config.values import (
     parse_percent,
 )
 from slicectl.core.frozen import frozen
-from slicectl.core.properties import kinds
+from slicectl.core.properties import kinds, partition
 from slicectl.core.properties.kinds import CgroupExpectation, Kind, LiveValue
 
 __all__ = ["BALANCE_KEYS", "BALANCE_SETTINGS", "BY_KEY", "CONFINE_SETTINGS", "CONFINE_TYPES",
@@ -114,6 +114,8 @@ class Prop:
     # The first Linux release (major, minor) with the cgroup file it needs, where systemd
     # accepts the property on kernels without it (and then silently does nothing).
     kernel: tuple[int, int] | None = None
+    # Which values need `kernel` (None: every value; CPUSetPartition=member needs none).
+    kernel_for: Callable[[Any], bool] | None = None
 
     @property
     def signature(self) -> str:
@@ -128,6 +130,13 @@ class Prop:
     def needs(self, value: Any) -> int:
         """The first systemd version that takes this property with `value`."""
         return max(self.since, self.since_value(value) if self.since_value else 0)
+
+    def needs_kernel(self, value: Any) -> tuple[int, int] | None:
+        """The first Linux release (major, minor) that does what this property asks with
+        `value` (None: any)."""
+        if self.kernel is None or (self.kernel_for is not None and not self.kernel_for(value)):
+            return None
+        return self.kernel
 
 
 def _file(name: str, text: Callable[[LiveValue], str],
@@ -151,6 +160,20 @@ def _cpu_weight(live: LiveValue, _want: Mapping[str, LiveValue], _d: DeviceNumbe
     if live == kinds.WEIGHT_IDLE:
         return [CgroupExpectation("cpu.idle", "1")]
     return [CgroupExpectation("cpu.weight", kinds.weight_text(live))]
+
+
+def _cpuset_partition(live: LiveValue, want: Mapping[str, LiveValue], _d: DeviceNumber
+                      ) -> list[CgroupExpectation]:
+    # The kernel shows a refused partition as "isolated invalid (<reason>)", which this
+    # expectation does not match (slicectl.core.properties.partition). A valid partition
+    # must also hold every planned CPU: since Linux 7.0 a sibling's conflict strips CPUs
+    # from cpuset.cpus.effective instead of invalidating the partition.
+    out = [CgroupExpectation("cpuset.cpus.partition", str(live), missing=partition.MEMBER)]
+    cpus = want.get(ALLOWED_CPUS.dbus)
+    if partition.is_partition(live) and isinstance(cpus, frozenset) and cpus:
+        out.append(CgroupExpectation("cpuset.cpus.effective", kinds.cpuset_text(cpus),
+                                     kinds.same_cpus))
+    return out
 
 
 def _per_device(file: str, key: str) -> Check:
@@ -522,6 +545,18 @@ SETTINGS: tuple[Setting, ...] = (
         scopes=_TPC,
     ),
     Setting(
+        key="cpuset_partition",
+        parse=parse_choice(*partition.PARTITION_VALUES),
+        prop=Prop(name="CPUSetPartition", dbus="CPUSetPartition",
+                  kind=kinds.Choice(*partition.PARTITION_VALUES), since=261,
+                  check=_cpuset_partition, kernel=partition.REMOTE_PARTITION_KERNEL,
+                  kernel_for=partition.is_partition),
+        doc="isolated: the tenant's CPUs become a cpuset partition of their own, out of the "
+            "scheduler's load balancing and the unbound workqueues (latency tenants); root: a "
+            "partition with load balancing inside it; needs cpus and exclusive",
+        default_doc="unset (member)",
+    ),
+    Setting(
         key="services",
         parse=parse_unit_list(SLICE_MEMBER_TYPES),
         prop=None,
@@ -659,6 +694,9 @@ def dbus_reference_table() -> str:
              "| needs Linux | a share (50%) over D-Bus |", "|---|---|---|---|---|---|---|"]
     for p in PROPERTIES:
         kernel = "{}.{}".format(*p.kernel) if p.kernel else "—"
+        if p.kernel and p.kernel_for is not None:
+            kernel += " ({})".format(", ".join(
+                c for c in getattr(p.kind, "choices", ()) if p.kernel_for(c)))
         since = getattr(p.kind, "scale_since", 0)
         share = f"`{p.dbus}Scale` `u` ({since})" if since else "—"
         lines.append(f"| `{p.name}` | `{p.dbus}` | `{p.signature}` | "

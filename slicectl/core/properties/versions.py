@@ -59,8 +59,9 @@ def _set_keys(config: Config) -> Iterator[tuple[int, str, str, Any]]:
                 yield line, f"profiles.{name}.{tenant}.{key}", key, value
 
 
-def _kernel_text(prop: Prop) -> str:
-    return "" if prop.kernel is None else " and Linux {}.{} or later".format(*prop.kernel)
+def _kernel_text(prop: Prop, value: Any) -> str:
+    kernel = prop.needs_kernel(value)
+    return "" if kernel is None else " and Linux {}.{} or later".format(*kernel)
 
 
 def unsupported_keys(keys: Iterable[str], version: int | None) -> dict[str, int]:
@@ -85,8 +86,8 @@ def version_problems(config: Config, version: int, source: str) -> list[Problem]
         if prop is not None and prop.needs(value) > version:
             problems.append(Problem(
                 config.path, line, path,
-                f"needs systemd {prop.needs(value)} or later{_kernel_text(prop)}, but the "
-                f"target runs systemd {version} ({source})",
+                f"needs systemd {prop.needs(value)} or later{_kernel_text(prop, value)}, but "
+                f"the target runs systemd {version} ({source})",
                 "remove the key, or upgrade systemd on the target; --systemd-version N "
                 "plans for another target"))
     return sorted(problems, key=lambda p: p.line)
@@ -105,12 +106,13 @@ def kernel_problems(config: Config, release: str, source: str) -> list[Problem]:
     if kernel is None:
         return []
     problems = []
-    for line, path, key, _value in _set_keys(config):
+    for line, path, key, value in _set_keys(config):
         prop = BY_KEY[key].prop
-        if prop is not None and prop.kernel is not None and kernel < prop.kernel:
+        needs = None if prop is None else prop.needs_kernel(value)
+        if needs is not None and kernel < needs:
             problems.append(Problem(
                 config.path, line, path,
-                "needs Linux {}.{} or later".format(*prop.kernel) + f", but the target "
+                "needs Linux {}.{} or later".format(*needs) + f", but the target "
                 f"runs Linux {release}",
                 "remove the key, or upgrade the kernel on the target"))
     return sorted(problems, key=lambda p: p.line)
