@@ -127,3 +127,9 @@ def test_a_tenant_split_over_nodes_says_so_in_the_plan_table() -> None:
     big = next(line for line in rows if "big" in line)
     assert "0,1 (split)" in big and "unbound" in big
     assert not any("(split)" in line for line in drawn(plan_table(plan(), 160)).splitlines())
+
+
+def test_a_tenant_on_the_whole_pool_reads_as_the_pool_in_the_narrow_table() -> None:
+    narrow = drawn(plan_table(plan(), 60), 60)
+    assert "the shared pool (4 CPUs), memory unbound" in narrow
+    assert "on pool" not in narrow and "CPUs shared pool" not in narrow

@@ -170,8 +170,9 @@ def plan_table(plan: Plan, width: int | None = None) -> Table:
     column(t, "slice, CPUs (n) on nodes, memory" + (", guaranteed" * bool(plan.shares))
             + ", properties")
     for r in rows:
-        where = CpuList(f"CPUs {r.cpus} ({r.n}) on {'' if r.nodes == 'pool' else 'node '}"
-                        f"{r.nodes}, memory {r.memory}")
+        cpus = (f"the shared pool ({r.n} CPUs)" if r.nodes == "pool"
+                else f"CPUs {r.cpus} ({r.n}) on node {r.nodes}")
+        where = CpuList(f"{cpus}, memory {r.memory}")
         lines: list[RenderableType] = [Text(r.unit), where]
         lines += [Text(f"guaranteed {g}") for g in r.share]
         t.add_row(r.tenant, Group(*lines, CpuList(r.properties)))
