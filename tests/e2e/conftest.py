@@ -35,6 +35,13 @@ PROGRESS = "e2e-progress.jsonl"  # in the results share: one line per test done,
 EARLIER = pytest.StashKey[dict[str, str]]()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "smoke: the release matrix's short selection, run on every Debian release the "
+        "testbed boots (tests/testbed/matrix --smoke): apply, verify, exact rollback, confine, "
+        "the generator at boot and at reload, status and the exporter, one balancer move")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not os.environ.get("SLICECTL_TESTBED"):
         skip = pytest.mark.skip(reason="e2e tests run inside the testbed VM: tests/testbed/e2e")
