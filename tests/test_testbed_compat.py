@@ -46,6 +46,16 @@ def test_a_failed_test_is_shown_failed_in_the_summary_and_in_its_section(tmp_pat
     assert "| `tests/e2e/test_apply.py::test_a` | passed | 12 |" in page
 
 
+def test_a_failures_report_ends_its_section(tmp_path: Path) -> None:
+    report = "\n".join(f"line {n}" for n in range(20)) + "\nE   assert 1 == 2"
+    failing = result(exit=1, failed=["tests/e2e/test_apply.py::test_b"],
+                     failures={"tests/e2e/test_apply.py::test_b": report})
+    (tmp_path / "trixie-smoke.json").write_text(json.dumps(failing))
+    page = COMPAT["render"](COMPAT["load"](tmp_path))
+    assert "`tests/e2e/test_apply.py::test_b`, the end of its report:" in page
+    assert "E   assert 1 == 2\n```" in page and "line 8\n" not in page
+
+
 def test_a_run_that_died_is_not_shown_as_passed(tmp_path: Path) -> None:
     (tmp_path / "forky-smoke.json").write_text(json.dumps(result(suite="forky", exit=125)))
     page = COMPAT["render"](COMPAT["load"](tmp_path))

@@ -64,22 +64,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _outcomes: dict[str, str] = {}
+_failures: dict[str, str] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Record each test's outcome in the results share when it is done (teardown included)."""
+    """Record each test's outcome in the results share when it is done (teardown included),
+    with the end of a failure's report: a test that fails before a reboot another test asks
+    for has no summary at the end of its boot (the release matrix keeps these)."""
     if not os.environ.get("SLICECTL_TESTBED"):
         return
     outcome = _outcomes.get(report.nodeid, "passed")
     if report.failed:
         outcome = "failed"
+        _failures[report.nodeid] = _failures.get(report.nodeid, "") + report.longreprtext[-3000:]
     elif report.skipped and outcome == "passed":
         outcome = "skipped"
     _outcomes[report.nodeid] = outcome
     if report.when == "teardown":
         with (guest.results() / PROGRESS).open("a") as f:
-            f.write(json.dumps({"test": report.nodeid, "outcome": outcome,
-                                "boot": guest.boot_number()}) + "\n")
+            record = {"test": report.nodeid, "outcome": outcome, "boot": guest.boot_number()}
+            if report.nodeid in _failures:
+                record["failure"] = _failures[report.nodeid]
+            f.write(json.dumps(record) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
