@@ -65,15 +65,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 _outcomes: dict[str, str] = {}
 _failures: dict[str, str] = {}
+_seconds: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Record each test's outcome in the results share when it is done (teardown included),
-    with the end of a failure's report: a test that fails before a reboot another test asks
-    for has no summary at the end of its boot (the release matrix keeps these)."""
+    """Record each test's outcome and seconds (set-up, call and tear-down) in the results
+    share when it is done, with the end of a failure's report: a test that fails before a
+    reboot another test asks for has no summary at the end of its boot (the release matrix
+    keeps these)."""
     if not os.environ.get("SLICECTL_TESTBED"):
         return
     outcome = _outcomes.get(report.nodeid, "passed")
+    _seconds[report.nodeid] = _seconds.get(report.nodeid, 0.0) + report.duration
     if report.failed:
         outcome = "failed"
         _failures[report.nodeid] = _failures.get(report.nodeid, "") + report.longreprtext[-3000:]
@@ -82,7 +85,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _outcomes[report.nodeid] = outcome
     if report.when == "teardown":
         with (guest.results() / PROGRESS).open("a") as f:
-            record = {"test": report.nodeid, "outcome": outcome, "boot": guest.boot_number()}
+            record = {"test": report.nodeid, "outcome": outcome, "boot": guest.boot_number(),
+                      "seconds": round(_seconds[report.nodeid], 1)}
             if report.nodeid in _failures:
                 record["failure"] = _failures[report.nodeid]
             f.write(json.dumps(record) + "\n")
