@@ -62,6 +62,19 @@ def test_otherwise_every_verb_listed_without_its_arguments(argv: list[str]) -> N
     assert all(isinstance(p, Listed) for p in verbs.values())
 
 
+def test_a_listed_verb_gives_argparse_a_formatter_to_check_its_help() -> None:
+    """Python 3.14's add_parser checks a verb's help with the new parser's formatter, made as
+    its _get_formatter makes one: `formatter_class(prog=prog)`, then `_set_color(color)`.
+    A Listed parser skips ArgumentParser.__init__, so it must carry both itself (without
+    them `slicectl --help` died with an AttributeError on 3.14)."""
+    listed = next(iter(subparsers(parser_for(["--help"])).values()))
+    assert isinstance(listed, Listed)
+    formatter = listed.formatter_class(prog=listed.prog)
+    assert listed.color is False
+    action = argparse.Action(["verb"], "verb", help="plan 50%% of the CPUs for %(prog)s")
+    assert formatter._expand_help(action) == f"plan 50% of the CPUs for {listed.prog}"
+
+
 def test_a_verb_parses_the_same_alone_or_among_all() -> None:
     argv = ["apply", "t.yaml", "--profile", "night", "--dry-run", "--lock-timeout", "5"]
     assert parser_for(argv).parse_args(argv) == build_parser().parse_args(argv)

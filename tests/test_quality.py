@@ -30,7 +30,8 @@ def test_mypy_strict() -> None:
 def python_sources() -> list[Path]:
     """Every Python file of the project: the package, tests, the collection, the scripts."""
     scripts = [ROOT / "bench" / "run", ROOT / "docs" / "evidence" / "run",
-               ROOT / "tests" / "testbed" / "run"]
+               ROOT / "tests" / "testbed" / "run", ROOT / "tests" / "testbed" / "matrix",
+               ROOT / "tests" / "testbed" / "compat"]
     found = [p for top in ("slicectl", "tests", "ansible", "bench", "docs")
              for p in (ROOT / top).rglob("*.py")]
     return sorted(found + scripts)

@@ -615,8 +615,13 @@ class Listed(Parser):
     lets one parse: a command line naming a verb gets that verb's full parser."""
 
     # What ArgumentParser.__init__ would have set and Python 3.14's argparse reads of the
-    # parsers add_parser made (`slicectl --help` died there with an AttributeError).
+    # parsers add_parser made: it checks each verb's help with the new parser's own formatter
+    # (_check_help -> _get_validation_formatter -> formatter_class(prog=prog), then
+    # _set_color(color)); `slicectl --help`, `--version` and a wrong verb died there with an
+    # AttributeError on Python 3.14.8.
     _cached_formatter = None
+    formatter_class = argparse.HelpFormatter
+    color = False
 
     def __init__(self, **kwargs: object) -> None:  # no super().__init__(), on purpose
         self.prog = str(kwargs.get("prog", ""))

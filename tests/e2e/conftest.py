@@ -35,6 +35,13 @@ PROGRESS = "e2e-progress.jsonl"  # in the results share: one line per test done,
 EARLIER = pytest.StashKey[dict[str, str]]()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "smoke: the release matrix's short selection, run on every Debian release the "
+        "testbed boots (tests/testbed/matrix --smoke): apply, verify, exact rollback, confine, "
+        "the generator at boot and at reload, status and the exporter, one balancer move")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not os.environ.get("SLICECTL_TESTBED"):
         skip = pytest.mark.skip(reason="e2e tests run inside the testbed VM: tests/testbed/e2e")
@@ -57,22 +64,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _outcomes: dict[str, str] = {}
+_failures: dict[str, str] = {}
+_seconds: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Record each test's outcome in the results share when it is done (teardown included)."""
+    """Record each test's outcome and seconds (set-up, call and tear-down) in the results
+    share when it is done, with the end of a failure's report: a test that fails before a
+    reboot another test asks for has no summary at the end of its boot (the release matrix
+    keeps these)."""
     if not os.environ.get("SLICECTL_TESTBED"):
         return
     outcome = _outcomes.get(report.nodeid, "passed")
+    _seconds[report.nodeid] = _seconds.get(report.nodeid, 0.0) + report.duration
     if report.failed:
         outcome = "failed"
+        _failures[report.nodeid] = _failures.get(report.nodeid, "") + report.longreprtext[-3000:]
     elif report.skipped and outcome == "passed":
         outcome = "skipped"
     _outcomes[report.nodeid] = outcome
     if report.when == "teardown":
         with (guest.results() / PROGRESS).open("a") as f:
-            f.write(json.dumps({"test": report.nodeid, "outcome": outcome,
-                                "boot": guest.boot_number()}) + "\n")
+            record = {"test": report.nodeid, "outcome": outcome, "boot": guest.boot_number(),
+                      "seconds": round(_seconds[report.nodeid], 1)}
+            if report.nodeid in _failures:
+                record["failure"] = _failures[report.nodeid]
+            f.write(json.dumps(record) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -13,9 +13,12 @@ cd "${SLICECTL_CHECKOUT:?not inside the testbed}" || exit 1
 # quiet host (tests/testbed/README.md). Tests that reboot the guest continue in the next boot,
 # where the tests already done are left out (tests/e2e/conftest.py). Everything, in any order:
 #   tests/testbed/e2e tests/e2e
+# The release matrix's smoke (tests/testbed/matrix --smoke) passes `-m smoke`: the tests marked
+# so in tests/e2e (the marker is registered in tests/e2e/conftest.py). --strict-markers: a
+# misspelt marker fails instead of selecting nothing.
 paths=(tests/e2e --ignore=tests/e2e/test_evidence.py --ignore=tests/e2e/test_ansible.py)
 for arg in "$@"; do [[ $arg == tests/* ]] && paths=(); done  # caller chose the tests
 boot=$(cat "$SLICECTL_RESULTS/boot" 2>/dev/null || echo 1)
 exec python3 -m pytest -c /dev/null --rootdir="$SLICECTL_CHECKOUT" --confcutdir=tests/e2e \
-    -p no:cacheprovider -o asyncio_mode=auto -o asyncio_default_fixture_loop_scope=function \
+    -p no:cacheprovider --strict-markers -o asyncio_mode=auto -o asyncio_default_fixture_loop_scope=function \
     -v -rfEs --durations=15 --junitxml="$SLICECTL_RESULTS/junit.$boot.xml" "$@" "${paths[@]}"

@@ -106,6 +106,7 @@ def test_first_apply_of_new_tenants_starts_them_from_their_files_without_a_reloa
         (ETC / ".slicectl-manifest.json").unlink(missing_ok=True)
 
 
+@pytest.mark.smoke
 def test_values_land_in_cgroup_files(slicectl: Run, tenants: Path,
                                      cgroup_file: Callable[[str, str], str]) -> None:
     proc = apply(slicectl, tenants)
@@ -154,6 +155,7 @@ def test_running_process_follows_live_reapply(slicectl: Run, tenants: Path, unit
     assert f"Cpus_allowed_list:\t{day}" in Path(f"/proc/{pid}/status").read_text()
 
 
+@pytest.mark.smoke
 def test_reapply_is_a_noop(slicectl: Run, tenants: Path) -> None:
     assert apply(slicectl, tenants).returncode == 0
     mtimes = {p: p.stat().st_mtime_ns for p in ETC.rglob("*slicectl*")}
@@ -252,6 +254,7 @@ def test_a_property_this_systemd_and_kernel_lack_is_refused_before_anything_chan
     assert _etc_snapshot() == files
 
 
+@pytest.mark.smoke
 def test_dbus_failure_midway_rolls_back(slicectl: Run, tenants: Path, tmp_path: Path) -> None:
     one = tmp_path / "one.yaml"
     one.write_text(TENANTS.replace("  db2: {cpus: 2, cpu_quota: 150%, memory_max: 128M}\n",

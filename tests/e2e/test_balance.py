@@ -114,6 +114,7 @@ def follows(want: dict[str, int], what: str) -> float:
     return time.monotonic() - start
 
 
+@pytest.mark.smoke
 def test_cores_follow_the_load_and_come_back(slicectl: Run,
                                             balanced: tuple[dict[str, list[int]], float]) -> None:
     declared, ready = balanced

@@ -32,6 +32,7 @@ def events(unit: str) -> dict[str, int]:
                                    guest.cgroup_file(unit, "memory.events").splitlines())}
 
 
+@pytest.mark.smoke
 def test_cron_hog_is_held_at_its_memory_max(slicectl: Run, tmp_path: Path, units: Any,
                                             manifest_cleanup: None) -> None:
     (tmp_path / "t.yaml").write_text(

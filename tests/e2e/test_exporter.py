@@ -110,6 +110,7 @@ def start_exporter(tenants: Path, units: Any) -> Iterator[Callable[[], Samples]]
     print(journal())  # shown by pytest when the test failed
 
 
+@pytest.mark.smoke
 def test_service_shows_throttling_memory_high_and_pressure(
         slicectl: Run, tenants: Path, start_exporter: Callable[[], Samples], units: Any,
         systemctl: Run) -> None:

@@ -64,6 +64,7 @@ def generator_mode(slicectl: Run, tmp_path: Path) -> Iterator[Path]:
     guest.systemctl("daemon-reload")
 
 
+@pytest.mark.smoke
 def test_enable_then_daemon_reload_places_tenants_from_the_generator(
         slicectl: Run, generator_mode: Path) -> None:
     # Files mode first, as a host that used apply before.
@@ -165,6 +166,7 @@ def first_instruction_cpus() -> list[int]:
     return guest.parse_cpulist(Path("/run/probe-cpus").read_text().split(":")[1])
 
 
+@pytest.mark.smoke
 def test_a_reboot_brings_the_same_placement_back(slicectl: Run, generator_mode: Path) -> None:
     resumed = guest.resumed()
     if resumed is None:

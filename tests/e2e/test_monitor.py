@@ -46,6 +46,7 @@ def by_unit(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["unit"]: s for s in status["slices"]}
 
 
+@pytest.mark.smoke
 def test_status_shows_pressure_high_events_and_throttling(
         slicectl: Run, tenants: Path, units: Any) -> None:
     proc = slicectl("apply", str(tenants), "--yes")

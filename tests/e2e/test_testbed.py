@@ -6,12 +6,15 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from . import guest
 from .conftest import Units
 
 CONTROLLERS = {"cpuset", "cpu", "io", "memory", "pids"}
 
 
+@pytest.mark.smoke
 def test_pid1_is_systemd_and_boot_finished_cleanly() -> None:
     assert Path("/proc/1/comm").read_text().strip() == "systemd"
     state = guest.run(["systemctl", "is-system-running", "--wait"], check=False).stdout.strip()
@@ -19,6 +22,7 @@ def test_pid1_is_systemd_and_boot_finished_cleanly() -> None:
     assert state == "running", f"system is {state}; failed units:\n{failed}"
 
 
+@pytest.mark.smoke
 def test_cgroup_v2_unified_with_the_controllers_slicectl_uses(cgroup_root: Path) -> None:
     mounts = [line.split() for line in Path("/proc/self/mounts").read_text().splitlines()]
     cgroup_mounts = [(m[1], m[2]) for m in mounts if m[2].startswith("cgroup")]
@@ -115,6 +119,7 @@ def test_checkout_and_dependencies_import_in_the_guest() -> None:
     assert shutil.which("slicectl") == "/usr/local/bin/slicectl"
 
 
+@pytest.mark.smoke
 def test_slicectl_command_is_the_checkout_installed_on_the_guest_disk() -> None:
     # `slicectl` runs from /opt/slicectl/lib (unpacked at boot, like a pip install), not over
     # 9p: the installed files must be exactly the checkout's, templates included.
@@ -128,6 +133,19 @@ def test_slicectl_command_is_the_checkout_installed_on_the_guest_disk() -> None:
         for name in names:
             assert (dest / name).read_bytes() == (source / name).read_bytes(), name
     assert "usage: slicectl" in guest.slicectl("--help").stdout
+
+
+@pytest.mark.smoke
+def test_help_and_version_work_on_the_guests_python() -> None:
+    """`--help` and `--version` of the installed command on the guest's own Python (3.14's
+    argparse changed internals the parser once relied on)."""
+    import slicectl
+
+    for args in (["--help"], ["--version"], ["apply", "--help"]):
+        proc = guest.slicectl(*args)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert slicectl.__version__ in guest.slicectl("--version").stdout
+    assert "usage: slicectl apply" in guest.slicectl("apply", "--help").stdout
 
 
 def test_unit_object_paths_are_computed_as_systemd_names_them() -> None:
