@@ -652,3 +652,23 @@ async def test_the_report_says_where_the_time_went(options: ApplyOptions,
     dry = await apply_plan(config(profile="night"), make_topology(), options,  # type: ignore[arg-type]
                            dry_run=True)
     assert list(dry.phases) == ["plan", "connect", "diff"]
+
+
+async def test_a_cgroup_that_missed_a_reload_is_set_live_and_verified(
+        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+    """systemd 257 took a daemon-reload's new values into the unit but not into its running
+    cgroup (the release matrix found it): systemd reports the plan's values, the cgroup file
+    does not hold them. plan calls it drift; apply sets it live once and verifies."""
+    from slicectl.apply.host_diff import STALE
+
+    await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    weight = options.cgroup_root / "tenants.slice/tenants-db1.slice/cpu.weight"
+    weight.write_text("100\n")  # what the cgroup kept; systemd says 300
+    diff = await compute_diff(config(), make_topology(), options)  # type: ignore[arg-type]
+    assert diff.changed
+    assert ("tenants-db1.slice", "CPUWeight", STALE) in {
+        (c.unit, c.prop, c.source) for c in diff.props}
+    report = await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
+    assert ("tenants-db1.slice", "CPUWeight") in {(c.unit, c.prop) for c in report.set_live}
+    assert weight.read_text().strip() == "300" and "tenants-db1.slice" in report.verified
+    assert not (await compute_diff(config(), make_topology(), options)).changed  # type: ignore[arg-type]

@@ -239,7 +239,7 @@ async def _verify(tx: Transaction, plan: Plan, states: dict[str, UnitState],
     set-property` value: a reload applies changed files to running cgroups, measured on
     systemd 252), read those units back again, and fail on anything still wrong."""
     say(f"reading {len(managed_units(plan))} unit(s) back from systemd and their cgroups")
-    first = await read_back(tx.sd, plan, options.cgroup_root)
+    first = await read_back(tx.sd, plan, options.cgroup_root, reapply=True)
     checked = first.problems
     if first.differ:
         by_unit: dict[str, dict[str, LiveValue]] = {}

@@ -240,6 +240,8 @@ async def host_diff(sd: Systemd, plan: Plan, files: Mapping[str, str],
     props, diff.start, states = await live_diff(sd, plan, units.root, notes)
     diff.props, diff.balanced = split_balanced(plan, props, balance)
     diff.props = _from_changed_files(diff.props, diff.files)
+    changed = {c.unit for c in diff.props + diff.balanced} | set(diff.start)
+    diff.props += _stale_cgroups(plan, states, cgroup_root, changed)
     diff.start += await _stopped_timers(sd, plan)
     diff.stop, diff.notes = await _removed_slices(sd, plan, units, cgroup_root)
     diff.notes = [*plan.layout.repack_notes(), *diff.notes]
@@ -363,12 +365,35 @@ class ReadBack:
     not_running: list[str] = field(default_factory=list)  # no cgroup: nothing to read back
 
 
+# Why a live value that systemd reports as planned is set again: its cgroup file lacks it.
+STALE = "systemd has it, its cgroup does not (a daemon-reload did not apply it)"
+
+
+def _stale_cgroups(plan: Plan, states: Mapping[str, UnitState], cgroup_root: Path,
+                   changed: set[str]) -> list[PropChange]:
+    """Running managed units whose properties systemd reports as planned but whose cgroup
+    files do not hold them (systemd 257 applied a daemon-reload's new values to the unit, not
+    to its running cgroup): each planned property, to set live again."""
+    stale: list[PropChange] = []
+    for u, owned in managed_units(plan):
+        st = states.get(u.unit)
+        if st is None or not st.control_group or u.unit in changed:
+            continue
+        want = desired(u, owned, plan.limits)
+        if cgroup_problems(cgroup_root, u.unit, st.control_group,
+                           cgroup_expectations(want, block_device)):
+            stale += [PropChange(u.unit, p, st.props.get(p), v, STALE) for p, v in want.items()]
+    return stale
+
+
 async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
-                    only: set[str] | None = None) -> ReadBack:
+                    only: set[str] | None = None, reapply: bool = False) -> ReadBack:
     """Read back managed units (all, or `only`) in their cgroup files, found through each
     unit's ControlGroup. Where a file differs, ask systemd: a property it reports differently
     (e.g. a `systemctl set-property` value) is returned for the caller to set live and verify
-    again; where systemd agrees with the plan, the kernel did not take the value: a problem."""
+    again. Where systemd agrees with the plan, with `reapply` the unit's planned properties are
+    returned too, to set live once (a reload that did not reach the running cgroup: STALE);
+    without it the kernel did not take the value: a problem."""
     result = ReadBack()
     managed = [(u, o) for u, o in managed_units(plan) if only is None or u.unit in only]
     groups = await asyncio.gather(*(sd.control_group(u.unit) for u, _ in managed))
@@ -391,6 +416,9 @@ async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
                  if not matches(p, st.props.get(p), v)]
         if wrong:
             result.differ += wrong
+        elif reapply:
+            result.differ += [PropChange(u.unit, p, st.props.get(p), v, STALE)
+                              for p, v in want.items()]
         else:
             result.problems[u.unit] = cgroup_problems(
                 cgroup_root, u.unit, st.control_group, cgroup_expectations(want, block_device))
