@@ -263,3 +263,15 @@ def test_at_boot_a_grown_tenant_re_packs_and_logs_the_moves(tmp_path: Path) -> N
     assert "AllowedCPUs=1-4,7,17-20,23\n" in Path(str(settings).format("main")).read_text()
     assert "AllowedCPUs=12,28\n" in Path(str(settings).format("pg3")).read_text()
     assert not (out / ".slicectl-generator-error").exists()
+
+
+def test_at_boot_a_tenant_no_node_can_hold_spans_nodes_and_is_logged(tmp_path: Path) -> None:
+    """CPUs gone (or a tenant grown past every node): plan and apply refuse it, but a boot
+    must not fail, so the generator places it over nodes and logs why."""
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text("version: 1\ntenants:\n  big: {cpus: 10}\n  small: {cpus: 2}\n")
+    out, logged = run_generator(tmp_path, tenants, SYSFS / "nehalem-ex-4node")  # 8 a node
+    assert "tenant big (numa: local) spans nodes 0, 1: no node had 10 CPUs free" in logged
+    assert not (out / ".slicectl-generator-error").exists()
+    dropin = (out / "tenants-big.slice.d/50-slicectl.conf").read_text()
+    assert "AllowedMemoryNodes=0,1\n" in dropin

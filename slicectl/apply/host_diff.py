@@ -3,6 +3,10 @@ read-back apply verifies with (an edge: it asks systemd over D-Bus and reads cgr
 
 Differences are named by their source (slicectl.core.properties.live_values.override_source): a
 `systemctl set-property` file, a drop-in that sorts after slicectl's, a pending daemon-reload.
+
+Why this module runs past 400 lines: the diff and the read-back compare the same three things
+(the plan, what systemd reports, what the cgroup files hold) with the same helpers; apart,
+each would need the other's.
 """
 
 from __future__ import annotations

@@ -479,7 +479,7 @@ def _housekeeping_dropins(config: Config, layout: Layout) -> list[UnitPlan]:
 def build_plan(
     config: Config, topo: Topology, previous: Mapping[str, frozenset[int]] | None = None,
     command: ScheduleCommand | None = None, competition: Competition | None = None,
-    shares: bool = True, repack: bool = False,
+    shares: bool = True, repack: bool = False, may_split: bool = False,
 ) -> Plan:
     """Place tenants and derive the unit files; `previous` keeps tenants where they were;
     `command` is how the schedule's timers run slicectl (default: ScheduleCommand.default);
@@ -487,8 +487,9 @@ def build_plan(
     Without `shares` the plan has no guaranteed CPU per tenant (`generate` writes files only,
     and skips slicectl.core.shares.contention's import and its prediction). `repack`: where
     keeping every tenant in place would split a local tenant, the fewest moves that avoid it
-    (without it such a plan is refused: slicectl.core.placement.repack)."""
-    layout = place(config, topo, previous, repack)
+    (without it such a plan is refused: slicectl.core.placement.repack); `may_split`: a local
+    tenant no layout puts on one node spans nodes instead (the generator at boot)."""
+    layout = place(config, topo, previous, repack, may_split)
     if any(protects(t) for t in config.tenants):
         check_protection(config, topo, layout)
     elastic: tuple[ElasticRange, ...] = ()

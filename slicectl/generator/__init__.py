@@ -203,9 +203,10 @@ def _placed(tenants: str, sysfs: str, last: dict[str, bytes] | None) -> dict[str
     if last is not None and MANIFEST_NAME in last:
         previous = Manifest.parse(last[MANIFEST_NAME], Path(MANIFEST_NAME))
     # At boot nothing runs yet: a tenant that no longer fits its node beside the others
-    # moves them (the fewest), and each move is logged.
+    # moves them (the fewest), and a tenant no node can hold any more (CPUs gone) spans
+    # nodes rather than fail the boot; each move and each split is logged.
     return generator_files(config, topology, previous, generator_command(sys.argv[0], tenants),
-                           repack=True, said=log)
+                           repack=True, said=log, may_split=True)
 
 
 def _fallback(out: str, last: tuple[str, dict[str, bytes], bytes] | None, why: str) -> str:

@@ -84,11 +84,13 @@ def _check_schedule(config: Config, warn: Callable[[str], None] | None) -> None:
 
 def plan_for_host(config: Config, topology: Topology, unit_dir: Path | None,
                   command: ScheduleCommand | None = None, shares: bool = True,
-                  manifest: Manifest | None = None, repack: bool = False) -> Plan:
+                  manifest: Manifest | None = None, repack: bool = False,
+                  may_split: bool = False) -> Plan:
     """The plan for a host: `config` placed on `topology`, keeping each tenant where the last
     apply or generate into `unit_dir` placed it (its manifest; `manifest` when the caller has
     read it already). `unit_dir` None: a plan with no history (another host's, offline).
-    `command`: how the schedule's timers run slicectl; `shares`, `repack`: as build_plan's."""
+    `command`: how the schedule's timers run slicectl; `shares`, `repack`, `may_split`: as
+    build_plan's."""
     from slicectl.core.plan import build_plan
 
     placements: Mapping[str, frozenset[int]] = {}
@@ -98,7 +100,8 @@ def plan_for_host(config: Config, topology: Topology, unit_dir: Path | None,
         from slicectl.host.unitdir import UnitDir
 
         placements = UnitDir(unit_dir).manifest().placements
-    return build_plan(config, topology, placements, command, shares=shares, repack=repack)
+    return build_plan(config, topology, placements, command, shares=shares, repack=repack,
+                      may_split=may_split)
 
 
 def generator_command(generator: str, tenants: str) -> ScheduleCommand:
@@ -118,20 +121,22 @@ def generator_command(generator: str, tenants: str) -> ScheduleCommand:
 
 def generator_files(config: Config, topology: Topology, previous: Manifest | None,
                     command: ScheduleCommand, templates: str | None = None,
-                    repack: bool = False, said: Callable[[str], None] | None = None
-                    ) -> dict[str, bytes]:
+                    repack: bool = False, said: Callable[[str], None] | None = None,
+                    may_split: bool = False) -> dict[str, bytes]:
     """The files the generator writes for `config` on `topology`, the manifest included,
     each tenant kept where `previous` (the record's manifest) placed it: the one builder of
     them, for the generator at boot and for generator mode's record, which the generator
-    copies as they are while nothing changes. `repack`: as build_plan's (the generator at
-    boot, where nothing runs yet, may re-pack); `said` is told each move of a re-pack."""
+    copies as they are while nothing changes. `repack`, `may_split`: as build_plan's (the
+    generator at boot, where nothing runs yet, may re-pack, and place a tenant over nodes
+    when CPUs are gone); `said` is told each move of a re-pack and each such split."""
     from slicectl.core.render import render
     from slicectl.host.unitdir import MANIFEST_NAME, Manifest, manifest_text
 
     plan = plan_for_host(config, topology, None, command, shares=False, manifest=previous,
-                         repack=repack)
+                         repack=repack, may_split=may_split)
     if said is not None:
-        for line in plan.layout.repack_notes():
+        for line in plan.layout.repack_notes() + [
+                n for n in plan.layout.notes if "(numa: local) spans nodes" in n]:
             said(line)
     texts = render(plan, templates)
     files = {rel: text.encode() for rel, text in texts.items()}

@@ -28,7 +28,7 @@ def tenants(tmp_path: Path) -> Iterator[Path]:
     path.write_text(f"""\
 version: 1
 tenants:
-  db: {{cpus: 4}}
+  db: {{cpus: 4, numa: any}}
 profiles:
   night:
     db: {{cpus: 1}}

@@ -47,12 +47,15 @@ def place(
     topo: Topology,
     previous: Mapping[str, frozenset[int]] | None = None,
     repack: bool = False,
+    may_split: bool = False,
 ) -> Layout:
     """Place every tenant of `config` on `topo`; `previous` keeps tenants where they were.
 
     A counted exclusive `numa: local` tenant that would span nodes is refused (PlacementError)
     unless some layout puts every local tenant on one node; then the refusal names that
-    layout's moves, and with `repack` it is the result."""
+    layout's moves, and with `repack` it is the result. With `may_split` (the generator at boot,
+    on CPUs that are no longer all there), a tenant no layout puts on one node spans nodes
+    instead of being refused, and the layout's notes say so."""
     previous = previous or {}
     layout = place_keeping(config, topo, previous)
     split = split_locals(config, layout)
@@ -61,9 +64,13 @@ def place(
     nodes = {t.name: tuple(cpu_nodes_for(topo, t)) for t in config.tenants}
     found = repacking.fewest_moves(
         config, topo, previous, layout, split, nodes,
-        lambda movers: place_keeping(config, topo, previous, movers),
+        lambda movers, loose: place_keeping(
+            config, topo, {k: v for k, v in previous.items()
+                           if not (loose and any(k == t.name for t in split))}, movers),
         lambda: place_keeping(config, topo, {}))
     if found is None:
+        if may_split:
+            return layout
         raise repacking.no_one_node(config, topo, layout, split[0])
     if not repack:
         raise repacking.repack_needed(config, layout, split, found)

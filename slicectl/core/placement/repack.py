@@ -40,17 +40,20 @@ Nodes = Mapping[str, tuple[int, ...]]  # tenant -> the nodes it may take CPUs fr
 
 def fewest_moves(config: Config, topo: Topology, previous: Mapping[str, frozenset[int]],
                  layout: Layout, split: Sequence[Tenant], nodes: Nodes,
-                 moving: Callable[[frozenset[str]], Layout], afresh: Callable[[], Layout]
-                 ) -> Layout | None:
+                 moving: Callable[[frozenset[str], bool], Layout],
+                 afresh: Callable[[], Layout]) -> Layout | None:
     """The re-pack of `layout` (placed keeping `previous`) that puts the `split` tenants, and
-    every other local tenant, on one node each; None when no layout does. `moving(movers)`
-    places keeping `previous` but for the movers; `afresh()` places without `previous`."""
+    every other local tenant, on one node each; None when no layout does. `moving(movers,
+    loose)` places keeping `previous` but for the movers (with `loose`, the split tenants
+    keep nothing either, so a mover may take their old CPUs); `afresh()` places without
+    `previous`."""
     if not previous:
         return None  # `layout` was placed afresh already
     for movers in _candidate_sets(config, topo, previous, layout, split, nodes):
-        trial = moving(movers)
-        if not split_locals(config, trial):
-            return _with_moves(trial, layout, previous, split)
+        for loose in (False, True):  # the split tenants kept where they were, if it works
+            trial = moving(movers, loose)
+            if not split_locals(config, trial):
+                return _with_moves(trial, layout, previous, split)
     fresh = afresh()
     if split_locals(config, fresh):
         return None
