@@ -822,3 +822,15 @@ def test_notes_name_every_shared_core_and_nothing_else(data: st.DataObject) -> N
         if m := re.match(r"tenant (\S+) shares physical cores with (tenant )?(\S+):", note):
             noted.add(tuple(sorted((m[1], m[3]))))
     assert noted == shared
+
+
+def test_a_spread_tenant_made_local_comes_back_to_one_node() -> None:
+    """numa: spread -> local (or a tenant split by an older slicectl): it keeps its CPUs of the
+    node that held most and grows there, instead of being refused as a split."""
+    t = topo("nehalem-ex-4node")
+    spread = place(config("version: 1\ntenants:\n  a: {cpus: 4, numa: spread}\n"), t)
+    assert len(spread.of("a").cpu_nodes) > 1
+    local = place(config("version: 1\ntenants:\n  a: {cpus: 4}\n"), t,
+                  {"a": spread.of("a").cpus})
+    assert len(local.of("a").cpu_nodes) == 1
+    assert local.of("a").cpus & spread.of("a").cpus  # some of its CPUs kept

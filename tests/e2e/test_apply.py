@@ -29,7 +29,7 @@ tenants:
   db2: {cpus: 2, cpu_quota: 150%, memory_max: 128M}
 profiles:
   night:
-    db1: {cpus: 4, cpu_weight: 100, numa: any}   # more than a node (2 CPUs): may span
+    db1: {cpus: 4, cpu_weight: 100, numa: spread}   # more than a node (2 CPUs) holds
     db2: {cpus: 1, cpu_quota: 100%}
 """
 ETC = Path("/etc/systemd/system")

@@ -44,7 +44,7 @@ B = """\
 version: 1
 tenants:
   db1: {cpus: 1, cpu_weight: 100, memory_max: 128M, memory_low: 16M}
-  db2: {cpus: 3, cpu_weight: 400, memory_max: 192M, numa: any}
+  db2: {cpus: 3, cpu_weight: 400, memory_max: 192M, numa: spread}
   db3: {cpus: 2, cpu_weight: 200, memory_max: 96M}
 """
 FOREIGN = ETC / "foreign-probe.service"

@@ -259,13 +259,19 @@ def _keep_previous(claims: Claims, counted: Sequence[Tenant],
                    previous: Mapping[str, frozenset[int]]) -> dict[str, frozenset[int]]:
     """What each tenant keeps of its previous CPUs (trimmed to its count, whole cores kept),
     claimed in name order before anyone is placed. Only CPUs on the nodes it may use now: a
-    tenant whose `nodes` changed moves there (its memory goes there too)."""
+    tenant whose `nodes` changed moves there (its memory goes there too); a `local` tenant
+    keeps those of one node only, the node that held most (one that was spread, or split
+    before, comes back together on one node, where it grows what it needs)."""
     kept: dict[str, frozenset[int]] = {}
     for t in sorted(counted, key=lambda t: t.name):
         prev = frozenset(previous.get(t.name, frozenset())) & frozenset(claims.free)
         if t.nodes is not None:
             prev &= frozenset(c for n in cpu_nodes_for(claims.topo, t)
                               for c in claims.node_cpus[n])
+        if prev and t.numa is Numa.LOCAL and len(claims.nodes_of(prev)) > 1:
+            home = max(claims.nodes_of(prev),
+                       key=lambda n: (len(prev & claims.node_cpus[n]), -n))
+            prev &= claims.node_cpus[home]
         if prev:
             kept[t.name] = _trim(claims, prev, _count(t))
             claims.claim(t.name, kept[t.name])
