@@ -301,7 +301,8 @@ SETTINGS: tuple[Setting, ...] = (
         key="numa",
         parse=parse_numa,
         prop=ALLOWED_MEMORY_NODES,
-        doc="local: one node, memory bound to it; spread: across nodes; any: unbound",
+        doc="local: one node, memory bound to it (never split); spread: across nodes; "
+            "any: unbound, may span nodes",
         default_doc="local",
         default=Numa.LOCAL,
         role=Role.PLACEMENT,
