@@ -27,6 +27,7 @@ from slicectl.core.properties.live_values import (
     LiveValue,
     cgroup_expectations,
     desired,
+    expectations_by_property,
     file_key,
     human_live,
     later_dropins,
@@ -384,10 +385,20 @@ def _stale_cgroups(plan: Plan, states: Mapping[str, UnitState], cgroup_root: Pat
         if st is None or not st.control_group or u.unit in changed:
             continue
         want = desired(u, owned, plan.limits)
-        if cgroup_problems(cgroup_root, u.unit, st.control_group,
-                           cgroup_expectations(want, block_device)):
-            stale += [PropChange(u.unit, p, st.props.get(p), v, STALE) for p, v in want.items()]
+        stale += [PropChange(u.unit, p, st.props.get(p), want[p], STALE)
+                  for p in _missed(cgroup_root, st.control_group, want)]
     return stale
+
+
+def _missed(cgroup_root: Path, control_group: str, want: Mapping[str, LiveValue]
+            ) -> list[str]:
+    """The properties of `want` whose cgroup files do not say what they must (only those are
+    set again: a property this systemd cannot set is never sent)."""
+    by_prop = expectations_by_property(want, block_device)
+    contents = read_cgroup_files(cgroup_root, control_group,
+                                 [e.file for exps in by_prop.values() for e in exps])
+    return [p for p, exps in by_prop.items()
+            if any(not e.matches(contents[e.file]) for e in exps)]
 
 
 async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
@@ -421,8 +432,8 @@ async def read_back(sd: Systemd, plan: Plan, cgroup_root: Path,
         if wrong:
             result.differ += wrong
         elif reapply:
-            result.differ += [PropChange(u.unit, p, st.props.get(p), v, STALE)
-                              for p, v in want.items()]
+            result.differ += [PropChange(u.unit, p, st.props.get(p), want[p], STALE)
+                              for p in _missed(cgroup_root, st.control_group, want)]
         else:
             result.problems[u.unit] = cgroup_problems(
                 cgroup_root, u.unit, st.control_group, cgroup_expectations(want, block_device))

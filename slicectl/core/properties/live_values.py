@@ -82,6 +82,14 @@ def cgroup_expectations(want: Mapping[str, LiveValue],
     return out
 
 
+def expectations_by_property(want: Mapping[str, LiveValue],
+                             devices: DeviceNumber = no_devices
+                             ) -> dict[str, list[CgroupExpectation]]:
+    """cgroup_expectations, by the D-Bus property each comes from."""
+    return {prop.dbus: prop.expectations(want[prop.dbus], want, devices)
+            for prop in PROPERTIES if prop.dbus in want}
+
+
 def settings_in(text: str, key: str) -> str | None:
     """The last value a unit file or drop-in assigns to `key` in a resource-control section,
     read as systemd reads it (slicectl.core.properties.unitfile; "" for a reset, None: not set
