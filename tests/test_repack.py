@@ -111,6 +111,34 @@ def test_plan_refuses_and_plan_repack_shows_the_moves(tmp_path: Path,
     assert "on node 1" in explained
 
 
+def shape_of_testbed() -> Topology:
+    """The e2e testbed's shape: 4 nodes of 2 CPUs that interleave (node n = CPUs n, n+4)."""
+    return Topology(
+        tuple(Node(n, frozenset({n, n + 4}), 1 << 30) for n in range(4)),
+        tuple(Cpu(c, True, c % 4, package=c % 4, core=c // 4, siblings=frozenset({c}))
+              for c in range(8)), "testbed")
+
+
+def test_a_grown_tenant_moves_alone_to_a_free_node_and_is_refused_where_none_is() -> None:
+    """The e2e test's tenants (tests/e2e/test_repack.py) on the testbed's shape: with a free
+    node the grown tenant moves there whole (nothing to refuse); with none, only moving its
+    neighbour keeps it on one node."""
+    free = "version: 1\ntenants:\n  c: {cpus: 2}\n  d: {cpus: 2}\n  a: {cpus: 1}\n  b: {cpus: 1}\n"
+    before = placed(place(config(free), shape_of_testbed()))
+    grown = place(config(free.replace("a: {cpus: 1}", "a: {cpus: 2}")), shape_of_testbed(), before)
+    assert len(grown.of("a").cpu_nodes) == 1 and grown.moves == ()
+    full = ("version: 1\ntenants:\n  c: {cpus: 2}\n  a: {cpus: 1}\n  b: {cpus: 1}\n"
+            "  d: {cpus: 1}\n  e: {cpus: 1}\n  f: {cpus: 1}\n")
+    before = placed(place(config(full), shape_of_testbed()))
+    node_of = shape_of_testbed().node_of
+    assert node_of(min(before["a"])) == node_of(min(before["b"]))
+    with pytest.raises(PlacementError, match="would split tenant a"):
+        place(config(full.replace("a: {cpus: 1}", "a: {cpus: 2}")), shape_of_testbed(), before)
+    after = place(config(full.replace("a: {cpus: 1}", "a: {cpus: 2}")), shape_of_testbed(), before,
+                  repack=True)
+    assert [m.tenant for m in after.moves] == ["b"] and after.of("a").cpus > before["a"]
+
+
 # --- random machines, brute-force oracles --------------------------------------------------------
 
 

@@ -16,14 +16,18 @@ from . import guest
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
-# c and d fill two nodes; a and b (one CPU each) share a third, best fit; one node is free.
+# c fills a node; a and b (one CPU each) share a second, best fit; d, e and f take three of the
+# last four CPUs. Grown to 2 CPUs, a has no node with room for it alone: only moving b (to the
+# one free CPU) keeps it on one node.
 BEFORE = """\
 version: 1
 tenants:
   c: {cpus: 2}
-  d: {cpus: 2}
   a: {cpus: 1}
   b: {cpus: 1}
+  d: {cpus: 1}
+  e: {cpus: 1}
+  f: {cpus: 1}
 """
 GROWN = BEFORE.replace("a: {cpus: 1}", "a: {cpus: 2}")
 
