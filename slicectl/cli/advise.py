@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import sys
 
-from slicectl.cli.common import EXIT_ERROR, EXIT_OK, load_config, load_topology
+from slicectl.cli.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    load_config,
+    load_topology,
+    require_unified,
+)
 from slicectl.core import defaults
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -52,12 +58,19 @@ def _print_findings_json(findings: list[Finding]) -> None:
 
 def cmd_lint(args: Namespace) -> int:
     """`slicectl lint`: print findings; 1 if any error (with --strict: any finding), else 0."""
-    from slicectl.core.advice.lint import Level, lint, missing_devices, oomd_rule, root_tasks
+    from slicectl.core.advice.lint import (
+        Level,
+        lint,
+        missing_devices,
+        oomd_rule,
+        root_tasks,
+    )
 
     config = load_config(args, contradictions_are_errors=False)  # reported as lint errors
     competition = None
     proc = args.proc_root or defaults.PROC
-    if args.live:  # share-below-cpus counts the host's actual competitors for CPU
+    if args.live:
+        require_unified(args)  # share-below-cpus counts the host's actual competitors for CPU
         from slicectl.core.errors import SlicectlError
         from slicectl.host.readers import read_competition
 
