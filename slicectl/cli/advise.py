@@ -60,6 +60,7 @@ def cmd_lint(args: Namespace) -> int:
     """`slicectl lint`: print findings; 1 if any error (with --strict: any finding), else 0."""
     from slicectl.core.advice.lint import (
         Level,
+        hugetlb_rule,
         lint,
         missing_devices,
         oomd_rule,
@@ -69,8 +70,8 @@ def cmd_lint(args: Namespace) -> int:
     config = load_config(args, contradictions_are_errors=False)  # reported as lint errors
     competition = None
     proc = args.proc_root or defaults.PROC
-    if args.live:
-        require_unified(args)  # share-below-cpus counts the host's actual competitors for CPU
+    mount = require_unified(args) if args.live else None
+    if args.live:  # share-below-cpus counts the host's actual competitors for CPU
         from slicectl.core.errors import SlicectlError
         from slicectl.host.readers import read_competition
 
@@ -86,6 +87,7 @@ def cmd_lint(args: Namespace) -> int:
         findings += root_tasks(crowded_cgroups(args.cgroup_root, proc))
         findings += missing_devices(config, lambda path: block_device(path) is not None)
         findings += oomd_rule(config, oomd_running(proc))
+        findings += hugetlb_rule(config, mount is not None and mount.hugetlb_accounted)
     if args.json:
         _print_findings_json(findings)
     else:

@@ -24,6 +24,9 @@ from slicectl.core.errors import HierarchyError, shown
 from slicectl.core.frozen import frozen
 
 MOUNTINFO = "self/mountinfo"
+# cgroup2's mount option (Linux 6.6) that counts huge pages in memory.current, so in the
+# memory.max and memory.high systemd sets from MemoryMax= and MemoryHigh=.
+HUGETLB_ACCOUNTING = "memory_hugetlb_accounting"
 # A mount table is a few hundred lines; a bound keeps a broken proc root from exhausting us.
 MAX_MOUNTINFO = 4 << 20
 # The hint of every refusal: what a user changes to get the unified hierarchy.
@@ -40,6 +43,11 @@ class Mount:
     point: str
     fstype: str
     options: frozenset[str]
+
+    @property
+    def hugetlb_accounted(self) -> bool:
+        """Whether huge pages count in the memory limits of the cgroups below this mount."""
+        return self.fstype == "cgroup2" and HUGETLB_ACCOUNTING in self.options
 
 
 def _unescape(field: str) -> str:
