@@ -170,15 +170,18 @@ def test_every_verb_on_the_live_host_refuses_a_hybrid_host(
     assert not (tmp_path / "units").exists()
 
 
-@pytest.mark.parametrize("args", [["validate", "WEB", "--sysfs", "SYSFS"],
-                                  ["generate", "WEB", "--sysfs", "SYSFS", "--out", "OUT"],
-                                  ["plan", "WEB", "--sysfs", "SYSFS"],
-                                  ["lint", "WEB", "--sysfs", "SYSFS"]])
+@pytest.mark.parametrize("args", [
+    ["validate", "WEB", "--sysfs", "SYSFS"],
+    ["generate", "WEB", "--sysfs", "SYSFS", "--out", "OUT"],
+    ["plan", "WEB", "--sysfs", "SYSFS", "--cgroup-root", "CG"],
+    # another host's files (a config repo's CI): compared without asking this host
+    ["plan", "WEB", "--sysfs", "SYSFS", "--unit-dir", "OUT", "--cgroup-root", "CG"],
+    ["lint", "WEB", "--sysfs", "SYSFS", "--cgroup-root", "CG"]])
 def test_offline_verbs_keep_working_on_a_hybrid_host(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
     cg, proc = fake_host(tmp_path, hybrid_host("CG"))
     named = {"WEB": str(WEB_BATCH), "SYSFS": str(SYSFS / "xeon-2s-smt"),
-             "OUT": str(tmp_path / "out")}
+             "OUT": str(tmp_path / "out"), "CG": str(cg)}
     code = main([named.get(a, a) for a in args] + ["--proc-root", str(proc)])
     assert "hybrid" not in capsys.readouterr().err
     assert code == 0

@@ -318,7 +318,8 @@ def cmd_plan(args: Namespace) -> int:
     if live:
         from slicectl.cli.generator import generator_note
 
-        require_unified(args)
+        if args.bus or not (args.topology or args.sysfs):  # this host's cgroups, or a bus's
+            require_unified(args)  # (another host's files alone, a config repo's, are not)
         generator_note(args)
         plan, diff, warning, files = _host_diff(args, config, topo)
     else:
