@@ -103,6 +103,15 @@ def test_a_single_v1_hierarchy_at_the_root_is_refused(tmp_path: Path) -> None:
         unified_mount(cg / "memory", proc)
 
 
+def test_a_tmpfs_without_cgroups_is_refused_except_at_boot(tmp_path: Path) -> None:
+    """No cgroup hierarchy at all: nothing for the CLI to read; the generator does not take
+    it for cgroup v1 (a sandbox may show it so), and writes as usual."""
+    cg, proc = fake_host(tmp_path, "25 18 0:21 / CG rw - tmpfs tmpfs rw\n")
+    with pytest.raises(HierarchyError, match=r"no cgroup2 file system \(tmpfs at "):
+        unified_mount(cg, proc)
+    assert unified_mount(cg, proc, refuse_empty=False) is None
+
+
 def test_a_unified_host_gives_its_cgroup2_mount(tmp_path: Path) -> None:
     cg, proc = fake_host(tmp_path, unified_host("CG"))
     mount = unified_mount(cg, proc)

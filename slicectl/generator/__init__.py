@@ -107,7 +107,7 @@ def _require_unified(sysfs: str) -> None:
     from slicectl.host.mounts import unified_mount
 
     root = Path(sysfs)
-    unified_mount(root / "fs" / "cgroup", root.parent / "proc")
+    unified_mount(root / "fs" / "cgroup", root.parent / "proc", refuse_empty=False)
 
 
 def _last_record(tenants: str) -> tuple[str, dict[str, bytes], bytes] | None:

@@ -125,11 +125,13 @@ def _layout(where: str, top: Mount, below: dict[str, Mount]) -> str:
     return f"no cgroup2 file system ({found})"
 
 
-def unified_mount(cgroup_root: str | Path, proc_root: str | Path = defaults.PROC
-                  ) -> Mount | None:
+def unified_mount(cgroup_root: str | Path, proc_root: str | Path = defaults.PROC, *,
+                  refuse_empty: bool = True) -> Mount | None:
     """The cgroup2 mount at `cgroup_root`, as this host's mount table (in `proc_root`) has it;
     None when `cgroup_root` is no mount point (a fixture tree, a copy) or there is no mount
-    table. Raises HierarchyError when the host runs cgroup v1 or the hybrid hierarchy there."""
+    table. Raises HierarchyError when the host runs cgroup v1 or the hybrid hierarchy there,
+    and, with `refuse_empty`, when another file system holding no cgroup hierarchy is mounted
+    there (the generator leaves that unjudged: what a sandbox shows it is no proof of v1)."""
     mounts = read_mounts(proc_root)
     if mounts is None:
         return None
@@ -142,8 +144,11 @@ def unified_mount(cgroup_root: str | Path, proc_root: str | Path = defaults.PROC
         raise HierarchyError(f"{name} is not a cgroup2 mount: cgroup v1 is mounted there "
                              f"({','.join(sorted(top.options - {'rw', 'ro'}))})", UNIFIED_HINT)
     if top.fstype != "cgroup2":
+        below = _below(mounts, where)
+        if not refuse_empty and not below:
+            return None
         raise HierarchyError(f"{name} is not a cgroup2 mount: this host runs "
-                             f"{_layout(where, top, _below(mounts, where))}", UNIFIED_HINT)
+                             f"{_layout(where, top, below)}", UNIFIED_HINT)
     # cgroup2 at the root asked for, but beside v1 controllers (the hybrid layout's
     # /sys/fs/cgroup/unified): systemd puts the controllers on the v1 hierarchies.
     parent = os.path.dirname(where)
