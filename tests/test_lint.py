@@ -53,7 +53,8 @@ def test_case(case: Path) -> None:
 def test_every_rule_has_a_case() -> None:
     covered = {rule for case in CASES for rule, _ in case_directives(case)[1]}
     # The live rules are tested below and in test_readers.py.
-    assert covered | {"root-tasks", "io-device-missing", "oomd-not-running"} == set(RULES)
+    assert covered | {"root-tasks", "io-device-missing", "oomd-not-running",
+                      "hugetlb-in-memory-limit"} == set(RULES)
 
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -201,6 +202,54 @@ def test_managed_oom_without_systemd_oomd(tmp_path: Path) -> None:
     assert (finding.rule, finding.line) == ("oomd-not-running", 7)
     assert "tenant db has managed_oom_memory_pressure: kill" in finding.message
     assert oomd_rule(config, oomd_running=True) == []
+
+
+HUGE = """\
+version: 1
+tenants:
+  db: {memory_high: 20G, memory_max: 24G}
+  cache: {memory_high: 8G}
+  batch: {memory_max: infinity, cpu_weight: 50}
+  web: {cpu_weight: 200}
+"""
+
+
+def test_huge_pages_count_in_the_limits_where_the_mount_says_so(tmp_path: Path) -> None:
+    from slicectl.core.advice.lint import hugetlb_rule
+
+    path = tmp_path / "tenants.yaml"
+    path.write_text(HUGE)
+    config = load_tenants(str(path), contradictions_are_errors=False)
+    found = hugetlb_rule(config, hugetlb_accounted=True)
+    assert [f"{f.line}: {f.level}: {f.message}" for f in found] == [
+        "3: warning: tenant db has memory_max 24G and this host's cgroup2 is mounted with "
+        "memory_hugetlb_accounting: the huge pages it uses (reserved as HugePages) count "
+        "against that limit once it touches them, and cannot be reclaimed",
+        "4: warning: tenant cache has memory_high 8G and this host's cgroup2 is mounted with "
+        "memory_hugetlb_accounting: the huge pages it uses (reserved as HugePages) count "
+        "against that limit once it touches them, and cannot be reclaimed"]
+    assert hugetlb_rule(config, hugetlb_accounted=False) == []
+
+
+@pytest.mark.parametrize(("options", "flagged"), [
+    ("rw,nsdelegate,memory_recursiveprot,memory_hugetlb_accounting", [29, 37]),
+    ("rw,nsdelegate,memory_recursiveprot", [])])
+def test_lint_live_reads_hugetlb_accounting_from_the_mount_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], options: str,
+        flagged: list[int]) -> None:
+    """The option as the host's mount table has it on its cgroup2 mount (`--proc-root`)."""
+    cg = tmp_path / "cgroup"
+    cg.mkdir()
+    (cg / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids\n")
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "mountinfo").write_text(
+        f"26 22 0:25 / {cg} rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 "
+        f"{options}\n")
+    example = str(ROOT / "examples" / "web-batch.yaml")
+    main(["lint", example, "--topology", _topo(), "--live", "--json", "--cgroup-root", str(cg),
+          "--proc-root", str(tmp_path / "proc")])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [f["line"] for f in findings if f["rule"] == "hugetlb-in-memory-limit"] == flagged
 
 
 def test_memory_findings_say_what_happens() -> None:

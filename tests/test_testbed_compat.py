@@ -60,3 +60,22 @@ def test_a_run_that_died_is_not_shown_as_passed(tmp_path: Path) -> None:
     (tmp_path / "forky-smoke.json").write_text(json.dumps(result(suite="forky", exit=125)))
     page = COMPAT["render"](COMPAT["load"](tmp_path))
     assert "| **failed** (exit 125): 1 passed |" in page
+
+
+def test_a_key_systemd_refused_is_shown_with_what_it_said(tmp_path: Path) -> None:
+    checks = [{"unit": "tenants-db1.slice", "key": "MemoryMin", "value": "32M",
+               "show": "32M", "show_ok": True, "file": "memory.min", "file_value": "33554432",
+               "file_ok": True, "outcome": "passed", "accepted": True, "complaints": []},
+              {"unit": "tenants-db1.slice", "key": "StartupCPUWeight", "value": "100",
+               "accepted": False, "outcome": "failed",
+               "complaints": ["/etc/systemd/system/tenants-db1.slice.d/50-slicectl.conf:9: "
+                              "Unknown key name 'StartupCPUWeight' in section 'Slice', "
+                              "ignoring."]}]
+    units = result(suite="bullseye", mode="units", systemd="247", generated_for_systemd=247,
+                   checks=checks, exit=1, failed=["tenants-db1.slice StartupCPUWeight=100"])
+    (tmp_path / "bullseye-units.json").write_text(json.dumps(units))
+    page = COMPAT["render"](COMPAT["load"](tmp_path))
+    assert ("| tenants-db1.slice | StartupCPUWeight | `100` | — | — | failed (systemd refused "
+            "it: /etc/systemd/system/tenants-db1.slice.d/50-slicectl.conf:9: Unknown key name "
+            "'StartupCPUWeight' in section 'Slice', ignoring.) |") in page
+    assert "systemd 247 refused StartupCPUWeight (of 2 keys)." in page

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import sys
 
-from slicectl.cli.common import EXIT_ERROR, EXIT_OK, load_config, load_topology
+from slicectl.cli.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    load_config,
+    load_topology,
+    require_unified,
+)
 from slicectl.core import defaults
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -52,11 +58,19 @@ def _print_findings_json(findings: list[Finding]) -> None:
 
 def cmd_lint(args: Namespace) -> int:
     """`slicectl lint`: print findings; 1 if any error (with --strict: any finding), else 0."""
-    from slicectl.core.advice.lint import Level, lint, missing_devices, oomd_rule, root_tasks
+    from slicectl.core.advice.lint import (
+        Level,
+        hugetlb_rule,
+        lint,
+        missing_devices,
+        oomd_rule,
+        root_tasks,
+    )
 
     config = load_config(args, contradictions_are_errors=False)  # reported as lint errors
     competition = None
     proc = args.proc_root or defaults.PROC
+    mount = require_unified(args) if args.live else None
     if args.live:  # share-below-cpus counts the host's actual competitors for CPU
         from slicectl.core.errors import SlicectlError
         from slicectl.host.readers import read_competition
@@ -73,6 +87,7 @@ def cmd_lint(args: Namespace) -> int:
         findings += root_tasks(crowded_cgroups(args.cgroup_root, proc))
         findings += missing_devices(config, lambda path: block_device(path) is not None)
         findings += oomd_rule(config, oomd_running(proc))
+        findings += hugetlb_rule(config, mount is not None and mount.hugetlb_accounted)
     if args.json:
         _print_findings_json(findings)
     else:

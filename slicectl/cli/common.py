@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
     from slicectl.core.config.config import Config
     from slicectl.core.placement.topology import Topology
+    from slicectl.host.mounts import Mount
 
 # Every exit code of slicectl, with what it means: the man pages' EXIT STATUS is this table.
 # An error exits with its class's exit_code (slicectl.core.errors): EXIT_ERROR, or EXIT_USAGE.
@@ -54,6 +55,16 @@ def load_config(args: Namespace, *, contradictions_are_errors: bool = True) -> C
     return load_tenants(args.tenants, getattr(args, "profile", None),
                         warn=lambda line: print(f"warning: {line}", file=sys.stderr),
                         contradictions_are_errors=contradictions_are_errors)
+
+
+def require_unified(args: Namespace) -> Mount | None:
+    """Refuse a host that runs cgroup v1 or the hybrid hierarchy at `--cgroup-root` (a
+    HierarchyError naming what is mounted there); every verb that touches the live host calls
+    it first. Returns the cgroup2 mount (None: the root is a fixture tree, no mount point)."""
+    from slicectl.host.mounts import unified_mount
+
+    return unified_mount(getattr(args, "cgroup_root", None) or defaults.CGROUP_ROOT,
+                         getattr(args, "proc_root", None) or defaults.PROC)
 
 
 def _lock_timeout(args: Namespace) -> float:

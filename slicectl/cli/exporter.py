@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from slicectl.cli.common import EXIT_OK, apply_options, load_topology
+from slicectl.cli.common import EXIT_OK, apply_options, load_topology, require_unified
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ def cmd_exporter(args: Namespace) -> int:
         from slicectl.exporter.webconfig import load_web_config
 
         web = load_web_config(Path(args.web_config))
+    require_unified(args)
     topo = _topology(args)
     node_cpus: NodeCpus | None = None if topo is None else cpus_by_node(topo)
     options = apply_options(args)

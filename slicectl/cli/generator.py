@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from slicectl.cli.common import EXIT_OK, apply_options, load_topology
+from slicectl.cli.common import EXIT_OK, apply_options, load_topology, require_unified
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def cmd_generator(args: Namespace) -> int:
 
     from slicectl.apply import generator_mode
 
+    require_unified(args)
     paths = paths_of(args)
     options = apply_options(args)
     if args.action == "disable":

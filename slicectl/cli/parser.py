@@ -94,7 +94,8 @@ def _node_map(p: Parser) -> None:
 def _proc_root(p: Parser) -> None:
     p.add_argument("--proc-root", metavar="DIR", default=None,
                    help="proc root whose meminfo gives the memory of a kernel without NUMA "
-                        "(default: the proc beside the sysfs root, /proc for /sys)")
+                        "(default: the proc beside the sysfs root, /proc for /sys), and "
+                        "whose mount table says which cgroup hierarchy the host runs")
 
 
 def _force(p: Parser) -> None:
@@ -212,6 +213,12 @@ def apply(p: Parser) -> None:
     _lock_timeout(p, "the unit directory")
     _control_dir(p)
     _generator_root(p)
+    _hidden_proc_root(p)
+
+
+def _hidden_proc_root(p: Parser) -> None:
+    # The mount table's proc root (tests); verbs that read no meminfo keep it out of --help.
+    p.add_argument("--proc-root", metavar="DIR", default=None, help=argparse.SUPPRESS)
 
 
 def _control_dir(p: Parser) -> None:
@@ -413,6 +420,7 @@ def generator(p: Parser) -> None:
     _host(p)
     _lock_timeout(p, "the unit directory")
     _control_dir(p)
+    _hidden_proc_root(p)
 
 
 DEMO_VIEWS = ("tui", "top", "status", "shell", "run")

@@ -19,6 +19,7 @@ from slicectl.cli.common import (
     apply_options,
     load_config,
     load_topology,
+    require_unified,
 )
 from slicectl.cli.schedule import (
     check_target_version,
@@ -79,6 +80,7 @@ def run_live_map(args: Namespace) -> int:
     from slicectl.host.readers import cpu_overrides
     from slicectl.host.sampler import Sampler
 
+    require_unified(args)
     topo = load_topology(args)
     plan_sets = None
     housekeeping: frozenset[int] = frozenset()
@@ -316,6 +318,8 @@ def cmd_plan(args: Namespace) -> int:
     if live:
         from slicectl.cli.generator import generator_note
 
+        if args.bus or not (args.topology or args.sysfs):  # this host's cgroups, or a bus's
+            require_unified(args)  # (another host's files alone, a config repo's, are not)
         generator_note(args)
         plan, diff, warning, files = _host_diff(args, config, topo)
     else:
@@ -421,6 +425,7 @@ def cmd_apply(args: Namespace) -> int:
     config = load_config(args)
     if args.if_in_force and not in_force(config):
         return EXIT_OK
+    require_unified(args)
     topo = load_topology(args)
     options = apply_options(args, config)
     ask = sys.stdin.isatty() and not args.yes and not args.dry_run and not args.json

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from slicectl.cli.common import EXIT_OK, apply_options
+from slicectl.cli.common import EXIT_OK, apply_options, require_unified
 from slicectl.core import defaults
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -249,8 +249,8 @@ def cmd_status(args: Namespace) -> int:
 
     from slicectl.cli.generator import generator_note
 
+    require_unified(args)
     generator_note(args)
-
     return run_status(Path(args.cgroup_root), args.json, args.interval,
                       node_cpus=host_node_cpus(args.sysfs, args.proc_root))
 
@@ -259,6 +259,7 @@ def cmd_top(args: Namespace) -> int:
     """`slicectl top`."""
     from pathlib import Path
 
+    require_unified(args)
     return run_top(Path(args.cgroup_root), args.interval, args.iterations,
                    node_cpus=host_node_cpus(args.sysfs, args.proc_root))
 
@@ -280,6 +281,7 @@ def cmd_tui(args: Namespace) -> int:
             "for output to a pipe or a file use `slicectl status` (once, `--json` for "
             "programs) or `slicectl top -n N`")
 
+    require_unified(args)
     from slicectl.tui import run_tui
 
     return run_tui(args.tenants, Path(args.cgroup_root), args.interval, args.sysfs,
@@ -292,5 +294,6 @@ def cmd_tui(args: Namespace) -> int:
 
 def cmd_record(args: Namespace) -> int:
     """`slicectl record`."""
+    require_unified(args)
     return run_record(args.cgroup_root, args.db, args.interval, args.retention, args.once,
                       args.iterations, node_cpus=host_node_cpus(args.sysfs, args.proc_root))

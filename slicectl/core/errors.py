@@ -108,6 +108,10 @@ class SamplerError(SlicectlError):
     """The cgroup tree could not be read."""
 
 
+class HierarchyError(SlicectlError):
+    """The host runs cgroup v1 or the hybrid hierarchy: slicectl needs the unified one."""
+
+
 class StateError(SlicectlError):
     """The balancer's runtime state file is unreadable or malformed."""
 

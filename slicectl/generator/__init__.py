@@ -21,12 +21,13 @@ refused as `plan` refuses them. Its inputs:
   tenants keep their CPUs from boot to boot, and when nothing changed since it was recorded
   (the common case) its files are copied without planning at all.
 
-When tenants.yaml is missing, invalid or does not fit the topology, the recorded placement is
-written whole (a slice whose unit disappears on a reload stays active with its cpuset gone, so
-a typo must not unpin running tenants), the located error goes to the kernel log (a
-generator's stderr is lost; `journalctl -b` shows /dev/kmsg), and `.slicectl-generator-error`
-in NORMAL_DIR says why, for `slicectl status` and `plan`. With no record (a first boot) it
-writes no tenant units.
+When tenants.yaml is missing, invalid or does not fit the topology, or the host runs cgroup v1
+or the hybrid hierarchy (slicectl.host.mounts; read from the mount table of the proc beside
+the sysfs root), the recorded placement is written whole (a slice whose unit disappears on a
+reload stays active with its cpuset gone, so a typo must not unpin running tenants), the
+located error goes to the kernel log (a generator's stderr is lost; `journalctl -b` shows
+/dev/kmsg), and `.slicectl-generator-error` in NORMAL_DIR says why, for `slicectl status` and
+`plan`. With no record (a first boot) it writes no tenant units.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ def generate_into(out: str, tenants: str, sysfs: str) -> str:
 
     last = _last_record(tenants)
     try:
+        _require_unified(sysfs)
+    except SlicectlError as e:  # cgroup v1 or hybrid: nothing slicectl writes would hold
+        return _fallback(out, last, f"{_describe(e)} ({e.hint})")
+    try:
         text = _tenants_bytes(tenants)
     except SlicectlError as e:
         return _fallback(out, last, _describe(e))
@@ -91,6 +96,18 @@ def generate_into(out: str, tenants: str, sysfs: str) -> str:
         _remove(out, files)
         return _fallback(out, last, f"cannot write {out}: {e.strerror}")
     return "placed"
+
+
+def _require_unified(sysfs: str) -> None:
+    """HierarchyError when this host runs cgroup v1 or the hybrid hierarchy: the cgroup mount
+    beside `sysfs` (its fs/cgroup), as the mount table of the proc beside it (/proc for /sys)
+    has it. systemd mounts it before it runs generators."""
+    from pathlib import Path
+
+    from slicectl.host.mounts import unified_mount
+
+    root = Path(sysfs)
+    unified_mount(root / "fs" / "cgroup", root.parent / "proc", refuse_empty=False)
 
 
 def _last_record(tenants: str) -> tuple[str, dict[str, bytes], bytes] | None:

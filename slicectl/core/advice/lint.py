@@ -54,6 +54,9 @@ SOURCE_QUOTA = ('Babulal, "CFS Bandwidth Control - Test results of cgroups tasks
                 'unpinned", linux-kernel mailing list, 2011-06-07')
 SOURCE_HIERARCHY = "blog post verifying cpu.shares in a hierarchy on CentOS 6.6 and 7.1"
 MAN_RESOURCE_CONTROL = "systemd.resource-control(5)"
+# Linux 6.6 added the mount option; the rule reads it from the mount table, whatever mounted it.
+SOURCE_HUGETLB = ('Linux, Documentation/admin-guide/cgroup-v2.rst, mount option '
+                  '"memory_hugetlb_accounting" (Linux 6.6)')
 SOURCE_ISOLATION = ('Red Hat, "Optimizing RHEL for Real Time for low latency operation", '
                     '"Isolating CPUs using tuned-profiles-real-time" (choosing CPUs to isolate '
                     'by the CPU topology)')
@@ -127,6 +130,10 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("oomd-not-running", Level.WARNING, MAN_RESOURCE_CONTROL,
          "start systemd-oomd (`systemctl enable --now systemd-oomd`), or drop "
          "managed_oom_memory_pressure"),
+    Rule("hugetlb-in-memory-limit", Level.WARNING, SOURCE_HUGETLB,
+         "size memory_max/memory_high for the tenant's huge pages too (what it maps of "
+         "HugePages_Total, `grep Huge /proc/meminfo`), or leave them out of memory "
+         "accounting (cgroup2 mounted without memory_hugetlb_accounting)"),
     Rule("isolated-shares-core", Level.WARNING, SOURCE_ISOLATION,
          "give the tenant whole cores: an even count on a host with two threads per core "
          "(placement keeps SMT siblings together), or a cpulist holding every thread of its "
@@ -515,3 +522,25 @@ def oomd_rule(c: Config, oomd_running: bool) -> list[Finding]:
                      "running: nothing will kill it under memory pressure")
             for what, resources, lines, line in _units(c)
             if resources.get("managed_oom_memory_pressure") == "kill"]
+
+
+def hugetlb_rule(c: Config, hugetlb_accounted: bool) -> list[Finding]:
+    """hugetlb-in-memory-limit: the host's cgroup2 counts huge pages in memory.current
+    (`memory_hugetlb_accounting`), so a tenant's memory_max/memory_high now covers the huge
+    pages its processes fault in (charged at use, not when the pool reserves them), which
+    reclaim cannot free: a limit sized for its other memory squeezes that memory instead,
+    and a huge page that cannot be charged is a SIGBUS (cgroup-v2.rst)."""
+    if not hugetlb_accounted:
+        return []
+    findings = []
+    for t in c.tenants:
+        key = "memory_max" if limited(t.memory_max) else "memory_high"
+        written = t.resources.get(key)
+        if not limited(written):
+            continue
+        findings.append(_finding(
+            "hugetlb-in-memory-limit", c.path, t.line_of(key),
+            f"tenant {t.name} has {key} {_size(written)} and this host's cgroup2 is mounted "
+            "with memory_hugetlb_accounting: the huge pages it uses (reserved as HugePages) "
+            "count against that limit once it touches them, and cannot be reclaimed"))
+    return findings
