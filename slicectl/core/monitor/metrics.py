@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from operator import attrgetter
 
+from slicectl.core.cpulist import format_cpulist
 from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, Snapshot
+from slicectl.core.properties.partition import MEMBER, PartitionState
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ class Trouble(StrEnum):
     NEAR_LIMIT = "near-limit"
     OOM = "oom"
     REMOTE_MEMORY = "remote-memory"
+    PARTITION = "partition"  # a cpuset partition the kernel refused, or one that lost CPUs
 
 
 # Not frozen: these are built by the hundred on every refresh, and a frozen dataclass's
@@ -109,6 +112,50 @@ class NumaMetrics:
         return cls(s.numa, local_nodes, local, outside, bound)
 
 
+@dataclass(slots=True, unsafe_hash=True)
+class PartitionMetrics:
+    """A slice that is a cpuset partition (`cpuset.cpus.partition` root or isolated): the
+    state the kernel reports, and the CPUs it asks for (`cpuset.cpus`) that a valid one does
+    not hold (`cpuset.cpus.effective`): since Linux 7.0 the kernel takes CPUs a sibling also
+    claims away from a partition instead of invalidating it; offline CPUs go too."""
+
+    state: PartitionState
+    lost_cpus: frozenset[int]
+
+    @classmethod
+    def from_sample(cls, s: CgroupSample) -> PartitionMetrics | None:
+        """The partition of one sample; None for a member (or no cpuset controller)."""
+        p = s.partition
+        if p is None or (p.valid and p.state == MEMBER):
+            return None
+        lost: frozenset[int] = frozenset()
+        if p.valid and s.cpus_asked and s.cpus is not None:
+            lost = s.cpus_asked - s.cpus
+        return cls(p, lost)
+
+    def problem(self) -> str | None:
+        """What is wrong with it, for people (None: nothing): "invalid: <the kernel's
+        reason>", or "lacks CPUs 3-4 of its cpuset.cpus"."""
+        if not self.state.valid:
+            return "invalid: " + (self.state.reason or "the kernel gives no reason")
+        if self.lost_cpus:
+            return (f"lacks CPUs {format_cpulist(self.lost_cpus)} of its cpuset.cpus (a "
+                    "cgroup beside it claims them, or they are offline)")
+        return None
+
+    def describe(self) -> str:
+        """For people: "isolated partition", "isolated partition invalid: <reason>"."""
+        problem = self.problem()
+        return f"{self.state.state} partition" + (f" {problem}" if problem else "")
+
+    def hint(self) -> str:
+        """What a user can do about the problem."""
+        if not self.state.valid:
+            return self.state.hint()
+        return ("give the tenant CPUs no other tenant, the pool or a hand-made cgroup uses, "
+                "then `slicectl apply`")
+
+
 def _nodes_of(cpus: frozenset[int] | None, node_cpus: NodeCpus | None) -> frozenset[int] | None:
     """The nodes holding any of `cpus` (None: every CPU of the host); None without a map."""
     if not node_cpus:
@@ -163,6 +210,8 @@ class SliceMetrics:
     # io.stat rates over the interval, all devices (bytes/s)
     io_read_bps: float | None = None
     io_write_bps: float | None = None
+    # cpuset.cpus.partition; None when the slice is no partition
+    partition: PartitionMetrics | None = None
 
     @classmethod
     def from_samples(
@@ -231,6 +280,7 @@ class SliceMetrics:
             numa=NumaMetrics.from_sample(cur, node_cpus, host_mems),
             io_read_bps=_counter_rate(p.io_read_bytes if p else None, cur.io_read_bytes, dt),
             io_write_bps=_counter_rate(p.io_write_bytes if p else None, cur.io_write_bytes, dt),
+            partition=PartitionMetrics.from_sample(cur),
         )
 
     @property
@@ -293,7 +343,8 @@ def classify(
 ) -> frozenset[Trouble]:
     """Flag PSI `some` above `pressure_above` %, throttling, memory ≥ `near_limit` % of
     memory.high or memory.max, OOM kills during the interval, and a NUMA-bound slice with
-    less than `local_below` % of its memory on the nodes of its CPUs."""
+    less than `local_below` % of its memory on the nodes of its CPUs, and a cpuset
+    partition the kernel refused or that lacks some of its CPUs."""
     flags: set[Trouble] = set()
     for pr in (m.cpu_pressure, m.memory_pressure):
         if pr is not None:
@@ -312,6 +363,8 @@ def classify(
     if numa is not None and numa.bound and numa.local_percent is not None:
         if numa.local_percent < local_below:
             flags.add(Trouble.REMOTE_MEMORY)
+    if m.partition is not None and m.partition.problem() is not None:
+        flags.add(Trouble.PARTITION)
     return frozenset(flags)
 
 
