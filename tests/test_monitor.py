@@ -342,6 +342,11 @@ def test_status_table_shows_partitions_and_alerts_on_a_broken_one(
     assert run_status(tree.root, False, 0.05, out, sleep=advancing(tree)) == 0
     assert (f"alert: tenants-broken.slice: isolated partition invalid: {NOT_EXCLUSIVE}"
             in out.getvalue().splitlines())
+    out = io.StringIO()  # top: the same column, no alert lines
+    assert run_top(tree.root, 0.05, 1, out, sleep=advancing(tree)) == 0
+    broken = next(line for line in out.getvalue().splitlines()
+                  if line.startswith("tenants-broken.slice"))
+    assert "isolated invalid" in broken and "alert:" not in out.getvalue()
 
 
 def test_status_shows_no_partition_column_without_partitions(tree: MovingTree) -> None:

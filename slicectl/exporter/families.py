@@ -23,7 +23,8 @@ from typing import NamedTuple
 
 from slicectl.core.balance.balance_state import GROW, SHRINK, BalanceState
 from slicectl.core.monitor.cgroupfiles import FILES
-from slicectl.core.monitor.metrics import NodeCpus, NumaMetrics, PartitionMetrics
+from slicectl.core.monitor.cpuset_partition import PartitionMetrics
+from slicectl.core.monitor.metrics import NodeCpus, NumaMetrics
 from slicectl.core.monitor.samples import CgroupSample, Pressure, Snapshot
 
 INF = float("inf")

@@ -13,13 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.human import human_limit, human_rate, human_size
-from slicectl.core.monitor.metrics import (
-    NumaMetrics,
-    PartitionMetrics,
-    PressureMetrics,
-    SliceMetrics,
-    Trouble,
-)
+from slicectl.core.monitor.cpuset_partition import PartitionMetrics
+from slicectl.core.monitor.metrics import NumaMetrics, PressureMetrics, SliceMetrics, Trouble
 
 if TYPE_CHECKING:
     from rich.table import Table
