@@ -114,6 +114,27 @@ def build_fixture(root: Path) -> None:
     )  # fmt: skip
 
 
+# Why the kernel refuses the partition of tenants-broken.slice in `build_partition_fixture`.
+NOT_EXCLUSIVE = "Cpu list in cpuset.cpus not exclusive"
+
+
+def build_partition_fixture(root: Path) -> MovingTree:
+    """A tree of tenants with cpuset partitions (`cpuset_partition:`) as the kernel shows
+    them: a valid isolated one (iso, CPUs 2-3), one it refused (broken, 4-5), a valid one
+    that lost CPU 1 of its 0-1 (lacking: Linux 7.0 gave it to a sibling claiming it), and
+    a tenant that is no partition (plain, 6-7)."""
+    tree = MovingTree(root, cpus="0-7")
+    tree.add("system.slice")
+    tree.add("tenants.slice")
+    tree.add("tenants.slice/tenants-iso.slice", cpus="2-3", partition="isolated")
+    tree.add("tenants.slice/tenants-broken.slice", cpus="4-5",
+             partition=f"isolated invalid ({NOT_EXCLUSIVE})")
+    tree.add("tenants.slice/tenants-lacking.slice", cpus="0-1", cpus_effective="0",
+             partition="root")
+    tree.add("tenants.slice/tenants-plain.slice", cpus="6-7")
+    return tree
+
+
 # Hosts of the NUMA fixture trees, by number of nodes: sysfs fixtures under fixtures/sysfs.
 NUMA_HOSTS = {1: "single-node", 2: "xeon-2s-smt", 4: "nehalem-ex-4node"}
 MIB = 1 << 20

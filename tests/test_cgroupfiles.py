@@ -8,6 +8,7 @@ import pytest
 
 from slicectl.core.monitor.cgroupfiles import FILES, build_sample, parse_changed
 from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, PsiLine
+from slicectl.core.properties.partition import PartitionState
 
 BY_NAME = {spec.name: spec for spec in FILES}
 
@@ -42,6 +43,12 @@ def test_every_sample_field_comes_from_exactly_one_file() -> None:
         ("memory.max", b"1073741824\n", (1 << 30,)),
         ("cpuset.cpus.effective", b"0-3,8\n", (frozenset({0, 1, 2, 3, 8}),)),
         ("cpuset.cpus.effective", b"\n", (None,)),
+        ("cpuset.cpus.partition", b"member\n", (PartitionState("member"),)),
+        ("cpuset.cpus.partition", b"isolated\n", (PartitionState("isolated"),)),
+        ("cpuset.cpus.partition", b"isolated invalid (Cpu list in cpuset.cpus not exclusive)\n",
+         (PartitionState("isolated", valid=False,
+                         reason="Cpu list in cpuset.cpus not exclusive"),)),
+        ("cpuset.cpus.partition", b"root invalid\n", (PartitionState("root", valid=False),)),
         ("memory.stat", b"anon 10\nfile 20\nactive_file 5\ninactive_file 15\n"
          b"workingset_refault_anon 3\nworkingset_refault_file 4\n", (10, 20, 5, 15, 7)),
         ("memory.stat", b"anon 10\nfile 20\nworkingset_refault 9\n", (10, 20, None, None, 9)),
@@ -82,3 +89,9 @@ def test_unchanged_files_are_not_parsed_again() -> None:
 def test_a_cpulist_is_not_expanded_past_the_kernels_cpu_numbers() -> None:
     assert BY_NAME["cpuset.cpus.effective"].read(b"0-8191\n") == (frozenset(range(8192)),)
     assert BY_NAME["cpuset.cpus.effective"].read(b"0-2147483647\n") == (None,)
+
+
+@pytest.mark.parametrize("data", [b"", b"\n", b"\xff\xfe\n", b"42\n", b"Isolated\n"])
+def test_a_partition_file_that_names_no_state_is_garbage(data: bytes) -> None:
+    values = BY_NAME["cpuset.cpus.partition"].read(data)
+    assert values == (None,) and getattr(values, "bad", ()) == ("partition",)

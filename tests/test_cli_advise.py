@@ -59,3 +59,47 @@ def test_warnings_fail_only_with_strict(tmp_path: Path,
     report = json.loads(capsys.readouterr().out)
     assert (report["format"], report["errors"], report["warnings"]) == ("slicectl-lint/1", 0, 2)
     assert {f["rule"] for f in report["findings"]} == {"unconfined-housekeeping"}
+
+
+# An isolated tenant of 3 CPUs on two threads per core: one of its cores' other thread goes
+# to the shared pool.
+ISOLATED_ODD = """\
+version: 1
+confine:
+  system.slice: {memory_high: 2G, memory_max: 3G}
+  cron.service: {memory_max: 512M, cpu_quota: 50%}
+tenants:
+  engine: {cpus: 3, cpu_weight: 100, cpuset_partition: isolated}
+"""
+
+
+def test_an_isolated_tenant_sharing_a_core_is_a_warning_that_validate_accepts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """validate's contract: lint's errors are validate's, its warnings advice only."""
+    path = tmp_path / "t.yaml"
+    path.write_text(ISOLATED_ODD)
+    assert main(["lint", str(path), "--topology", XEON]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"warning: {path}:6: isolated-shares-core: tenant engine is isolated "
+                          "but shares physical cores with CPU ")
+    assert out.endswith(f"{path}: 0 error(s), 1 warning(s)\n")
+    assert main(["lint", str(path), "--topology", XEON, "--strict"]) == 1
+    capsys.readouterr()
+    assert main(["validate", str(path), "--topology", XEON]) == 0
+    assert capsys.readouterr().out.startswith(f"{path}: ok (1 tenant(s), placed on ")
+
+
+def test_lint_refuses_a_partition_the_target_systemd_cannot_make_as_validate_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(ISOLATED_ODD.replace("cpus: 3", "cpus: 4"))
+    errors = []
+    for verb in ("validate", "lint"):
+        assert main([verb, str(path), "--topology", XEON, "--systemd-version", "260"]) == 1
+        captured = capsys.readouterr()
+        assert "isolated-shares-core" not in captured.out
+        errors.append(captured.err)
+    assert errors[0] == errors[1]
+    assert errors[0].startswith(f"error: {path}:6: tenants.engine.cpuset_partition: needs "
+                                "systemd 261 or later")
+    assert main(["lint", str(path), "--topology", XEON, "--systemd-version", "261"]) == 0

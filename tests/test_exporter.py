@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cgtree import Motion, MovingTree
+from cgtree import NOT_EXCLUSIVE, Motion, MovingTree, build_partition_fixture
 from prometheus_client.exposition import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
@@ -135,6 +135,36 @@ def test_numa_bytes_and_locality(tmp_path: Path) -> None:
     assert value(got, "slicectl_memory_local_ratio", **db1) == 0.8
 
 
+def test_partitions_made_refused_and_short_of_cpus(tmp_path: Path) -> None:
+    """A valid isolated partition, one the kernel refused (its reason a label), one that
+    lost a CPU (Linux 7.0), and a tenant that is no partition (no series)."""
+    tree = build_partition_fixture(tmp_path / "cg")
+    manifest(tmp_path / "units", "tenants.slice", *(f"tenants-{t}.slice" for t in
+                                                    ("iso", "broken", "lacking", "plain")))
+    with Sampler(tree.root) as sampler:
+        text = generate_latest(registry_of(SliceCollector(
+            sampler, tenants=lambda: manifest_tenants(tmp_path / "units")))).decode()
+    lines = [line for line in text.splitlines() if line.startswith("slicectl_cpuset_")]
+    assert sorted(lines) == sorted([
+        'slicectl_cpuset_partition{partition="isolated",slice="tenants-iso.slice",'
+        'tenant="iso"} 1.0',
+        'slicectl_cpuset_partition_invalid{partition="isolated",reason="",'
+        'slice="tenants-iso.slice",tenant="iso"} 0.0',
+        'slicectl_cpuset_partition_lost_cpus{slice="tenants-iso.slice",tenant="iso"} 0.0',
+        'slicectl_cpuset_partition{partition="isolated",slice="tenants-broken.slice",'
+        'tenant="broken"} 0.0',
+        f'slicectl_cpuset_partition_invalid{{partition="isolated",reason="{NOT_EXCLUSIVE}",'
+        'slice="tenants-broken.slice",tenant="broken"} 1.0',
+        'slicectl_cpuset_partition{partition="root",slice="tenants-lacking.slice",'
+        'tenant="lacking"} 1.0',
+        'slicectl_cpuset_partition_invalid{partition="root",reason="",'
+        'slice="tenants-lacking.slice",tenant="lacking"} 0.0',
+        'slicectl_cpuset_partition_lost_cpus{slice="tenants-lacking.slice",tenant="lacking"} '
+        '1.0',
+    ])
+    assert 'slice="tenants-plain.slice"' in text  # its other series are there
+
+
 def test_garbage_drops_the_series_and_counts_an_error(tmp_path: Path) -> None:
     tree = MovingTree(tmp_path / "cg")
     tree.add("tenants.slice")
@@ -214,7 +244,7 @@ def test_docs_list_exactly_the_metrics_exported(tmp_path: Path) -> None:
     manifest(tmp_path / "units", "tenants.slice", "tenants-db1.slice")
     tree = MovingTree(tmp_path / "cg", cpus="0-7", mems="0-1")
     tree.add("tenants.slice")
-    tree.add(DB1, numa={0: (1, 1), 1: (1, 1)})
+    tree.add(DB1, numa={0: (1, 1), 1: (1, 1)}, partition="isolated")
     with Sampler(tree.root) as sampler:
         (tree.root / DB1 / "pids.current").write_bytes(b"x\n")  # an error to count
         families = {f.name for f in text_string_to_metric_families(
@@ -478,6 +508,8 @@ def test_http_text_and_openmetrics_and_garbage_is_still_200(
 
 def test_promtool_check_metrics_accepts_the_output(tmp_path: Path, tree: MovingTree) -> None:
     tree.add("tenants.slice/tenants-web.slice", numa={0: (5, 5), 1: (5, 5)})
+    tree.add("tenants.slice/tenants-iso.slice", cpus="4-5",
+             partition=f"isolated invalid ({NOT_EXCLUSIVE})")
     out = tmp_path / "slicectl.prom"
     proc = subprocess.run([*slicectl(), "exporter", "--cgroup-root", str(tree.root),
                            "--textfile", str(out), "--sysfs", str(ROOT / "tests/fixtures/sysfs"
@@ -486,6 +518,7 @@ def test_promtool_check_metrics_accepts_the_output(tmp_path: Path, tree: MovingT
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     assert "slicectl_memory_numa_bytes" in text and "+Inf" in text
+    assert f'reason="{NOT_EXCLUSIVE}"' in text
     check = subprocess.run([tool("promtool"), "check", "metrics"], input=text,
                            capture_output=True, text=True, timeout=60)
     assert check.returncode == 0 and not check.stdout + check.stderr, check.stdout + check.stderr

@@ -316,3 +316,4 @@ def test_cpus_by_node() -> None:
 
     assert cpus_by_node(make_topology()) == {0: frozenset({0, 4}), 1: frozenset({1, 5}),
                                              2: frozenset({2, 6}), 3: frozenset({3, 7})}
+

@@ -12,13 +12,20 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
+from cgtree import (
+    NOT_EXCLUSIVE,
+    NUMA_HOSTS,
+    Motion,
+    MovingTree,
+    build_numa_fixture,
+    build_partition_fixture,
+)
 
 from slicectl.cli import main
 from slicectl.cli.watch import run_status, run_top
 from slicectl.host import sampler
 from slicectl.host.sysfs import read_topology
-from slicectl.views.monitor import NUMA_COLUMN
+from slicectl.views.monitor import NUMA_COLUMN, PARTITION_COLUMN
 
 DOCS = Path(__file__).parent.parent / "docs" / "status-json.md"
 DB1 = "tenants.slice/tenants-db1.slice"
@@ -277,3 +284,74 @@ def test_status_piped_at_columns_keeps_a_line_per_slice(
         assert not left_out and "oom_kill +1" in db1
     else:
         assert left_out and "events" in left_out[0] and "oom_kill" not in db1
+
+
+# --- cpuset partitions ------------------------------------------------------------------
+
+
+def test_status_json_shows_each_tenants_partition(tmp_path: Path) -> None:
+    """A valid isolated partition, one the kernel refused (with its reason, flagged), one
+    that lost a CPU (Linux 7.0), and a tenant that is none (null)."""
+    tree = build_partition_fixture(tmp_path / "cg")
+    by_unit = {s["unit"]: s for s in status(tree, 0.05)["slices"]}
+    assert by_unit["tenants-iso.slice"]["partition"] == {
+        "state": "isolated", "valid": True, "reason": None, "lost_cpus": None,
+        "problem": None}
+    assert by_unit["tenants-iso.slice"]["trouble"] == []
+    broken = by_unit["tenants-broken.slice"]
+    assert broken["partition"] == {
+        "state": "isolated", "valid": False, "reason": NOT_EXCLUSIVE, "lost_cpus": None,
+        "problem": f"invalid: {NOT_EXCLUSIVE}"}
+    assert broken["trouble"] == ["partition"]
+    lacking = by_unit["tenants-lacking.slice"]
+    assert lacking["partition"]["valid"] and lacking["partition"]["lost_cpus"] == "1"
+    assert lacking["trouble"] == ["partition"] and lacking["limits"]["cpus"] == "0"
+    assert by_unit["tenants-plain.slice"]["partition"] is None
+    assert by_unit["tenants-plain.slice"]["trouble"] == []
+    assert by_unit["tenants.slice"]["partition"] is None  # a member
+
+
+def test_status_table_shows_partitions_and_alerts_on_a_broken_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = build_partition_fixture(tmp_path / "cg")
+    out = io.StringIO()
+    assert run_status(tree.root, False, 0.05, out, sleep=advancing(tree)) == 0
+    lines = out.getvalue().splitlines()
+    assert PARTITION_COLUMN in lines[2].split()  # the header, after the title and a blank
+
+    def row_of(unit: str) -> list[str]:
+        return next(line for line in lines if line.startswith(unit)).split()
+
+    assert row_of("tenants-iso.slice")[4] == "isolated"  # slice, cores / CPUs, partition
+    assert row_of("tenants-broken.slice")[4:6] == ["isolated", "invalid"]
+    assert row_of("tenants-lacking.slice")[4:7] == ["root", "lacks", "1"]
+    assert row_of("tenants-plain.slice")[4] == "-"
+    # Below the table, an alert and a hint per broken partition (wrapped at 80 piped).
+    below = " ".join(line.strip() for line in lines[lines.index(next(
+        line for line in lines if line.startswith("alert:"))):])
+    assert below == (
+        f"alert: tenants-broken.slice: isolated partition invalid: {NOT_EXCLUSIVE} "
+        "hint: another cgroup beside it claims some of these CPUs: give the tenant CPUs no "
+        "other tenant, the pool or a hand-made cgroup uses "
+        "alert: tenants-lacking.slice: root partition lacks CPUs 1 of its cpuset.cpus (a "
+        "cgroup beside it claims them, or they are offline) "
+        "hint: give the tenant CPUs no other tenant, the pool or a hand-made cgroup uses, "
+        "then `slicectl apply`")
+    monkeypatch.setenv("COLUMNS", "160")  # a line each
+    out = io.StringIO()
+    assert run_status(tree.root, False, 0.05, out, sleep=advancing(tree)) == 0
+    assert (f"alert: tenants-broken.slice: isolated partition invalid: {NOT_EXCLUSIVE}"
+            in out.getvalue().splitlines())
+    out = io.StringIO()  # top: the same column, no alert lines
+    assert run_top(tree.root, 0.05, 1, out, sleep=advancing(tree)) == 0
+    broken = next(line for line in out.getvalue().splitlines()
+                  if line.startswith("tenants-broken.slice"))
+    assert "isolated invalid" in broken and "alert:" not in out.getvalue()
+
+
+def test_status_shows_no_partition_column_without_partitions(tree: MovingTree) -> None:
+    out = io.StringIO()
+    assert run_status(tree.root, False, 0.05, out, sleep=advancing(tree)) == 0
+    lines = out.getvalue().splitlines()
+    assert "slice" in lines[2] and PARTITION_COLUMN not in lines[2]  # the header
+    assert not [line for line in lines if line.startswith("alert:")]

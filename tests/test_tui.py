@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture
+from cgtree import NUMA_HOSTS, Motion, MovingTree, build_numa_fixture, build_partition_fixture
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from tuikit import (
@@ -334,6 +334,19 @@ async def test_overview_shows_locality_and_colours_remote_memory(tmp_path: Path,
 async def test_one_node_host_has_no_locality_column(tmp_path: Path) -> None:
     async with running(numa_settings(tmp_path, 1)) as (app, _):
         assert NUMA_COLUMN not in app.screen.query_one(SliceTable).headers
+
+
+# -- cpuset partitions (the detail's lines: test_tui_detail.py) ---------------------------
+
+
+async def test_a_refused_or_short_partition_colours_its_row(tmp_path: Path) -> None:
+    tree = build_partition_fixture(tmp_path / "cg")
+    async with running(monitor_settings(tree.root)) as (app, _):
+        table = app.screen.query_one(SliceTable)
+        styles = {r[0]: table.row_style_at(i) for i, r in enumerate(table_rows(app))}
+    assert styles["tenants-broken.slice"] == styles["tenants-lacking.slice"] == TROUBLE_STYLE[
+        Trouble.PARTITION]
+    assert styles["tenants-iso.slice"] == styles["tenants-plain.slice"] == ""
 
 
 # --- refused before the screen is taken over -------------------------------------------------

@@ -1,11 +1,12 @@
 """One slice's screen (slicectl.tui.screens.detail): its limits and history, its processes
-counted, what it says when the slice stops, and edit asked of its tenant."""
+counted, what it says when the slice stops, its cpuset partition and the alert on a broken
+one, and edit asked of its tenant."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from cgtree import MovingTree
+from cgtree import NOT_EXCLUSIVE, MovingTree, build_partition_fixture
 from textual.widgets import Static
 from tuikit import monitor_settings, running, showing, static_text, wait_for
 
@@ -60,3 +61,25 @@ async def test_edit_asks_for_the_slices_tenant(tree: MovingTree) -> None:
                                           for n in app._notifications))  # noqa: SLF001
         await pilot.press("escape")
         assert not isinstance(app.screen, DetailScreen)
+
+
+async def test_the_partition_and_the_kernels_reason_when_it_is_refused(tmp_path: Path) -> None:
+    tree = build_partition_fixture(tmp_path / "cg")
+    async with running(monitor_settings(tree.root)) as (app, pilot):
+
+        async def limits(unit: str) -> list[str]:
+            app.push_screen(DetailScreen(f"/tenants.slice/{unit}"))
+            await wait_for(pilot, lambda: showing(app, DetailScreen, "#limits")
+                           and static_text(app, "#limits").startswith("CPU "))
+            lines = static_text(app, "#limits").splitlines()
+            app.pop_screen()
+            return lines
+
+        broken = await limits("tenants-broken.slice")
+        at = broken.index(f"cpuset  isolated partition invalid: {NOT_EXCLUSIVE}")
+        assert broken[at + 1].startswith("        hint: another cgroup beside it claims")
+        assert any(line.startswith("cpuset  root partition lacks CPUs 1 of its cpuset.cpus")
+                   for line in await limits("tenants-lacking.slice"))
+        assert "cpuset  isolated partition" in await limits("tenants-iso.slice")
+        assert not [line for line in await limits("tenants-plain.slice")
+                    if line.startswith("cpuset")]

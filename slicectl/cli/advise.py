@@ -79,7 +79,13 @@ def cmd_lint(args: Namespace) -> int:
             competition = read_competition(config, args.cgroup_root, proc)
         except SlicectlError as e:
             print(f"warning: {e.message}", file=sys.stderr)
-    findings = lint(config, load_topology(args), competition)
+    topology = load_topology(args)
+    # Keys the target's systemd (or kernel) cannot take are refused as validate and plan
+    # refuse them (validate's contract), not linted.
+    from slicectl.cli.schedule import check_target_version
+
+    check_target_version(args, config, topology)
+    findings = lint(config, topology, competition)
     if args.live:
         from slicectl.host.cgroupfs import block_device
         from slicectl.host.readers import crowded_cgroups, oomd_running

@@ -64,11 +64,15 @@ def run_status(
         json.dump(status_json(metrics, dt), out, indent=2, allow_nan=False)
         out.write("\n")
         return EXIT_OK
+    from rich.text import Text
+
+    from slicectl.views.monitor import alerts
     from slicectl.views.page import output_width, show
 
     by_unit = sorted(metrics, key=lambda m: (m.unit, m.cgroup))
     show(render_table(by_unit, title=f"{cgroup_root} over {dt:.2f}s", width=output_width(out)),
-         out=out)
+         *(Text(line, style="bold red" if line.startswith("alert:") else "")
+           for line in alerts(by_unit)), out=out)
     return EXIT_OK
 
 

@@ -31,6 +31,11 @@ class FakeCgroup:
     cpu_weight: int = 100
     cpus: str = "0-7"
     mems: str = "0-1"
+    # cpuset.cpus.partition as the kernel shows it ("isolated invalid (<reason>)" when it
+    # refuses one), and cpuset.cpus.effective when it is not `cpus` (a partition that lost
+    # CPUs); None: `cpus`
+    partition: str = "member"
+    cpus_effective: str | None = None
     memory_current: int = 64 << 20
     memory_low: str = "0"
     memory_min: str = "0"
@@ -96,7 +101,8 @@ class FakeCgroup:
                               if self.io_rbytes or self.io_wbytes else "")
         if "cpuset" in on:
             out["cpuset.cpus"] = self.cpus + "\n"
-            out["cpuset.cpus.effective"] = self.cpus + "\n"
+            out["cpuset.cpus.effective"] = (self.cpus_effective or self.cpus) + "\n"
+            out["cpuset.cpus.partition"] = self.partition + "\n"
             out["cpuset.mems"] = self.mems + "\n"
             out["cpuset.mems.effective"] = self.mems + "\n"
         if "memory" in on:

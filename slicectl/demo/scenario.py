@@ -26,6 +26,7 @@ GIB = 1 << 30
 # it can never overwrite what an apply just set (apply reads them back to verify).
 SETTINGS_FILES = frozenset({
     "cpuset.cpus", "cpuset.mems", "cpuset.cpus.effective", "cpuset.mems.effective",
+    "cpuset.cpus.partition",
     "cpu.weight", "cpu.max", "memory.max", "memory.high", "memory.swap.max", "memory.low",
     "memory.min", "memory.zswap.writeback"})
 HIGH_EVENTS_PER_S = 40  # memory.events "high" while a cgroup is held at memory.high

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from slicectl.core.balance.balance_state import GROW, SHRINK, BalanceState
 from slicectl.core.monitor.cgroupfiles import FILES
+from slicectl.core.monitor.cpuset_partition import PartitionMetrics
 from slicectl.core.monitor.metrics import NodeCpus, NumaMetrics
 from slicectl.core.monitor.samples import CgroupSample, Pressure, Snapshot
 
@@ -114,6 +115,15 @@ _NUMA = _spec("memory_numa_bytes", G, "Memory on each NUMA node, anonymous and p
               "memory.numa_stat", "node", "type")
 _LOCAL = _spec("memory_local_ratio", G, "Share of the slice's memory on the NUMA nodes of "
                "its CPUs (0-1)", "memory.numa_stat, cpuset.cpus.effective")
+_PARTITION = _spec("cpuset_partition", G, "1 for a cpuset partition (CPUSetPartition=) the "
+                   "kernel made, 0 for one it refused; by the state asked for (root, "
+                   "isolated); no series for a member", "cpuset.cpus.partition", "partition")
+_PARTITION_INVALID = _spec("cpuset_partition_invalid", G, "1 when the kernel refused the "
+                           "slice's cpuset partition, with its reason, 0 for a valid one",
+                           "cpuset.cpus.partition", "partition", "reason")
+_PARTITION_LOST = _spec("cpuset_partition_lost_cpus", G, "CPUs of cpuset.cpus a valid "
+                        "partition does not hold (taken by a cgroup beside it that claims "
+                        "them, or offline)", "cpuset.cpus, cpuset.cpus.effective")
 DRIFT = MetricSpec("slicectl_drift", G, "1 when the live property differs from "
                    "tenants.yaml (what `slicectl plan --exit-code` reports), else 0",
                    "systemd over D-Bus (--tenants)", ("unit", "property"))
@@ -137,7 +147,8 @@ CGROUPS = MetricSpec("slicectl_exporter_cgroups", G, "Cgroups (slices and init.s
 
 SLICE_METRICS: tuple[MetricSpec, ...] = (
     *(m for m, _, _ in _PLAIN), _QUOTA, _ALLOWED, *(m for m, _, _ in _LIMITS), _EVENTS_SPEC,
-    *(m for r in _RESOURCES for m in _PSI[r]), _NUMA, _LOCAL,
+    *(m for r in _RESOURCES for m in _PSI[r]), _NUMA, _LOCAL, _PARTITION, _PARTITION_INVALID,
+    _PARTITION_LOST,
 )
 METRICS: tuple[MetricSpec, ...] = (*SLICE_METRICS, DRIFT, *BALANCE, SCRAPE_DURATION, ERRORS,
                                    CGROUPS)
@@ -174,7 +185,21 @@ def _slice_rows(s: CgroupSample, labels: tuple[str, str], host_cpus: int,
                 out.append((stalled.name, labels, p.full.total / 1e6))
     if s.numa is not None:
         _numa(s, labels, node_cpus, host_mems, out)
+    partition = PartitionMetrics.from_sample(s)
+    if partition is not None:
+        _partition(partition, labels, out)
     return out
+
+
+def _partition(p: PartitionMetrics, labels: tuple[str, str], out: Out) -> None:
+    """A cpuset partition: made or refused (with the kernel's reason), and the CPUs a valid
+    one lacks."""
+    state = p.state
+    out.append((_PARTITION.name, (*labels, state.state), float(state.valid)))
+    out.append((_PARTITION_INVALID.name, (*labels, state.state, state.reason),
+                float(not state.valid)))
+    if state.valid:
+        out.append((_PARTITION_LOST.name, labels, float(len(p.lost_cpus))))
 
 
 def _limits(s: CgroupSample, labels: tuple[str, str], host_cpus: int, out: Out) -> None:

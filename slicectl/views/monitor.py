@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.human import human_limit, human_rate, human_size
+from slicectl.core.monitor.cpuset_partition import PartitionMetrics
 from slicectl.core.monitor.metrics import NumaMetrics, PressureMetrics, SliceMetrics, Trouble
 
 if TYPE_CHECKING:
@@ -30,12 +31,16 @@ COLUMNS = (
 # status, top and the TUI's overview add it after the memory column(s) when memory.numa_stat
 # was read (more than one memory node).
 NUMA_COLUMN = "numa local"
+# status, top and the TUI's overview add it after the CPU column when any slice is a cpuset
+# partition (cpuset.cpus.partition root or isolated).
+PARTITION_COLUMN = "partition"
 # status and top end with it when any slice read or wrote during the interval (io.stat).
 IO_COLUMN = "io r/w"  # bytes read, written per second
 
 # Row styles by trouble, most serious first; the TUI maps the same flags to its classes.
 TROUBLE_STYLE = {
     Trouble.OOM: "bold red",
+    Trouble.PARTITION: "bold red",
     Trouble.NEAR_LIMIT: "red",
     Trouble.PRESSURE: "yellow",
     Trouble.THROTTLED: "magenta",
@@ -67,6 +72,18 @@ def _numa_json(n: NumaMetrics | None) -> dict[str, Any] | None:
         "local_percent": _r(n.local_percent, 2),
         "outside_percent": _r(n.outside_percent, 2),
         "bound": n.bound,
+    }
+
+
+def _partition_json(p: PartitionMetrics | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {
+        "state": p.state.state,
+        "valid": p.state.valid,
+        "reason": p.state.reason or None,
+        "lost_cpus": format_cpulist(p.lost_cpus) if p.lost_cpus else None,
+        "problem": p.problem(),
     }
 
 
@@ -123,6 +140,7 @@ def status_json(metrics: Sequence[SliceMetrics], interval: float | None) -> dict
                        "write_bytes_per_s": _r(m.io_write_bps, 1)},
                 "trouble": sorted(m.trouble),
                 "numa": _numa_json(m.numa),
+                "partition": _partition_json(m.partition),
             }
         )
     return {"version": JSON_VERSION, "interval_s": _r(interval, 3), "slices": slices}
@@ -188,6 +206,30 @@ def numa_cell(m: SliceMetrics) -> str:
     return f"{local} ({n.outside_percent:.0f}% out)"
 
 
+def partition_cell(m: SliceMetrics) -> str:
+    """The slice's cpuset partition: "isolated", "root invalid", "isolated lacks 3"
+    ("-" = no partition)."""
+    p = m.partition
+    if p is None:
+        return "-"
+    if not p.state.valid:
+        return f"{p.state.state} invalid"
+    if p.lost_cpus:
+        return f"{p.state.state} lacks {format_cpulist(p.lost_cpus)}"
+    return p.state.state
+
+
+def alerts(metrics: Sequence[SliceMetrics]) -> list[str]:
+    """What status prints below its table, a line and a hint per slice whose cpuset
+    partition the kernel refused or took CPUs from, by unit."""
+    out = []
+    for m in sorted(metrics, key=lambda m: (m.unit, m.cgroup)):
+        p = m.partition
+        if p is not None and p.problem() is not None:
+            out += [f"alert: {m.unit}: {p.describe()}", f"  hint: {p.hint()}"]
+    return out
+
+
 def io_cell(m: SliceMetrics) -> str:
     """Bytes read and written per second: "1.5M/s 0B/s" ("-" = unknown)."""
     if m.io_read_bps is None or m.io_write_bps is None:
@@ -203,19 +245,22 @@ def row_style(m: SliceMetrics) -> str:
     return next((style for t, style in TROUBLE_STYLE.items() if t in flags), "")
 
 
-_LEFT = {"slice", "mem current/high/max", "events"}
+_LEFT = {"slice", "mem current/high/max", "events", PARTITION_COLUMN}
 _NUMA_AFTER = COLUMNS.index("mem current/high/max") + 1
+_PARTITION_AFTER = COLUMNS.index("cpu cores/allowed") + 1
 # Which columns a narrow table keeps, most wanted first (systemd-cgtop's habit: the name, CPU,
 # then what says a slice is in trouble); the ones at the end are left out first.
 PRIORITY = ("slice", "cpu cores/allowed", "psi cpu", "mem current/high/max", "psi mem",
-            "psi io", "throttled", "quota", NUMA_COLUMN, IO_COLUMN, "tasks", "events")
+            "psi io", "throttled", "quota", PARTITION_COLUMN, NUMA_COLUMN, IO_COLUMN, "tasks",
+            "events")
 MIN_SLICE_WIDTH = 12  # a slice name is shortened ("…") before it gets narrower than this
 
 
 def render_table(metrics: Sequence[SliceMetrics], title: str | Text | None = None,
                  width: int | None = None) -> Table:
     """A rich Table of the metrics, in the given order; with NUMA_COLUMN when any slice has
-    NUMA figures, IO_COLUMN when any read or wrote. Within `width` (None: as wide as it
+    NUMA figures, PARTITION_COLUMN when any is a cpuset partition, IO_COLUMN when any read or
+    wrote. Within `width` (None: as wide as it
     needs), each row on one line: the columns least wanted (PRIORITY) are left out, named in
     the caption, and a header wraps at its spaces when its cells are narrower."""
     from rich import box
@@ -224,9 +269,12 @@ def render_table(metrics: Sequence[SliceMetrics], title: str | Text | None = Non
 
     numa = any(m.numa is not None for m in metrics)
     io = any(m.io_read_bps or m.io_write_bps for m in metrics)
+    partitions = any(m.partition is not None for m in metrics)
     columns = list(COLUMNS)
     if numa:
         columns.insert(_NUMA_AFTER, NUMA_COLUMN)
+    if partitions:
+        columns.insert(_PARTITION_AFTER, PARTITION_COLUMN)
     if io:
         columns.append(IO_COLUMN)
     rows = []
@@ -234,6 +282,8 @@ def render_table(metrics: Sequence[SliceMetrics], title: str | Text | None = Non
         cells = row(m)
         if numa:
             cells.insert(_NUMA_AFTER, numa_cell(m))
+        if partitions:
+            cells.insert(_PARTITION_AFTER, partition_cell(m))
         if io:
             cells.append(io_cell(m))
         rows.append(dict(zip(columns, cells, strict=True)))

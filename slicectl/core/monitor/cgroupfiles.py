@@ -19,6 +19,7 @@ from typing import Any
 
 from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, PsiLine
+from slicectl.core.properties.partition import PartitionState
 
 # The kernel's counters are 64-bit; a value past the signed range is garbage for us (and
 # SQLite, where `record` stores it, could not hold it).
@@ -187,6 +188,15 @@ def _cpus(data: bytes) -> Values:
     return (parse_cpulist_file(data),)
 
 
+def _partition(data: bytes) -> Values:
+    """cpuset.cpus.partition: "member", "isolated", "root invalid (reason)" -> its state; a
+    first word that is not a lowercase word is garbage."""
+    state = PartitionState.parse(data.decode())  # not UTF-8: UnicodeDecodeError, a ValueError
+    if not (state.state.isascii() and state.state.isalpha() and state.state.islower()):
+        raise ValueError("not a partition state")
+    return (state,)
+
+
 _NUMA_ANON, _NUMA_FILE = _key("anon"), _key("file")
 
 
@@ -266,6 +276,8 @@ FILES = (
     _value_file("cpu.weight", "cpu_weight"),
     CgroupFile("cpuset.cpus.effective", ("cpus",), _cpus, fallback="cpuset.cpus"),
     CgroupFile("cpuset.mems.effective", ("mems",), _cpus),
+    CgroupFile("cpuset.cpus", ("cpus_asked",), _cpus),
+    CgroupFile("cpuset.cpus.partition", ("partition",), _partition),
     _value_file("memory.current", "memory_current"),
     _value_file("memory.low", "memory_low"),
     _value_file("memory.min", "memory_min"),

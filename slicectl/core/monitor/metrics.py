@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from operator import attrgetter
 
+from slicectl.core.monitor.cpuset_partition import PartitionMetrics
 from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, Snapshot
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -43,6 +44,7 @@ class Trouble(StrEnum):
     NEAR_LIMIT = "near-limit"
     OOM = "oom"
     REMOTE_MEMORY = "remote-memory"
+    PARTITION = "partition"  # a cpuset partition the kernel refused, or one that lost CPUs
 
 
 # Not frozen: these are built by the hundred on every refresh, and a frozen dataclass's
@@ -163,6 +165,8 @@ class SliceMetrics:
     # io.stat rates over the interval, all devices (bytes/s)
     io_read_bps: float | None = None
     io_write_bps: float | None = None
+    # cpuset.cpus.partition; None when the slice is no partition
+    partition: PartitionMetrics | None = None
 
     @classmethod
     def from_samples(
@@ -231,6 +235,7 @@ class SliceMetrics:
             numa=NumaMetrics.from_sample(cur, node_cpus, host_mems),
             io_read_bps=_counter_rate(p.io_read_bytes if p else None, cur.io_read_bytes, dt),
             io_write_bps=_counter_rate(p.io_write_bytes if p else None, cur.io_write_bytes, dt),
+            partition=PartitionMetrics.from_sample(cur),
         )
 
     @property
@@ -293,7 +298,8 @@ def classify(
 ) -> frozenset[Trouble]:
     """Flag PSI `some` above `pressure_above` %, throttling, memory ≥ `near_limit` % of
     memory.high or memory.max, OOM kills during the interval, and a NUMA-bound slice with
-    less than `local_below` % of its memory on the nodes of its CPUs."""
+    less than `local_below` % of its memory on the nodes of its CPUs, and a cpuset
+    partition the kernel refused or that lacks some of its CPUs."""
     flags: set[Trouble] = set()
     for pr in (m.cpu_pressure, m.memory_pressure):
         if pr is not None:
@@ -312,6 +318,8 @@ def classify(
     if numa is not None and numa.bound and numa.local_percent is not None:
         if numa.local_percent < local_below:
             flags.add(Trouble.REMOTE_MEMORY)
+    if m.partition is not None and m.partition.problem() is not None:
+        flags.add(Trouble.PARTITION)
     return frozenset(flags)
 
 

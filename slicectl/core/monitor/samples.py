@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from slicectl.core.properties.partition import PartitionState
+
 
 class PsiLine(NamedTuple):
     """One line of a PSI file: share of time stalled (%) and total stall time (µs)."""
@@ -102,6 +104,11 @@ class CgroupSample:
     # io.stat: bytes read and written, summed over devices (None without the io controller)
     io_read_bytes: int | None = None
     io_write_bytes: int | None = None
+    # cpuset.cpus.partition as the kernel states it (None: no such file, no cpuset controller
+    # here), and cpuset.cpus, the CPUs asked for (None: empty, the parent's): a valid
+    # partition whose effective CPUs are fewer has lost some (Linux 7.0 strips them).
+    partition: PartitionState | None = None
+    cpus_asked: frozenset[int] | None = None
     # The fields above that are None because their file held garbage (not because the file
     # is absent or says "max"); the exporter drops their series and counts an error.
     unreadable: frozenset[str] = frozenset()

@@ -33,9 +33,15 @@ def limits_text(m: SliceMetrics) -> str:
     cells = dict(zip(COLUMNS, row(m), strict=True))
     cpus = format_cpulist(m.cpus) if m.cpus else "all"
     weight = "-" if m.cpu_weight is None else str(m.cpu_weight)
+    partition = []
+    if m.partition is not None:
+        partition.append(f"cpuset  {m.partition.describe()}")
+        if m.partition.problem() is not None:
+            partition.append(f"        hint: {m.partition.hint()}")
     return "\n".join((
         f"CPU     {cells['cpu cores/allowed']} cores  CPUs {cpus}  weight {weight}  "
         f"quota {cells['quota']}  throttled {cells['throttled']} of periods",
+        *partition,
         f"memory  {human_size(m.memory_current)}  anon {human_size(m.anon)}  "
         f"file {human_size(m.file)}  swap {human_size(m.swap_current)}  "
         f"nodes {format_cpulist(m.mems) if m.mems else 'all'}",
