@@ -237,3 +237,35 @@ def test_development_md_lists_the_core_folders_from_their_docstrings() -> None:
     assert f"\n{core_folders()}\n" in text, (
         "docs/development.md's list of the core's folders is stale; replace it with:\n"
         + core_folders())
+
+
+def top_level_classes(root: Path = ROOT) -> dict[str, list[str]]:
+    """Class name -> the modules of slicectl/ that define it at their top level."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((root / "slicectl").rglob("*.py")):
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(module_name(path, root))
+    return found
+
+
+def duplicate_classes(root: Path = ROOT) -> list[str]:
+    """Class names defined by more than one module, each with its modules."""
+    return [f"{name}: {', '.join(modules)}"
+            for name, modules in sorted(top_level_classes(root).items()) if len(modules) > 1]
+
+
+def test_class_names_are_unique_in_the_package() -> None:
+    """A class name means one thing across the package: a reader (or a grep) meeting `Row`
+    knows which one it is without looking at the imports."""
+    bad = duplicate_classes()
+    assert not bad, "rename one of each to say what it is:\n" + "\n".join(bad)
+
+
+def test_duplicate_class_checker_sees_classes_in_different_folders(tmp_path: Path) -> None:
+    for folder in ("core", "host"):
+        (tmp_path / "slicectl" / folder).mkdir(parents=True)
+    (tmp_path / "slicectl" / "core" / "a.py").write_text("class Row:\n    pass\n")
+    (tmp_path / "slicectl" / "host" / "b.py").write_text(
+        "class Row:\n    pass\nclass Other:\n    class Row:\n        pass\n")
+    assert duplicate_classes(tmp_path) == ["Row: slicectl.core.a, slicectl.host.b"]

@@ -62,7 +62,7 @@ UINT32_MAX: Final = 2**32 - 1
 
 
 @frozen
-class Share:
+class ShareValue:
     """A share written as systemd writes one (systemd.resource-control(5)): kept in permyriad
     (1/10,000) with the spelling it was written in ("50%", "505‰", "5050‱"), so a unit file
     says what tenants.yaml says and systemd on the target resolves it against what it finds
@@ -92,7 +92,7 @@ class Share:
 
 
 @frozen
-class RamShare(Share):
+class RamShare(ShareValue):
     """A share of the host's physical memory, as systemd reads "50%" in a memory property."""
 
     def bytes_of(self, ram: int) -> int:
@@ -108,7 +108,7 @@ class RamShare(Share):
 
 
 @frozen
-class TaskShare(Share):
+class TaskShare(ShareValue):
     """A share of the kernel's task limit, as systemd reads TasksMax=50%: systemd resolves
     it against system_tasks_max() of its limits-util.c, the least of kernel.threads-max,
     kernel.pid_max - 1 and the root cgroup's pids.max (`kinds.HostLimits.tasks`)."""
