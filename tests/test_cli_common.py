@@ -23,8 +23,8 @@ def test_exit_codes() -> None:
     from slicectl.core.errors import SlicectlError, UsageError
 
     assert (common.EXIT_OK, common.EXIT_ERROR, common.EXIT_USAGE, common.EXIT_DIFF,
-            common.EXIT_OFFLINE) == (0, 1, 2, 3, 4)
-    assert [code for code, _ in common.EXIT_STATUS] == [0, 1, 2, 3, 4]
+            common.EXIT_OFFLINE, common.EXIT_INTERRUPTED) == (0, 1, 2, 3, 4, 130)
+    assert [code for code, _ in common.EXIT_STATUS] == [0, 1, 2, 3, 4, 130]
     assert {SlicectlError.exit_code, UsageError.exit_code} <= {c for c, _ in common.EXIT_STATUS}
 
 

@@ -4,6 +4,7 @@ from the folders themselves, and no import cycles."""
 from __future__ import annotations
 
 import ast
+import builtins
 import textwrap
 from pathlib import Path
 
@@ -269,3 +270,76 @@ def test_duplicate_class_checker_sees_classes_in_different_folders(tmp_path: Pat
     (tmp_path / "slicectl" / "host" / "b.py").write_text(
         "class Row:\n    pass\nclass Other:\n    class Row:\n        pass\n")
     assert duplicate_classes(tmp_path) == ["Row: slicectl.core.a, slicectl.host.b"]
+
+
+# Every exception class of the package is in slicectl/core/errors.py but these, each with the
+# reason it stays in its module.
+EXCEPTIONS_ELSEWHERE = {
+    "slicectl.core.config.yamldoc.UnreadableScalar": "a ruamel ConstructorError subclass, made "
+    "when a YAML file is read: core.errors must not import ruamel",
+    "slicectl.balancer.daemon._Stop": "a signal to end the loop, raised and caught in its module",
+    "slicectl.generator._Failed": "planning failed, raised and caught in its module",
+    "slicectl.host.sampler._Vanished": "a cgroup gone, raised and caught in its module",
+}
+_BUILTIN_EXCEPTIONS = {name for name, value in vars(builtins).items()
+                       if isinstance(value, type) and issubclass(value, BaseException)}
+
+
+def exception_classes(root: Path = ROOT) -> set[str]:
+    """module.Class for every exception class defined in slicectl/ (nested ones too): a class
+    whose base is a built-in exception, is named *Error or *Exception (a library's), or is an
+    exception class of the package."""
+    classes = [(module_name(path, root), node)
+               for path in sorted((root / "slicectl").rglob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text(), str(path)))
+               if isinstance(node, ast.ClassDef)]
+    known = set(_BUILTIN_EXCEPTIONS)
+    found: set[str] = set()
+    while True:
+        new = {(module, node.name) for module, node in classes
+               if any(_base_name(b) in known or _base_name(b).endswith(("Error", "Exception"))
+                      for b in node.bases)}
+        if {f"{m}.{n}" for m, n in new} == found:
+            return found
+        found = {f"{m}.{n}" for m, n in new}
+        known |= {n for _, n in new}
+
+
+def _base_name(base: ast.expr) -> str:
+    """The last name of a base class expression: `errors.SlicectlError` -> SlicectlError."""
+    if isinstance(base, ast.Attribute):
+        return base.attr
+    return base.id if isinstance(base, ast.Name) else ""
+
+
+def misplaced_exceptions(root: Path = ROOT) -> list[str]:
+    """Exception classes outside slicectl/core/errors.py and not in EXCEPTIONS_ELSEWHERE."""
+    return sorted(name for name in exception_classes(root)
+                  if not name.startswith("slicectl.core.errors.")
+                  and name not in EXCEPTIONS_ELSEWHERE)
+
+
+def test_exception_classes_live_in_core_errors() -> None:
+    """One place to read every error the package can raise (STYLE: one error hierarchy)."""
+    bad = misplaced_exceptions()
+    assert not bad, ("move them to slicectl/core/errors.py, or list one in "
+                     "EXCEPTIONS_ELSEWHERE with its reason:\n" + "\n".join(bad))
+    gone = set(EXCEPTIONS_ELSEWHERE) - exception_classes()
+    assert not gone, f"listed in EXCEPTIONS_ELSEWHERE but gone, remove them: {sorted(gone)}"
+
+
+def test_exception_checker_sees_nested_inherited_and_library_exceptions(tmp_path: Path) -> None:
+    for folder in ("core", "host"):
+        (tmp_path / "slicectl" / folder).mkdir(parents=True)
+    (tmp_path / "slicectl" / "core" / "errors.py").write_text(
+        "class SlicectlError(Exception):\n    pass\n")
+    (tmp_path / "slicectl" / "host" / "a.py").write_text(
+        "from slicectl.core import errors\n"
+        "class Gone(OSError):\n    pass\n"
+        "class Refused(errors.SlicectlError):\n    pass\n"
+        "class Worse(Refused):\n    pass\n"
+        "class Plain:\n    pass\n"
+        "def f():\n    class Odd(ConstructorError):\n        pass\n")
+    assert misplaced_exceptions(tmp_path) == [
+        "slicectl.host.a.Gone", "slicectl.host.a.Odd", "slicectl.host.a.Refused",
+        "slicectl.host.a.Worse"]

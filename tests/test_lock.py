@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.core.errors import OutputError
+from slicectl.core.errors import LockTimeout, OutputError
 from slicectl.host import lock
-from slicectl.host.lock import LockTimeout, escaped_path, holder_of, lock_file, locked_dir
+from slicectl.host.lock import escaped_path, holder_of, lock_file, locked_dir
 from slicectl.host.unitdir import MANIFEST_NAME
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -379,10 +379,10 @@ def test_without_inotify_an_empty_cgroup_asks_its_events_file(
     """Where inotify cannot be had, cgroup.events is read at every sample instead, and a task
     entering is seen as soon."""
     import slicectl.host.sampler as module
-    from slicectl.host.inotify import Unavailable
+    from slicectl.core.errors import InotifyUnavailable
 
     def unavailable() -> None:
-        raise Unavailable("no inotify here: test")
+        raise InotifyUnavailable("no inotify here: test")
 
     monkeypatch.setattr(module, "Modified", unavailable)
     _asks_its_events_file(tree, monkeypatch, inotify=0)

@@ -43,7 +43,9 @@ _REDISCOVER = 60.0  # seconds between full walks of the elastic tenants' slices
 
 
 class _Stop(Exception):
-    """SIGTERM or SIGINT arrived while the balancer waited for its next sample."""
+    """SIGTERM or SIGINT arrived while the balancer waited for its next sample. Not an error,
+    and it never leaves this module (the loop catches it to stop), so it is not in
+    slicectl.core.errors."""
 
 
 class _Signals:

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     from slicectl.core.placement.topology import Topology
 
 # Every exit code of slicectl, with what it means: the man pages' EXIT STATUS is this table.
-# An error exits with its class's exit_code (slicectl.core.errors): EXIT_ERROR, or EXIT_USAGE.
+# An error exits with its class's exit_code (slicectl.core.errors): EXIT_ERROR, or EXIT_USAGE
+# (the core cannot import this front end; tests/test_cli_common.py holds the two together).
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DIFF, EXIT_OFFLINE = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 EXIT_STATUS = (
     (EXIT_OK, "success"),
     (EXIT_ERROR, "an error (the message says what and hints at a fix)"),
@@ -27,6 +29,7 @@ EXIT_STATUS = (
     # planned for a topology only (no host's files or systemd to compare with): neither
     # "matches" (0) nor "differs" (3)
     (EXIT_OFFLINE, "plan --exit-code: nothing was compared (planned for another host)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 
 

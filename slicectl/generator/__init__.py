@@ -122,7 +122,8 @@ def _tenants_bytes(tenants: str) -> bytes | None:
 
 
 class _Failed(Exception):
-    """Planning failed; the message says why, for the log."""
+    """Planning failed; the message says why, for the log. It never leaves this module (the
+    generator catches it and writes its fallback), so it is not in slicectl.core.errors."""
 
 
 def _placed_apart(tenants: str, sysfs: str, last: dict[str, bytes] | None

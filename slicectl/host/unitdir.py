@@ -30,11 +30,11 @@ from slicectl import __version__
 from slicectl.core.config.parsers import UNIT_NAME_RE
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.defaults import MANIFEST_NAME as MANIFEST_NAME  # re-exported
-from slicectl.core.errors import OutputError, shown
+from slicectl.core.errors import LockTimeout, OutputError, shown
 from slicectl.core.frozen import frozen
 from slicectl.core.plan import DROPIN_NAME
 from slicectl.host.atomic import write_atomically, write_many
-from slicectl.host.lock import LOCK_TIMEOUT, LockTimeout, locked_dir, make_dirs
+from slicectl.host.lock import LOCK_TIMEOUT, locked_dir, make_dirs
 
 if TYPE_CHECKING:
     pass

@@ -21,7 +21,6 @@ from slicectl.core.config.values import (
     MemorySize,
     Size,
     TaskShare,
-    ValueHint,
     check_ascii,
     format_duration_us,
     parse_duration_us,
@@ -30,6 +29,7 @@ from slicectl.core.config.values import (
     quote,
 )
 from slicectl.core.cpulist import parse_cpulist
+from slicectl.core.errors import ValueHint
 
 # Whole-string matches: `$` alone would accept a final newline ("db1\n").
 TENANT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_]*")

@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Final, Literal
 
+from slicectl.core.errors import ValueHint
 from slicectl.core.frozen import frozen
 
 
@@ -195,14 +196,6 @@ def parse_task_share(value: str) -> TaskShare | None:
     `value` is not written as a share; ValueHint for a share systemd refuses."""
     parsed = _parse_share(value, "the task limit", "the kernel's task limit", TASK_LIMIT_TEXT)
     return None if parsed is None else TaskShare(*parsed)
-
-
-class ValueHint(ValueError):
-    """A value refused with a hint of what to write instead (config shows the hint)."""
-
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
 
 
 # The characters beyond ASCII that systemd reads in a value: the per-mille and per-ten-

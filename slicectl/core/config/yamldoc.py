@@ -202,7 +202,10 @@ def _unreadable_error() -> type[Exception]:
     from ruamel.yaml.constructor import ConstructorError
 
     class UnreadableScalar(ConstructorError):
-        """A scalar of a known tag whose text the tag's constructor refused."""
+        """A scalar of a known tag whose text the tag's constructor refused. It stays here,
+        not in slicectl.core.errors: it subclasses ruamel's ConstructorError (so ruamel's
+        loader treats it as its own), and ruamel is imported only when a YAML file is read,
+        never when the errors are."""
 
     return UnreadableScalar
 
