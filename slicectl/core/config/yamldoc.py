@@ -64,13 +64,6 @@ def _start(node: Any) -> Lines:
 _LOADERS: dict[bool, Any] = {}
 
 
-def c_parser_available() -> bool:
-    """Whether ruamel found libyaml's parser (ruamel.yaml.clib)."""
-    import ruamel.yaml.main
-
-    return getattr(ruamel.yaml.main, "CParser", None) is not None
-
-
 def _loader(pure: bool) -> Any:
     """ruamel's safe loader building LineMap/LineSeq (made once per process)."""
     if pure in _LOADERS:
