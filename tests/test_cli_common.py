@@ -12,8 +12,8 @@ from slicectl.cli import common
 from slicectl.cli.parser import build_parser
 from slicectl.core.errors import ConfigError
 from slicectl.core.plan import ScheduleCommand
-from slicectl.host import systemd_calendar
-from slicectl.host.lock import LOCK_TIMEOUT
+from slicectl.host.files.lock import LOCK_TIMEOUT
+from slicectl.host.systemd import systemd_calendar
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -8,6 +8,8 @@ import builtins
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Layers (DESIGN §1, §12) are the package's folders: slicectl/core/ (pure), slicectl/host/ (the
@@ -213,31 +215,46 @@ def test_every_folder_of_the_package_is_installed() -> None:
     assert folders - listed == set(), "add them to [tool.setuptools] packages in pyproject.toml"
 
 
-def core_folders(root: Path = ROOT) -> str:
-    """docs/development.md's list of the core's topic folders, each told by its __init__'s
+# The layers split into topic folders, each an __init__.py with only a docstring.
+TOPIC_LAYERS = ("core", "host")
+
+
+def topic_folders(layer: str, root: Path = ROOT) -> str:
+    """docs/development.md's list of a layer's topic folders, each told by its __init__'s
     docstring: the folders describe themselves, so the list cannot drift from them."""
     lines = []
-    for init in sorted((root / "slicectl" / "core").glob("*/__init__.py")):
+    for init in sorted((root / "slicectl" / layer).glob("*/__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
         lines += textwrap.wrap(f"`{init.parent.name}/`: {' '.join(doc.split())}", 96,
                                initial_indent="    - ", subsequent_indent="      ")
     return "\n".join(lines)
 
 
-def test_core_folders_say_what_they_own_and_hold_nothing_else() -> None:
-    """Each topic folder of the core has a docstring saying what it owns and nothing else: no
-    re-exports (imports name the module), and importing a folder loads nothing (the generator's
-    start-up)."""
-    for init in sorted((ROOT / "slicectl" / "core").glob("*/__init__.py")):
-        body = ast.parse(init.read_text()).body
-        assert len(body) == 1 and ast.get_docstring(ast.Module(body, [])), init
+def test_topic_folders_say_what_they_own_and_hold_nothing_else() -> None:
+    """Each topic folder of the core and the host has a docstring saying what it owns and
+    nothing else: no re-exports (imports name the module), and importing a folder loads
+    nothing (the generator's start-up)."""
+    for layer in TOPIC_LAYERS:
+        for init in sorted((ROOT / "slicectl" / layer).glob("*/__init__.py")):
+            body = ast.parse(init.read_text()).body
+            assert len(body) == 1 and ast.get_docstring(ast.Module(body, [])), init
 
 
-def test_development_md_lists_the_core_folders_from_their_docstrings() -> None:
+@pytest.mark.parametrize("layer", TOPIC_LAYERS)
+def test_development_md_lists_the_topic_folders_from_their_docstrings(layer: str) -> None:
     text = (ROOT / "docs" / "development.md").read_text()
-    assert f"\n{core_folders()}\n" in text, (
-        "docs/development.md's list of the core's folders is stale; replace it with:\n"
-        + core_folders())
+    assert f"\n{topic_folders(layer)}\n" in text, (
+        f"docs/development.md's list of the {layer}'s folders is stale; replace it with:\n"
+        + topic_folders(layer))
+
+
+def test_no_folder_holds_more_than_fifteen_modules() -> None:
+    """A folder of many modules told apart by prefixes is the flat-folder problem: past 15,
+    split it into topic folders."""
+    crowded = {str(folder.relative_to(ROOT)): n
+               for folder in [ROOT / "slicectl", *(ROOT / "slicectl").rglob("*/")]
+               if folder.is_dir() and (n := len(list(folder.glob("*.py")))) > 15}
+    assert not crowded, crowded
 
 
 def top_level_classes(root: Path = ROOT) -> dict[str, list[str]]:
@@ -279,7 +296,7 @@ EXCEPTIONS_ELSEWHERE = {
     "when a YAML file is read: core.errors must not import ruamel",
     "slicectl.balancer.daemon._Stop": "a signal to end the loop, raised and caught in its module",
     "slicectl.generator._Failed": "planning failed, raised and caught in its module",
-    "slicectl.host.sampler._Vanished": "a cgroup gone, raised and caught in its module",
+    "slicectl.host.cgroup.sampler._Vanished": "a cgroup gone, raised and caught in its module",
 }
 _BUILTIN_EXCEPTIONS = {name for name, value in vars(builtins).items()
                        if isinstance(value, type) and issubclass(value, BaseException)}

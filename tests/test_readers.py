@@ -18,7 +18,7 @@ from slicectl.core.placement.placement import place
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.shares.contention import predict_shares
 from slicectl.core.shares.shares import IDLE_WEIGHT, ShareKind, cgroup_weight, nice_weight
-from slicectl.host.readers import crowded_cgroups, read_competition, read_samples_csv
+from slicectl.host.cgroup.readers import crowded_cgroups, read_competition, read_samples_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_717_200_000  # 2024-06-01T00:00:00Z
@@ -233,7 +233,7 @@ def test_csv_times_out_of_range_end_cleanly(tmp_path: Path,
 
 
 def test_oomd_running_looks_for_its_process(tmp_path: Path) -> None:
-    from slicectl.host.readers import oomd_running
+    from slicectl.host.cgroup.readers import oomd_running
 
     (tmp_path / "1").mkdir()
     (tmp_path / "1" / "comm").write_text("systemd\n")

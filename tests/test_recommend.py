@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from slicectl.cli import main
 from slicectl.core.advice.recommend import Sample, recommend, sustained_max
+from slicectl.host.cgroup.recorder import RecorderRow, open_db, write_rows
 from slicectl.host.planning import load_tenants
-from slicectl.host.recorder import RecorderRow, open_db, write_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 G = 1 << 30

@@ -13,8 +13,8 @@ from unitcheck import parse_unit
 from slicectl.cli import main
 from slicectl.cli.watch import run_record
 from slicectl.core.errors import RecordError
-from slicectl.host.recorder import RecorderRow, load_series, open_db, write_rows
-from slicectl.host.sysfs import read_topology
+from slicectl.host.cgroup.recorder import RecorderRow, load_series, open_db, write_rows
+from slicectl.host.topology.sysfs import read_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "units" / "slicectl-record.service"

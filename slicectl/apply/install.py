@@ -30,8 +30,8 @@ from pathlib import Path
 
 from slicectl.core.errors import InstallError, OutputError, shown
 from slicectl.core.frozen import frozen
-from slicectl.host.atomic import write_atomically
-from slicectl.host.rootpath import is_folder, under_root
+from slicectl.host.files.atomic import write_atomically
+from slicectl.host.files.rootpath import is_folder, under_root
 
 FORMAT = "slicectl-install/1"
 

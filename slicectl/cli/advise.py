@@ -59,7 +59,7 @@ def cmd_lint(args: Namespace) -> int:
     proc = args.proc_root or defaults.PROC
     if args.live:  # share-below-cpus counts the host's actual competitors for CPU
         from slicectl.core.errors import SlicectlError
-        from slicectl.host.readers import read_competition
+        from slicectl.host.cgroup.readers import read_competition
 
         try:
             competition = read_competition(config, args.cgroup_root, proc)
@@ -67,8 +67,8 @@ def cmd_lint(args: Namespace) -> int:
             print(f"warning: {e.message}", file=sys.stderr)
     findings = lint(config, load_topology(args), competition)
     if args.live:
-        from slicectl.host.cgroupfs import block_device
-        from slicectl.host.readers import crowded_cgroups, oomd_running
+        from slicectl.host.cgroup.cgroupfs import block_device
+        from slicectl.host.cgroup.readers import crowded_cgroups, oomd_running
 
         findings += root_tasks(crowded_cgroups(args.cgroup_root, proc))
         findings += missing_devices(config, lambda path: block_device(path) is not None)
@@ -105,7 +105,7 @@ def _write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
 
     from slicectl.core.advice.recommend import tenant_sizes
     from slicectl.core.config.yamledit import edit_tenants
-    from slicectl.host.atomic import write_atomically
+    from slicectl.host.files.atomic import write_atomically
     from slicectl.host.planning import load_tenants
 
     sizes = tenant_sizes(load_tenants(path), recs)
@@ -143,11 +143,11 @@ def cmd_recommend(args: Namespace) -> int:
 
     head = _parameters(args)
     if args.samples is not None:
-        from slicectl.host.readers import read_samples_csv
+        from slicectl.host.cgroup.readers import read_samples_csv
 
         series = read_samples_csv(args.samples)
     else:
-        from slicectl.host.recorder import load_series
+        from slicectl.host.cgroup.recorder import load_series
 
         series = load_series(args.db or defaults.RECORD_DB)
     recs = recommend(series, args.startup, args.hold, head)

@@ -38,7 +38,7 @@ def load_topology(args: Namespace) -> Topology:
     prints, once, what the topology's reader repaired."""
     import sys
 
-    from slicectl.host.sysfs import load_topology as load
+    from slicectl.host.topology.sysfs import load_topology as load
 
     topo = load(getattr(args, "topology", None), getattr(args, "sysfs", None),
                 getattr(args, "proc_root", None))
@@ -60,7 +60,7 @@ def load_config(args: Namespace, *, contradictions_are_errors: bool = True) -> C
 
 
 def _lock_timeout(args: Namespace) -> float:
-    from slicectl.host.lock import LOCK_TIMEOUT
+    from slicectl.host.files.lock import LOCK_TIMEOUT
 
     timeout = getattr(args, "lock_timeout", None)
     return LOCK_TIMEOUT if timeout is None else float(timeout)

@@ -156,7 +156,7 @@ class ValueHint(ValueError):
 
 class LockTimeout(Exception):
     """A unit directory stayed locked by another run for the whole wait
-    (slicectl.host.lock); the unit directory reports it as an OutputError naming `holder`."""
+    (slicectl.host.files.lock); the unit directory reports it as an OutputError naming `holder`."""
 
     def __init__(self, holder: str) -> None:
         super().__init__(holder)
@@ -164,5 +164,5 @@ class LockTimeout(Exception):
 
 
 class InotifyUnavailable(OSError):
-    """This process cannot use inotify (slicectl.host.inotify); the sampler then reads every
+    """This process cannot use inotify (slicectl.host.cgroup.inotify); the sampler then reads every
     `cgroup.events` instead."""

@@ -7,7 +7,8 @@ the plan leaves it (`slicectl.core.shares.shares` computes on it): at the root `
 cgroup; in the parent slice (`tenants.slice`, always directly in the root: its name has no
 `-`) the tenant slices and any other unit directly in it. Weights and CPUs of the units slicectl
 configures come from the plan; everything else from `competition`: read on a live host
-(`slicectl.host.readers.read_competition`), or the standard assumption (`Competition.assumed`).
+(`slicectl.host.cgroup.readers.read_competition`), or the standard assumption
+(`Competition.assumed`).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from slicectl.core.monitor.cgroupfiles import (
     parse_cpulist_file,
 )
 from slicectl.core.monitor.samples import CgroupSample, Snapshot
-from slicectl.host.inotify import Modified
+from slicectl.host.cgroup.inotify import Modified
 
 DEFAULT_ROOT = Path(defaults.CGROUP_ROOT)
 

@@ -24,7 +24,7 @@ from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.errors import RecommendError, SlicectlError
 from slicectl.core.shares.contention import ROOT_UNIT, CgroupLevel, Competition, Competitor
 from slicectl.core.shares.shares import IDLE_WEIGHT, ShareKind, cgroup_weight, nice_weight
-from slicectl.host.cgroupfs import populated
+from slicectl.host.cgroup.cgroupfs import populated
 
 KTHREADD_PID = 2
 CSV_COLUMNS = ("time", "unit", "anon", "active_file")

@@ -4,7 +4,7 @@ The sampler watches each cgroup's `cgroup.events`, which the kernel marks modifi
 value in it changes (Documentation/admin-guide/cgroup-v2.rst: "a value change in this file
 generates a file modified event"), as systemd watches it to learn that a unit's cgroup
 emptied. An empty cgroup whose `cgroup.events` was not written is still empty, and need not be
-read at all (slicectl.host.sampler).
+read at all (slicectl.host.cgroup.sampler).
 
 The standard library has no inotify: the three calls come from the C library through ctypes
 (no dependency does it). A process that cannot have them (no inotify in the kernel, a libc

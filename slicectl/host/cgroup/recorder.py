@@ -2,8 +2,8 @@
 
 Feeds `slicectl recommend` (docs/recommend.md). One row per cgroup per round; each round is
 committed on its own, so a killed recorder loses at most the round in progress, and rows older
-than the retention are deleted every round. Reads cgroupfs through `slicectl.host.sampler`; the
-loop of `slicectl record` lives in the CLI (slicectl/cli/watch.py).
+than the retention are deleted every round. Reads cgroupfs through `slicectl.host.cgroup.sampler`;
+the loop of `slicectl record` lives in the CLI (slicectl/cli/watch.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from slicectl.core.errors import RecordError
 from slicectl.core.frozen import frozen
 from slicectl.core.monitor.metrics import NodeCpus, NumaMetrics
 from slicectl.core.monitor.samples import Snapshot
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 
 # 2: numa_local_percent and numa_outside_percent. A version-1 database gets the
 # two columns added when it is opened, NULL in its old rows.
