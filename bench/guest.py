@@ -100,8 +100,8 @@ def bench_sampler() -> dict[str, Any]:
     with slice_tree("benchtree", 1000):
         sys.path.insert(0, os.environ.get("SLICECTL_CHECKOUT", "."))
         from slicectl.core.monitor.metrics import MetricsMemo
-        from slicectl.host.sampler import Sampler
-        from slicectl.host.sysfs import read_topology
+        from slicectl.host.cgroup.sampler import Sampler
+        from slicectl.host.topology.sysfs import read_topology
 
         memo = MetricsMemo({n.id: n.cpus for n in read_topology().nodes})
         sampler = Sampler(CGROOT)

@@ -17,7 +17,7 @@ from slicectl.core.placement.placement import place
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import build_plan
 from slicectl.core.render import render
-from slicectl.host.unitdir import Manifest, manifest_text
+from slicectl.host.files.unitdir import Manifest, manifest_text
 
 SCALE = (2_000, 16_000)  # placement.scale: linear growth is 8x, quadratic 64x
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from slicectl.demo.bus import PrivateBus
     from slicectl.demo.fakesystemd import FakeSystemd
-    from slicectl.host.systemd import Systemd
+    from slicectl.host.systemd.systemd import Systemd
 
 # --- bytecode: written, also where PYTHONDONTWRITEBYTECODE is set --------------------------------
 
@@ -185,7 +185,7 @@ async def fake_systemd(dbus_daemon: str, tmp_path: Path) -> AsyncIterator[FakeSy
 @pytest_asyncio.fixture
 async def systemd_client(dbus_daemon: str, fake_systemd: FakeSystemd) -> AsyncIterator[Systemd]:
     """A slicectl Systemd client connected to the fake."""
-    from slicectl.host.systemd import Systemd
+    from slicectl.host.systemd.systemd import Systemd
 
     async with await Systemd.connect(dbus_daemon) as client:
         yield client
@@ -242,7 +242,7 @@ def private_lock_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     file in a folder of this session (SLICECTL_LOCK_DIR), not in the host's
     /run/slicectl/locks. Not in the testbed guest (SLICECTL_TESTBED): there the e2e tier's
     applies share the real lock with the balancer's and the schedule's services."""
-    from slicectl.host.lock import LOCK_DIR_ENV
+    from slicectl.host.files.lock import LOCK_DIR_ENV
 
     if LOCK_DIR_ENV in os.environ or os.environ.get("SLICECTL_TESTBED"):
         yield

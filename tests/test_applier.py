@@ -16,8 +16,8 @@ from slicectl.core.errors import ApplyError
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.render import render
 from slicectl.demo.fakesystemd import FakeSystemd
-from slicectl.host.systemd import Systemd
-from slicectl.host.unitdir import Manifest
+from slicectl.host.files.unitdir import Manifest
+from slicectl.host.systemd.systemd import Systemd
 
 YAML = """\
 version: 1

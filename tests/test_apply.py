@@ -133,7 +133,7 @@ async def test_write_failure_midway_restores_files_and_touches_nothing_live(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    import slicectl.host.unitdir as unitdir
+    import slicectl.host.files.unitdir as unitdir
 
     await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
     files = snapshot(options.unit_dir)
@@ -159,7 +159,7 @@ async def test_verification_mismatch_rolls_back(
         options: ApplyOptions, fake_systemd: FakeSystemd,
         monkeypatch: pytest.MonkeyPatch) -> None:
     import slicectl.apply.host_diff as host_diff
-    import slicectl.host.cgroupfs as cgroupfs
+    import slicectl.host.cgroup.cgroupfs as cgroupfs
 
     real = cgroupfs.read_cgroup_files
 
@@ -240,7 +240,7 @@ async def test_apply_gives_up_on_a_unit_directory_another_run_holds(
     from dataclasses import replace
 
     from slicectl.core.errors import OutputError
-    from slicectl.host.lock import locked_dir
+    from slicectl.host.files.lock import locked_dir
 
     with locked_dir(options.unit_dir, 1.0), pytest.raises(OutputError) as e:
         await apply_plan(config(), make_topology(),  # type: ignore[arg-type]
@@ -255,7 +255,7 @@ async def test_apply_waits_for_the_run_that_holds_its_unit_directory(
     import asyncio
     import threading
 
-    from slicectl.host.lock import locked_dir
+    from slicectl.host.files.lock import locked_dir
 
     waiting = threading.Event()
 

@@ -1,5 +1,5 @@
-"""Atomic file replacement (slicectl.host.atomic): a file is replaced whole or not at all, keeps
-the mode of the file it replaces, and no temporary file is left behind, whatever fails."""
+"""Atomic file replacement (slicectl.host.files.atomic): a file is replaced whole or not at all,
+keeps the mode of the file it replaces, and no temporary file is left behind, whatever fails."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.host.atomic import write_atomically, write_many
+from slicectl.host.files.atomic import write_atomically, write_many
 
 
 def mode(path: Path) -> int:

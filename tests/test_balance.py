@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from slicectl.core.balance.balance import Elastic, Move, Reading, apply_moves, check_floors, decide
+from slicectl.core.balance.balance import Elastic, Move, Reading, check_floors, decide
 from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.config.tenants import BalancePolicy
 from slicectl.core.errors import PlacementError
@@ -21,6 +22,18 @@ G = 1024**3
 POLICY = BalancePolicy()  # interval 10s, cooldown 60s, window 30s, 90% / 40%, pressure 20%
 INTERVAL = POLICY.interval / 1_000_000
 Load = Callable[[float], float]
+
+
+def apply_moves(tenants: Iterable[Elastic], moves: Iterable[Move], now: float
+                ) -> list[Elastic]:
+    """The tenants after `moves` (CPUs handed over, `last_move` set): what the next
+    interval's decision starts from."""
+    by_name = {t.name: t for t in tenants}
+    for m in moves:
+        d, r = by_name[m.donor], by_name[m.receiver]
+        by_name[m.donor] = replace(d, cpus=d.cpus - m.cpus, last_move=now)
+        by_name[m.receiver] = replace(r, cpus=r.cpus | m.cpus, last_move=now)
+    return list(by_name.values())
 
 
 def machine(nodes: int = 2, cores: int = 4, smt: int = 2) -> Topology:

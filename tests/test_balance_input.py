@@ -11,7 +11,7 @@ from test_balance import core_cpus, machine
 
 from slicectl.core.balance.balance import Reading, decide
 from slicectl.core.balance.balance_input import (
-    elastic_tenants,
+    BalanceInput,
     move_json,
     move_line,
     readings,
@@ -82,7 +82,7 @@ def test_glue_feeds_decide_a_whole_core_move_within_the_plan() -> None:
         history = remember(history, readings(cfg, layout, [
             metrics_of("tenants-web.slice", 3.9), metrics_of("tenants-batch.slice", 0.4),
             metrics_of("tenants-db.slice", 0.0)], now), now, cfg.balance)
-    tenants = elastic_tenants(cfg, layout, history)
+    tenants = BalanceInput(cfg, layout).tenants(history)
     assert {(t.name, t.floor, t.ceiling, len(t.history)) for t in tenants} == {
         ("web", 2, 6, 5), ("batch", 2, 4, 5)}
     hk, fixed = untouchable(cfg, layout)
@@ -94,5 +94,5 @@ def test_glue_feeds_decide_a_whole_core_move_within_the_plan() -> None:
     assert move_line(move).startswith("would move core 3,9 (node 0) from batch to web: "
                                       "web starved for 3s")
     # A move remembered (as a dry run does) holds both tenants for the cooldown.
-    assert decide(elastic_tenants(cfg, layout, history, {"web": 4.0, "batch": 4.0}), topo,
+    assert decide(BalanceInput(cfg, layout).tenants(history, {"web": 4.0, "batch": 4.0}), topo,
                   cfg.balance, 4.0, hk, fixed) == []

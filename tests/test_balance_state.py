@@ -20,8 +20,8 @@ from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.errors import StateError
 from slicectl.core.plan import Plan, build_plan
-from slicectl.host.balance_state_file import read_state, reset_state, write_state
-from slicectl.host.sysfs import load_topology
+from slicectl.host.files.balance_state_file import read_state, reset_state, write_state
+from slicectl.host.topology.sysfs import load_topology
 
 XEON = str(Path(__file__).parent / "fixtures" / "topologies" / "xeon-2s-smt.json")
 YAML = """\

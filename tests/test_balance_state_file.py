@@ -1,4 +1,4 @@
-"""The balancer's state file (slicectl.host.balance_state_file): read, written whole with its
+"""The balancer's state file (slicectl.host.files.balance_state_file): read, written whole with its
 folder and a mode every reader may read, a file that cannot be read told apart from none at
 all, and apply's reset of it. The document inside is tested in test_balance_state_json.py."""
 
@@ -13,7 +13,12 @@ import pytest
 from slicectl.core.balance.balance import ElasticRange
 from slicectl.core.balance.balance_state import BalanceState, TenantBalance
 from slicectl.core.errors import StateError
-from slicectl.host.balance_state_file import read_state, reset_state, state_or_none, write_state
+from slicectl.host.files.balance_state_file import (
+    read_state,
+    reset_state,
+    state_or_none,
+    write_state,
+)
 
 DECLARED = frozenset({3, 4, 19, 20})
 MOVED = BalanceState({"web": TenantBalance(DECLARED, DECLARED | {2, 18}, grown=1,

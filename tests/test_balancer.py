@@ -36,7 +36,7 @@ from cgtree import Motion, MovingTree
 from slicectl.cli import main
 from slicectl.core.cpulist import format_cpulist, from_bitmask, to_bitmask
 from slicectl.demo.fakesystemd import FakeSystemd
-from slicectl.host.lock import locked_dir
+from slicectl.host.files.lock import locked_dir
 
 ROOT = Path(__file__).resolve().parent
 XEON = str(ROOT / "fixtures" / "topologies" / "xeon-2s-smt.json")
@@ -196,7 +196,7 @@ async def test_a_starved_tenant_grows_by_a_core_of_its_idle_neighbour_at_runtime
 
 async def test_a_balanced_tenant_is_not_drift_but_a_foreign_change_is(
         host: Host, capsys: pytest.CaptureFixture[str]) -> None:
-    from slicectl.host.systemd import Systemd
+    from slicectl.host.systemd.systemd import Systemd
 
     assert (await balance_once(host, capsys))[0] == 0
     assert await asyncio.to_thread(main, host.args("plan", "--exit-code")) == 0
@@ -237,8 +237,8 @@ async def test_the_exporters_drift_is_0_for_a_balanced_tenant_and_1_for_a_foreig
         host: Host, capsys: pytest.CaptureFixture[str]) -> None:
     from slicectl.apply.applier import ApplyOptions
     from slicectl.exporter.drift import DriftWatch
-    from slicectl.host.sysfs import load_topology
-    from slicectl.host.systemd import Systemd
+    from slicectl.host.systemd.systemd import Systemd
+    from slicectl.host.topology.sysfs import load_topology
 
     assert (await balance_once(host, capsys))[0] == 0
     options = ApplyOptions(unit_dir=host.tmp / "units", cgroup_root=host.tree.root,
@@ -386,7 +386,7 @@ async def test_an_empty_donor_stays_balanced_in_the_rounds_after_a_move(host: Ho
     IDLE_FULL_EVERY refreshes): the rounds after the move read its CPUs afresh, so its stale
     sample never looks like a reload that put it back, and its real CPUs never like someone
     else's change (`plan --exit-code` 3)."""
-    from slicectl.host.sampler import IDLE_FULL_EVERY
+    from slicectl.host.cgroup.sampler import IDLE_FULL_EVERY
 
     batch = host.tree.cgroups["tenants.slice/tenants-batch.slice"]
     batch.tasks, batch.populated = 0, False
@@ -410,7 +410,7 @@ async def test_the_exporter_serves_the_balancers_moves_and_sizes(
     from prometheus_client.parser import text_string_to_metric_families
 
     from slicectl.exporter.server import SliceCollector, registry_of
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.sampler import Sampler
 
     def scrape() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         with Sampler(host.tree.root) as sampler:
@@ -441,7 +441,7 @@ async def test_the_exporter_serves_the_balancers_moves_and_sizes(
 
 async def test_a_garbage_state_file_is_a_located_error_not_a_traceback(
         host: Host, capsys: pytest.CaptureFixture[str]) -> None:
-    from slicectl.host.balance_state_file import read_state
+    from slicectl.host.files.balance_state_file import read_state
 
     host.state.parent.mkdir(parents=True, exist_ok=True)
     host.state.write_text('{"format": "slicectl-balance-state/1", "tenants": '
@@ -484,9 +484,9 @@ async def test_a_move_made_whose_record_after_fails_is_still_undone_by_a_stop(
     from slicectl.apply.applier import ApplyOptions
     from slicectl.balancer import mover
     from slicectl.balancer.mover import Mover
-    from slicectl.host.balance_state_file import write_state
+    from slicectl.host.files.balance_state_file import write_state
     from slicectl.host.planning import load_tenants, plan_for_host
-    from slicectl.host.sysfs import load_topology
+    from slicectl.host.topology.sysfs import load_topology
 
     def refuse_a_move_made(path: Path, state: Any) -> None:
         if any(t.cpus != t.declared for t in state.tenants.values()):

@@ -19,8 +19,8 @@ from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.errors import OutputError, SlicectlError
 from slicectl.core.placement.topology import Topology
 from slicectl.core.plan import build_plan
-from slicectl.host.balance_state_file import read_state
-from slicectl.host.lock import locked_dir
+from slicectl.host.files.balance_state_file import read_state
+from slicectl.host.files.lock import locked_dir
 
 XEON = Path(__file__).parent / "fixtures" / "topologies" / "xeon-2s-smt.json"
 # Placed on xeon-2s-smt: web 3,4,19,20 and batch 1,2,17,18 on node 0; db on node 1.

@@ -49,7 +49,7 @@ import pytest
 from unitcheck import parse_unit, systemd_verify
 
 from slicectl.cli import main
-from slicectl.host.unitdir import MANIFEST_NAME, sha256
+from slicectl.host.files.unitdir import MANIFEST_NAME, sha256
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted(ROOT.glob("examples/*.yaml")) + sorted(ROOT.glob("tests/cases/*.yaml"))

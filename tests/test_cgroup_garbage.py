@@ -26,8 +26,8 @@ from slicectl.cli.watch import run_record, run_status, run_top
 from slicectl.core.monitor.cgroupfiles import FILES
 from slicectl.core.monitor.metrics import MetricsMemo
 from slicectl.core.monitor.samples import CgroupSample, Pressure
-from slicectl.host.recorder import open_db, rows_from_snapshot, write_rows
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.recorder import open_db, rows_from_snapshot, write_rows
+from slicectl.host.cgroup.sampler import Sampler
 from slicectl.views.monitor import COLUMNS, numa_cell, row, status_json
 
 DB1 = "tenants.slice/tenants-db1.slice"

@@ -1,4 +1,4 @@
-"""slicectl.host.cgroupfs: reading a unit's cgroup files, and block devices as systemd names
+"""slicectl.host.cgroup.cgroupfs: reading a unit's cgroup files, and block devices as systemd names
 them."""
 
 from __future__ import annotations
@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.host.cgroupfs import block_device, populated, read_cgroup_file, read_cgroup_files
+from slicectl.host.cgroup.cgroupfs import (
+    block_device,
+    populated,
+    read_cgroup_file,
+    read_cgroup_files,
+)
 
 
 def test_read_cgroup_files_through_the_control_group(tmp_path: Path) -> None:

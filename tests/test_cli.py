@@ -615,7 +615,7 @@ def test_a_piped_table_narrower_than_the_page_is_as_rich_draws_it(
     """Within COLUMNS, piped output is rich's own plain text, trailing spaces aside."""
     from rich.console import Console
 
-    from slicectl.host.sysfs import load_topology_file
+    from slicectl.host.topology.sysfs import load_topology_file
     from slicectl.views import maps, tables
 
     monkeypatch.setenv("COLUMNS", "100")
@@ -710,7 +710,7 @@ def test_balance_dry_run_once_prints_the_move_and_changes_nothing(
     import time
 
     from slicectl.cli.balance import cmd_balance
-    from slicectl.host import systemd
+    from slicectl.host.systemd import systemd
 
     def no_dbus(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("balance --dry-run talked to systemd")

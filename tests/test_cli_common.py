@@ -12,8 +12,8 @@ from slicectl.cli import common
 from slicectl.cli.parser import build_parser
 from slicectl.core.errors import ConfigError
 from slicectl.core.plan import ScheduleCommand
-from slicectl.host import systemd_calendar
-from slicectl.host.lock import LOCK_TIMEOUT
+from slicectl.host.files.lock import LOCK_TIMEOUT
+from slicectl.host.systemd import systemd_calendar
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -23,8 +23,8 @@ def test_exit_codes() -> None:
     from slicectl.core.errors import SlicectlError, UsageError
 
     assert (common.EXIT_OK, common.EXIT_ERROR, common.EXIT_USAGE, common.EXIT_DIFF,
-            common.EXIT_OFFLINE) == (0, 1, 2, 3, 4)
-    assert [code for code, _ in common.EXIT_STATUS] == [0, 1, 2, 3, 4]
+            common.EXIT_OFFLINE, common.EXIT_INTERRUPTED) == (0, 1, 2, 3, 4, 130)
+    assert [code for code, _ in common.EXIT_STATUS] == [0, 1, 2, 3, 4, 130]
     assert {SlicectlError.exit_code, UsageError.exit_code} <= {c for c, _ in common.EXIT_STATUS}
 
 

@@ -20,8 +20,8 @@ from slicectl.apply.host_diff import Diff, PropChange
 from slicectl.cli import main
 from slicectl.cli.pipeline import diff_json
 from slicectl.demo.fakesystemd import FakeSystemd
-from slicectl.host.sysfs import read_topology
-from slicectl.host.unitdir import FileChanges
+from slicectl.host.files.unitdir import FileChanges
+from slicectl.host.topology.sysfs import read_topology
 
 XEON = str(Path(__file__).parent / "fixtures" / "topologies" / "xeon-2s-smt.json")
 YAML = "version: 1\ntenants:\n  db1: {cpus: 2}\n  web: {cpus: 2}\nprofiles:\n  night:\n" \

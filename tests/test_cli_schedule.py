@@ -19,8 +19,8 @@ from slicectl.core.config.tenants import Config
 from slicectl.core.errors import ConfigError
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import ScheduleCommand
-from slicectl.host import systemd_calendar
-from slicectl.host.systemd_calendar import InForce
+from slicectl.host.systemd import systemd_calendar
+from slicectl.host.systemd.systemd_calendar import InForce
 
 YAML = """\
 version: 1

@@ -15,13 +15,13 @@ from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import build_plan
 from slicectl.core.shares.contention import (
     ROOT_UNIT,
+    CgroupLevel,
     Competition,
     Competitor,
     CpuShares,
-    Level,
     predict_shares,
 )
-from slicectl.core.shares.shares import IDLE_WEIGHT, Bound, Kind, nice_weight
+from slicectl.core.shares.shares import IDLE_WEIGHT, Bound, ShareKind, nice_weight
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,14 +52,14 @@ SEED_004_HOST = ('housekeeping: {cpus: "0-2,4-7"}\n'
 
 def live(root: tuple[Competitor, ...] = (), parent: tuple[Competitor, ...] = (),
          root_cpu: bool = True, parent_cpu: bool = True) -> Competition:
-    return Competition(True, Level(ROOT_UNIT, root, root_cpu),
-                       Level("tenants.slice", parent, parent_cpu))
+    return Competition(True, CgroupLevel(ROOT_UNIT, root, root_cpu),
+                       CgroupLevel("tenants.slice", parent, parent_cpu))
 
 
 def test_seed_004_on_the_testbeds_cpu_3() -> None:
     """Case 6: a loop in the root pinned to CPU 3 takes half of it from tenants.slice, whose
     three tenants split the other half; system.slice & co. are on the housekeeping CPUs."""
-    task = Competitor("PID 900 (loop)", Kind.PROCESS, nice_weight(0), frozenset({3}))
+    task = Competitor("PID 900 (loop)", ShareKind.PROCESS, nice_weight(0), frozenset({3}))
     s = shares(SEED_004_HOST, live(root=(task, Competitor("system.slice"))))
     assert cores(s) == pytest.approx({"a": 1 / 6, "b": 1 / 6, "c": 1 / 6}, abs=1e-4)
     got = {g.name: g for g in s.competitors}

@@ -1,4 +1,4 @@
-"""Last-level cache groups read from `cpuN/cache` (slicectl.host.cpu_caches), and shown by
+"""Last-level cache groups read from `cpuN/cache` (slicectl.host.topology.cpu_caches), and shown by
 `slicectl topology`.
 
 The generator reads sysfs as root at every boot, so nothing in `cpuN/cache` may stop it: a
@@ -21,7 +21,7 @@ from slicectl.cli import main
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.placement.cache_groups import CacheSharing
 from slicectl.core.placement.topology import Topology
-from slicectl.host.sysfs import read_topology
+from slicectl.host.topology.sysfs import read_topology
 
 SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
 TOPOLOGIES = Path(__file__).parent / "fixtures" / "topologies"

@@ -43,9 +43,9 @@ from slicectl.exporter.drift import DriftWatch
 from slicectl.exporter.families import METRICS, SLICE_METRICS, SeriesMemo
 from slicectl.exporter.process_metrics import FdCounter, ProcessMetrics
 from slicectl.exporter.server import Exposition, SliceCollector, manifest_tenants, registry_of
+from slicectl.host.cgroup.sampler import Sampler
+from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest
 from slicectl.host.planning import load_tenants
-from slicectl.host.sampler import Sampler
-from slicectl.host.unitdir import MANIFEST_NAME, Manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "cgroup"

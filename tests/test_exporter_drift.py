@@ -17,7 +17,7 @@ from slicectl.core.errors import ConfigError, SlicectlError
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import Plan, build_plan
 from slicectl.exporter.drift import ACTIVE, FILE, DriftWatch, drift_rows
-from slicectl.host.unitdir import FileChanges
+from slicectl.host.files.unitdir import FileChanges
 
 YAML = "version: 1\ntenants:\n  db1: {cpus: 2, cpu_weight: 300}\n"
 TOPO = Topology(

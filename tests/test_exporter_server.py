@@ -26,7 +26,7 @@ from slicectl.exporter.server import (
     write_textfile,
     wsgi_app,
 )
-from slicectl.host.unitdir import MANIFEST_NAME, Manifest
+from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest
 
 
 class Unreadable:
@@ -349,7 +349,7 @@ def test_memory_stays_flat_over_a_thousand_scrapes(tmp_path: Path) -> None:
     from cgtree import MovingTree
 
     from slicectl.demo.cgtree import write_files
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.sampler import Sampler
 
     tree = MovingTree(tmp_path / "cg")
     busy = ["system.slice", "user.slice", "tenants.slice/tenants-s0.slice"]

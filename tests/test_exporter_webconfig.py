@@ -21,7 +21,7 @@ from pki import Pki, bcrypt_hash, make_pki
 from slicectl.core.errors import ConfigError
 from slicectl.exporter.server import Exposition, SliceCollector, serve
 from slicectl.exporter.webconfig import ClientAuth, load_web_config
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 
 Serve = Callable[[str], str]  # web-config text -> the /metrics URL
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from unitcheck import systemd_verify
 
-from slicectl.host import placement_record
+from slicectl.host.files import placement_record
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSFS = ROOT / "tests" / "fixtures" / "sysfs"

@@ -15,7 +15,7 @@ import pytest
 from test_generator import SYSFS, files_of, record, run_generator, tenants_file
 
 from slicectl import generator
-from slicectl.host import placement_record
+from slicectl.host.files import placement_record
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the trust checks apply to root")
 FALLBACK = "wrote the last good placement instead"
@@ -235,7 +235,7 @@ def test_keys_this_host_s_systemd_cannot_take_are_refused(
         tmp_path: Path, recorded: tuple[Path, dict[str, bytes]],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """As plan and apply refuse them: the generator wrote MemoryZSwapMax= on systemd 252."""
-    from slicectl.host import hostinfo
+    from slicectl.host.systemd import hostinfo
 
     tenants, expected = recorded
     tenants.write_text(tenants.read_text().replace("cpu_weight: 400",

@@ -24,9 +24,9 @@ from slicectl.apply.generator_mode import (
 )
 from slicectl.core.errors import ApplyError
 from slicectl.demo.fakesystemd import FakeSystemd
-from slicectl.host import placement_record
+from slicectl.host.files import placement_record
 from slicectl.host.planning import load_tenants
-from slicectl.host.sysfs import read_topology
+from slicectl.host.topology.sysfs import read_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 EXE = "/usr/local/bin/slicectl-generator"

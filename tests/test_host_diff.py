@@ -15,8 +15,8 @@ from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import Plan
 from slicectl.core.properties.kinds import CgroupExpectation, same_cpus
 from slicectl.demo.fakesystemd import FakeSystemd
-from slicectl.host.systemd import Systemd
-from slicectl.host.unitdir import FileChanges, Manifest, UnitDir
+from slicectl.host.files.unitdir import FileChanges, Manifest, UnitDir
+from slicectl.host.systemd.systemd import Systemd
 
 YAML = """\
 version: 1

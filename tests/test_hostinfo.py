@@ -1,4 +1,4 @@
-"""Facts about this host that are not in sysfs (slicectl.host.hostinfo): the release of the
+"""Facts about this host that are not in sysfs (slicectl.host.systemd.hostinfo): the release of the
 installed systemd, read from the name of its shared library, else asked of `systemctl
 --version` (a fake one on PATH here)."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.host.hostinfo import systemd_version
+from slicectl.host.systemd.hostinfo import systemd_version
 
 
 def fake_systemctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:

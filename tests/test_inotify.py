@@ -1,10 +1,10 @@
-"""slicectl.host.inotify: which watched files were written since the last look."""
+"""slicectl.host.cgroup.inotify: which watched files were written since the last look."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from slicectl.host.inotify import Modified
+from slicectl.host.cgroup.inotify import Modified
 
 
 def test_says_which_files_were_written_since_the_last_look(tmp_path: Path) -> None:

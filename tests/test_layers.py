@@ -4,8 +4,11 @@ from the folders themselves, and no import cycles."""
 from __future__ import annotations
 
 import ast
+import builtins
 import textwrap
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -212,28 +215,148 @@ def test_every_folder_of_the_package_is_installed() -> None:
     assert folders - listed == set(), "add them to [tool.setuptools] packages in pyproject.toml"
 
 
-def core_folders(root: Path = ROOT) -> str:
-    """docs/development.md's list of the core's topic folders, each told by its __init__'s
+# The layers split into topic folders, each an __init__.py with only a docstring.
+TOPIC_LAYERS = ("core", "host")
+
+
+def topic_folders(layer: str, root: Path = ROOT) -> str:
+    """docs/development.md's list of a layer's topic folders, each told by its __init__'s
     docstring: the folders describe themselves, so the list cannot drift from them."""
     lines = []
-    for init in sorted((root / "slicectl" / "core").glob("*/__init__.py")):
+    for init in sorted((root / "slicectl" / layer).glob("*/__init__.py")):
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
         lines += textwrap.wrap(f"`{init.parent.name}/`: {' '.join(doc.split())}", 96,
                                initial_indent="    - ", subsequent_indent="      ")
     return "\n".join(lines)
 
 
-def test_core_folders_say_what_they_own_and_hold_nothing_else() -> None:
-    """Each topic folder of the core has a docstring saying what it owns and nothing else: no
-    re-exports (imports name the module), and importing a folder loads nothing (the generator's
-    start-up)."""
-    for init in sorted((ROOT / "slicectl" / "core").glob("*/__init__.py")):
-        body = ast.parse(init.read_text()).body
-        assert len(body) == 1 and ast.get_docstring(ast.Module(body, [])), init
+def test_topic_folders_say_what_they_own_and_hold_nothing_else() -> None:
+    """Each topic folder of the core and the host has a docstring saying what it owns and
+    nothing else: no re-exports (imports name the module), and importing a folder loads
+    nothing (the generator's start-up)."""
+    for layer in TOPIC_LAYERS:
+        for init in sorted((ROOT / "slicectl" / layer).glob("*/__init__.py")):
+            body = ast.parse(init.read_text()).body
+            assert len(body) == 1 and ast.get_docstring(ast.Module(body, [])), init
 
 
-def test_development_md_lists_the_core_folders_from_their_docstrings() -> None:
+@pytest.mark.parametrize("layer", TOPIC_LAYERS)
+def test_development_md_lists_the_topic_folders_from_their_docstrings(layer: str) -> None:
     text = (ROOT / "docs" / "development.md").read_text()
-    assert f"\n{core_folders()}\n" in text, (
-        "docs/development.md's list of the core's folders is stale; replace it with:\n"
-        + core_folders())
+    assert f"\n{topic_folders(layer)}\n" in text, (
+        f"docs/development.md's list of the {layer}'s folders is stale; replace it with:\n"
+        + topic_folders(layer))
+
+
+def test_no_folder_holds_more_than_fifteen_modules() -> None:
+    """A folder of many modules told apart by prefixes is the flat-folder problem: past 15,
+    split it into topic folders."""
+    crowded = {str(folder.relative_to(ROOT)): n
+               for folder in [ROOT / "slicectl", *(ROOT / "slicectl").rglob("*/")]
+               if folder.is_dir() and (n := len(list(folder.glob("*.py")))) > 15}
+    assert not crowded, crowded
+
+
+def top_level_classes(root: Path = ROOT) -> dict[str, list[str]]:
+    """Class name -> the modules of slicectl/ that define it at their top level."""
+    found: dict[str, list[str]] = {}
+    for path in sorted((root / "slicectl").rglob("*.py")):
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(module_name(path, root))
+    return found
+
+
+def duplicate_classes(root: Path = ROOT) -> list[str]:
+    """Class names defined by more than one module, each with its modules."""
+    return [f"{name}: {', '.join(modules)}"
+            for name, modules in sorted(top_level_classes(root).items()) if len(modules) > 1]
+
+
+def test_class_names_are_unique_in_the_package() -> None:
+    """A class name means one thing across the package: a reader (or a grep) meeting `Row`
+    knows which one it is without looking at the imports."""
+    bad = duplicate_classes()
+    assert not bad, "rename one of each to say what it is:\n" + "\n".join(bad)
+
+
+def test_duplicate_class_checker_sees_classes_in_different_folders(tmp_path: Path) -> None:
+    for folder in ("core", "host"):
+        (tmp_path / "slicectl" / folder).mkdir(parents=True)
+    (tmp_path / "slicectl" / "core" / "a.py").write_text("class Row:\n    pass\n")
+    (tmp_path / "slicectl" / "host" / "b.py").write_text(
+        "class Row:\n    pass\nclass Other:\n    class Row:\n        pass\n")
+    assert duplicate_classes(tmp_path) == ["Row: slicectl.core.a, slicectl.host.b"]
+
+
+# Every exception class of the package is in slicectl/core/errors.py but these, each with the
+# reason it stays in its module.
+EXCEPTIONS_ELSEWHERE = {
+    "slicectl.core.config.yamldoc.UnreadableScalar": "a ruamel ConstructorError subclass, made "
+    "when a YAML file is read: core.errors must not import ruamel",
+    "slicectl.balancer.daemon._Stop": "a signal to end the loop, raised and caught in its module",
+    "slicectl.generator._Failed": "planning failed, raised and caught in its module",
+    "slicectl.host.cgroup.sampler._Vanished": "a cgroup gone, raised and caught in its module",
+}
+_BUILTIN_EXCEPTIONS = {name for name, value in vars(builtins).items()
+                       if isinstance(value, type) and issubclass(value, BaseException)}
+
+
+def exception_classes(root: Path = ROOT) -> set[str]:
+    """module.Class for every exception class defined in slicectl/ (nested ones too): a class
+    whose base is a built-in exception, is named *Error or *Exception (a library's), or is an
+    exception class of the package."""
+    classes = [(module_name(path, root), node)
+               for path in sorted((root / "slicectl").rglob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text(), str(path)))
+               if isinstance(node, ast.ClassDef)]
+    known = set(_BUILTIN_EXCEPTIONS)
+    found: set[str] = set()
+    while True:
+        new = {(module, node.name) for module, node in classes
+               if any(_base_name(b) in known or _base_name(b).endswith(("Error", "Exception"))
+                      for b in node.bases)}
+        if {f"{m}.{n}" for m, n in new} == found:
+            return found
+        found = {f"{m}.{n}" for m, n in new}
+        known |= {n for _, n in new}
+
+
+def _base_name(base: ast.expr) -> str:
+    """The last name of a base class expression: `errors.SlicectlError` -> SlicectlError."""
+    if isinstance(base, ast.Attribute):
+        return base.attr
+    return base.id if isinstance(base, ast.Name) else ""
+
+
+def misplaced_exceptions(root: Path = ROOT) -> list[str]:
+    """Exception classes outside slicectl/core/errors.py and not in EXCEPTIONS_ELSEWHERE."""
+    return sorted(name for name in exception_classes(root)
+                  if not name.startswith("slicectl.core.errors.")
+                  and name not in EXCEPTIONS_ELSEWHERE)
+
+
+def test_exception_classes_live_in_core_errors() -> None:
+    """One place to read every error the package can raise (STYLE: one error hierarchy)."""
+    bad = misplaced_exceptions()
+    assert not bad, ("move them to slicectl/core/errors.py, or list one in "
+                     "EXCEPTIONS_ELSEWHERE with its reason:\n" + "\n".join(bad))
+    gone = set(EXCEPTIONS_ELSEWHERE) - exception_classes()
+    assert not gone, f"listed in EXCEPTIONS_ELSEWHERE but gone, remove them: {sorted(gone)}"
+
+
+def test_exception_checker_sees_nested_inherited_and_library_exceptions(tmp_path: Path) -> None:
+    for folder in ("core", "host"):
+        (tmp_path / "slicectl" / folder).mkdir(parents=True)
+    (tmp_path / "slicectl" / "core" / "errors.py").write_text(
+        "class SlicectlError(Exception):\n    pass\n")
+    (tmp_path / "slicectl" / "host" / "a.py").write_text(
+        "from slicectl.core import errors\n"
+        "class Gone(OSError):\n    pass\n"
+        "class Refused(errors.SlicectlError):\n    pass\n"
+        "class Worse(Refused):\n    pass\n"
+        "class Plain:\n    pass\n"
+        "def f():\n    class Odd(ConstructorError):\n        pass\n")
+    assert misplaced_exceptions(tmp_path) == [
+        "slicectl.host.a.Gone", "slicectl.host.a.Odd", "slicectl.host.a.Refused",
+        "slicectl.host.a.Worse"]

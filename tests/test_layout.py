@@ -9,7 +9,7 @@ from pathlib import Path
 from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.placement.layout import (
     Layout,
-    Move,
+    RepackMove,
     TenantPlacement,
     cpu_nodes_for,
     split_locals,
@@ -20,15 +20,15 @@ TOPOLOGIES = Path(__file__).resolve().parent / "fixtures" / "topologies"
 
 
 def test_a_move_to_another_node_says_its_memory_follows() -> None:
-    m = Move("pg3", frozenset({7, 23}), frozenset({12, 28}), (0,), (1,))
+    m = RepackMove("pg3", frozenset({7, 23}), frozenset({12, 28}), (0,), (1,))
     assert m.cpus_moved == 2
     assert m.describe() == ("pg3: node 0 -> 1 (2 CPUs, 7,23 -> 12,28; its memory moves with "
                             "it: a changed cpuset.mems migrates its pages)")
-    assert Move.from_json(json.loads(json.dumps(m.to_json()))) == m
+    assert RepackMove.from_json(json.loads(json.dumps(m.to_json()))) == m
 
 
 def test_a_move_within_its_node_moves_no_memory() -> None:
-    m = Move("pg2", frozenset({5, 6}), frozenset({6, 7}), (0,), (0,))
+    m = RepackMove("pg2", frozenset({5, 6}), frozenset({6, 7}), (0,), (0,))
     assert m.cpus_moved == 0
     assert m.describe() == "pg2: CPUs 5,6 -> 6,7, on node 0"
     layout = Layout(frozenset(), frozenset(), (), moves=(m,))

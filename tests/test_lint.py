@@ -18,7 +18,7 @@ from slicectl.cli import main
 from slicectl.core.advice.lint import RULES, lint
 from slicectl.core.config.config import Config
 from slicectl.host.planning import load_tenants
-from slicectl.host.sysfs import load_topology_file
+from slicectl.host.topology.sysfs import load_topology_file
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted((ROOT / "tests" / "cases" / "lint").glob("*.yaml"))

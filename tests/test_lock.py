@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.core.errors import OutputError
-from slicectl.host import lock
-from slicectl.host.lock import LockTimeout, escaped_path, holder_of, lock_file, locked_dir
-from slicectl.host.unitdir import MANIFEST_NAME
+from slicectl.core.errors import LockTimeout, OutputError
+from slicectl.host.files import lock
+from slicectl.host.files.lock import escaped_path, holder_of, lock_file, locked_dir
+from slicectl.host.files.unitdir import MANIFEST_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 XEON = str(ROOT / "tests" / "fixtures" / "topologies" / "xeon-2s-smt.json")
@@ -94,7 +94,8 @@ def test_holder_is_named_from_proc_locks(tmp_path: Path) -> None:
 def test_a_slicectl_holder_is_named_from_what_it_wrote_into_the_lock_file(
         tmp_path: Path) -> None:
     out = tmp_path / "out"
-    code = ("import sys; from pathlib import Path; from slicectl.host.lock import locked_dir\n"
+    code = ("import sys; from pathlib import Path\n"
+            "from slicectl.host.files.lock import locked_dir\n"
             "with locked_dir(Path(sys.argv[1])):\n print('locked', flush=True); input()")
     proc = subprocess.Popen([sys.executable, "-c", code, str(out), "apply"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

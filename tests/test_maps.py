@@ -13,7 +13,7 @@ from tuikit import make_topology
 from slicectl.core.monitor.metrics import compute
 from slicectl.core.monitor.numa_map import build_live_map
 from slicectl.core.placement.layout import Layout, TenantPlacement
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 from slicectl.views.maps import live_map_view, numa_map
 
 

@@ -19,8 +19,8 @@ from slicectl.core.monitor.metrics import (
     compute,
 )
 from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, PsiLine, Snapshot
-from slicectl.host.sampler import Sampler
-from slicectl.host.sysfs import read_topology
+from slicectl.host.cgroup.sampler import Sampler
+from slicectl.host.topology.sysfs import read_topology
 
 SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
 

@@ -23,8 +23,8 @@ from cgtree import (
 
 from slicectl.cli import main
 from slicectl.cli.watch import run_status, run_top
-from slicectl.host import sampler
-from slicectl.host.sysfs import read_topology
+from slicectl.host.cgroup import sampler
+from slicectl.host.topology.sysfs import read_topology
 from slicectl.views.monitor import NUMA_COLUMN, PARTITION_COLUMN
 
 DOCS = Path(__file__).parent.parent / "docs" / "status-json.md"

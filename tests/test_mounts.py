@@ -1,4 +1,4 @@
-"""Which cgroup hierarchy a host runs, from its mount table (slicectl.host.mounts): a host
+"""Which cgroup hierarchy a host runs, from its mount table (slicectl.host.cgroup.mounts): a host
 with cgroup v1 or the hybrid hierarchy is refused by every verb that touches it, with what
 was found and how to boot the unified hierarchy; offline verbs keep working there."""
 
@@ -14,7 +14,7 @@ from test_generator import files_of, record, run_generator, tenants_file
 
 from slicectl.cli import main
 from slicectl.core.errors import HierarchyError
-from slicectl.host.mounts import parse_mountinfo, unified_mount
+from slicectl.host.cgroup.mounts import parse_mountinfo, unified_mount
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSFS = ROOT / "tests" / "fixtures" / "sysfs"

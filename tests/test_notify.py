@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.host.notify import notify
+from slicectl.host.systemd.notify import notify
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from slicectl.core.monitor.numa_map import (
     build_live_map,
     live_map_json,
 )
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 
 MIB = 1 << 20
 SYSFS = Path(__file__).parent / "fixtures" / "sysfs" / "nehalem-ex-4node"  # node0 = 0,4,8,…

@@ -18,7 +18,7 @@ from slicectl.core.config.config import Config, load_yaml, parse_config
 from slicectl.core.errors import ApplyError, ConfigError
 from slicectl.core.properties.partition import KERNEL_REASONS
 from slicectl.demo.fakesystemd import FakeSystemd, FakeUnit
-from slicectl.host.cgroupfs import write_cgroup_file
+from slicectl.host.cgroup.cgroupfs import write_cgroup_file
 
 YAML = """\
 version: 1

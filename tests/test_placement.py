@@ -26,7 +26,7 @@ from slicectl.core.placement.layout import Layout
 from slicectl.core.placement.placement import place
 from slicectl.core.placement.topology import LOCAL_DISTANCE, Cpu, Node, Topology
 from slicectl.core.properties.properties import Numa
-from slicectl.host.sysfs import read_topology
+from slicectl.host.topology.sysfs import read_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "tests" / "fixtures" / "topologies"

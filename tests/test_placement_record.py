@@ -1,6 +1,6 @@
 """The last good placement kept beside tenants.yaml for the generator
-(slicectl.host.placement_record): the fingerprint changes with whatever a placement depends on,
-and a saved record is read back whole, the previous one gone."""
+(slicectl.host.files.placement_record): the fingerprint changes with whatever a placement depends
+on, and a saved record is read back whole, the previous one gone."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from slicectl.host import placement_record as record
+from slicectl.host.files import placement_record as record
 
 SYSFS = Path(__file__).parent / "fixtures" / "sysfs" / "xeon-2s-smt"
 FILES = {"tenants.slice": b"[Slice]\n", "tenants-db1.slice": b"[Slice]\nAllowedCPUs=0-3\n",

@@ -11,9 +11,9 @@ import pytest
 
 from slicectl.core.errors import ConfigError
 from slicectl.core.placement.topology import Cpu, Node, Topology
-from slicectl.host import systemd_calendar
+from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest
 from slicectl.host.planning import load_tenants, plan_for_host, read_text
-from slicectl.host.unitdir import MANIFEST_NAME, Manifest
+from slicectl.host.systemd import systemd_calendar
 
 YAML = """\
 version: 1

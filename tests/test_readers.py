@@ -17,8 +17,8 @@ from slicectl.core.errors import RecommendError, SlicectlError
 from slicectl.core.placement.placement import place
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.shares.contention import predict_shares
-from slicectl.core.shares.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
-from slicectl.host.readers import crowded_cgroups, read_competition, read_samples_csv
+from slicectl.core.shares.shares import IDLE_WEIGHT, ShareKind, cgroup_weight, nice_weight
+from slicectl.host.cgroup.readers import crowded_cgroups, read_competition, read_samples_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = 1_717_200_000  # 2024-06-01T00:00:00Z
@@ -152,12 +152,12 @@ def test_read_competition(tmp_path: Path) -> None:
     assert found.live and root.cpu_controller and parent.cpu_controller
     assert parent.weight == 1024 and root.weight is None
     assert {m.name: (m.kind, m.weight, m.cpus) for m in root.members} == {
-        "cpu.slice": (Kind.UNIT, IDLE_WEIGHT, frozenset(range(8))),
-        "init.scope": (Kind.UNIT, 1024, frozenset({0, 1, 2, 4, 5, 6, 7})),
-        "machine.slice": (Kind.UNIT, cgroup_weight(300), frozenset(range(8))),
-        "system.slice": (Kind.UNIT, 1024, frozenset({0, 1, 2, 4, 5, 6, 7})),
-        "PID 901 (loop (x))": (Kind.PROCESS, 1024, frozenset({3})),
-        "PID 902 (batchy)": (Kind.PROCESS, nice_weight(5), frozenset(range(8))),
+        "cpu.slice": (ShareKind.UNIT, IDLE_WEIGHT, frozenset(range(8))),
+        "init.scope": (ShareKind.UNIT, 1024, frozenset({0, 1, 2, 4, 5, 6, 7})),
+        "machine.slice": (ShareKind.UNIT, cgroup_weight(300), frozenset(range(8))),
+        "system.slice": (ShareKind.UNIT, 1024, frozenset({0, 1, 2, 4, 5, 6, 7})),
+        "PID 901 (loop (x))": (ShareKind.PROCESS, 1024, frozenset({3})),
+        "PID 902 (batchy)": (ShareKind.PROCESS, nice_weight(5), frozenset(range(8))),
     }
     assert {m.name for m in parent.members} == {"tenants-old.slice", "loop.service"}
     # what it does to the tenants: machine.slice (300 over 8 CPUs), the pinned loop (1024
@@ -233,7 +233,7 @@ def test_csv_times_out_of_range_end_cleanly(tmp_path: Path,
 
 
 def test_oomd_running_looks_for_its_process(tmp_path: Path) -> None:
-    from slicectl.host.readers import oomd_running
+    from slicectl.host.cgroup.readers import oomd_running
 
     (tmp_path / "1").mkdir()
     (tmp_path / "1" / "comm").write_text("systemd\n")

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from slicectl.cli import main
 from slicectl.core.advice.recommend import Sample, recommend, sustained_max
+from slicectl.host.cgroup.recorder import RecorderRow, open_db, write_rows
 from slicectl.host.planning import load_tenants
-from slicectl.host.recorder import Row, open_db, write_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 G = 1 << 30
@@ -100,8 +100,9 @@ def test_from_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     # synced commits took 15 s.
     conn.execute("PRAGMA synchronous=OFF")
     for s in series():
-        write_rows(conn, s.time, [Row("tenants-web.slice", "tenants.slice/tenants-web.slice",
-                                      s.anon, 0, s.active_file, s.footprint, 0.0, 0, 0)])
+        write_rows(conn, s.time, [RecorderRow("tenants-web.slice",
+                                              "tenants.slice/tenants-web.slice", s.anon, 0,
+                                              s.active_file, s.footprint, 0.0, 0, 0)])
     conn.close()
     assert _sizes(_recommend_json(capsys, "--db", str(db)), "tenants-web.slice") == DOCUMENTED
 

@@ -13,8 +13,8 @@ from unitcheck import parse_unit
 from slicectl.cli import main
 from slicectl.cli.watch import run_record
 from slicectl.core.errors import RecordError
-from slicectl.host.recorder import Row, load_series, open_db, write_rows
-from slicectl.host.sysfs import read_topology
+from slicectl.host.cgroup.recorder import RecorderRow, load_series, open_db, write_rows
+from slicectl.host.topology.sysfs import read_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "units" / "slicectl-record.service"
@@ -107,9 +107,9 @@ def test_retention_deletes_old_rows(tmp_path: Path) -> None:
     tree = _tree(tmp_path)
     db = tmp_path / "record.db"
     conn = open_db(db)
-    old = Row("old.slice", "old.slice", 1, 1, 1, 1, 0.0, 0, 0)
+    old = RecorderRow("old.slice", "old.slice", 1, 1, 1, 1, 0.0, 0, 0)
     write_rows(conn, time.time() - 15 * 86400, [old])
-    write_rows(conn, time.time() - 13 * 86400, [Row("kept.slice", "kept.slice", 1, 1, 1, 1,
+    write_rows(conn, time.time() - 13 * 86400, [RecorderRow("kept.slice", "kept.slice", 1, 1, 1, 1,
                                                     0.0, 0, 0)])
     conn.close()
     run_record(str(tree.root), str(db), 60, 14, True)

@@ -20,7 +20,7 @@ from cgtree import Motion, MovingTree
 
 from slicectl.core.errors import SamplerError
 from slicectl.demo.cgtree import write_files
-from slicectl.host.sampler import FILES_PER_CGROUP, Sampler
+from slicectl.host.cgroup.sampler import FILES_PER_CGROUP, Sampler
 from slicectl.tui import tui_sampler
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cgroup"
@@ -242,7 +242,7 @@ def test_idle_slice_then_limit_change(tree: MovingTree, sampler: Sampler) -> Non
 
 def test_empty_cgroup_is_reread_only_every_nth_refresh_or_after_invalidate(
         tree: MovingTree, sampler: Sampler) -> None:
-    from slicectl.host.sampler import IDLE_FULL_EVERY
+    from slicectl.host.cgroup.sampler import IDLE_FULL_EVERY
 
     web = "tenants.slice/tenants-web.slice"
     tree.cgroups[web].tasks = 0  # no task in it: pids.current 0 ...
@@ -306,7 +306,7 @@ def test_an_empty_cgroup_whose_events_file_is_not_written_is_not_read(
     """The kernel writes cgroup.events when a task comes or goes (inotify tells): until
     then an empty cgroup is not read at all, not even that file, but at its turn for a full
     read (IDLE_FULL_EVERY)."""
-    from slicectl.host.sampler import IDLE_FULL_EVERY
+    from slicectl.host.cgroup.sampler import IDLE_FULL_EVERY
 
     web = "tenants.slice/tenants-web.slice"
     _empty(tree, web)
@@ -321,7 +321,7 @@ def test_an_empty_cgroup_whose_events_file_is_not_written_is_not_read(
 
 def test_a_task_entering_an_empty_cgroup_is_seen_at_the_next_sample(
         tree: MovingTree, sampler: Sampler) -> None:
-    from slicectl.host.sampler import IDLE_FULL_EVERY
+    from slicectl.host.cgroup.sampler import IDLE_FULL_EVERY
 
     web = "tenants.slice/tenants-web.slice"
     _empty(tree, web)
@@ -341,7 +341,7 @@ def test_a_populated_cgroup_without_a_task_count_is_read_every_time(
     """Where the pids controller is off, pids.current says nothing (0) of a cgroup with
     tasks: "populated 1" in its cgroup.events keeps it read in full at every sample, whether
     that file is written again or not."""
-    from slicectl.host.sampler import IDLE_FULL_EVERY
+    from slicectl.host.cgroup.sampler import IDLE_FULL_EVERY
 
     web = "tenants.slice/tenants-web.slice"
     tree.cgroups[web].tasks = 0
@@ -378,11 +378,11 @@ def test_without_inotify_an_empty_cgroup_asks_its_events_file(
         tree: MovingTree, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where inotify cannot be had, cgroup.events is read at every sample instead, and a task
     entering is seen as soon."""
-    import slicectl.host.sampler as module
-    from slicectl.host.inotify import Unavailable
+    import slicectl.host.cgroup.sampler as module
+    from slicectl.core.errors import InotifyUnavailable
 
     def unavailable() -> None:
-        raise Unavailable("no inotify here: test")
+        raise InotifyUnavailable("no inotify here: test")
 
     monkeypatch.setattr(module, "Modified", unavailable)
     _asks_its_events_file(tree, monkeypatch, inotify=0)
@@ -393,7 +393,7 @@ def test_past_its_share_of_inotify_watches_a_cgroup_asks_its_events_file(
     """A sampler watches at most a sixteenth of the user's inotify watches (root shares them
     with systemd); the cgroups past that ask cgroup.events at every refresh, and a task
     entering one is seen as soon."""
-    import slicectl.host.sampler as module
+    import slicectl.host.cgroup.sampler as module
 
     proc_sys = tmp_path / "inotify"
     proc_sys.mkdir()
@@ -435,7 +435,7 @@ def test_effective_cpus_fall_back_to_configured_cpus(tree: MovingTree) -> None:
 def test_numa_stat_is_read_only_on_hosts_with_several_nodes(tmp_path: Path, nodes: int) -> None:
     from cgtree import NUMA_HOSTS, build_numa_fixture
 
-    from slicectl.host.sysfs import read_topology
+    from slicectl.host.topology.sysfs import read_topology
 
     topo = read_topology(FIXTURE.parent / "sysfs" / NUMA_HOSTS[nodes])
     tree = build_numa_fixture(tmp_path / "cg", {n.id: n.cpus for n in topo.nodes})
@@ -578,7 +578,7 @@ def test_a_tree_deeper_than_path_max_is_cut_with_a_warning(
     """status samples every cgroup the kernel can open by path and says, once, where it
     stopped; never an internal error (ENAMETOOLONG)."""
     from slicectl.cli import main
-    from slicectl.host.sampler import PATH_MAX
+    from slicectl.host.cgroup.sampler import PATH_MAX
 
     name = "a" * 200 + ".slice"
     root = tmp_path / "cg"
@@ -632,7 +632,7 @@ def test_the_periodic_walk_waits_while_the_root_counts_as_many_cgroups(
     counts what it counted at the last walk, none is made; a slice created in a leaf slice
     (no watched directory shows it) changes the count, and the next sample walks and finds
     it. Where cgroup.stat cannot be read, every due walk is made."""
-    from slicectl.host import sampler as module
+    from slicectl.host.cgroup import sampler as module
 
     stat = tree.root / "cgroup.stat"
     stat.write_text("nr_descendants 6\nnr_dying_descendants 0\n")
@@ -670,7 +670,7 @@ def test_an_unpinned_cgroup_keeps_its_sample_across_a_walk(
         tree: MovingTree, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the descriptor budget a cgroup is read with open/read/close; a walk of the tree
     must not make every such cgroup new (the exporter would write all its text again)."""
-    monkeypatch.setattr("slicectl.host.sampler._FD_RESERVE", 1 << 40)  # nothing pinned
+    monkeypatch.setattr("slicectl.host.cgroup.sampler._FD_RESERVE", 1 << 40)  # nothing pinned
     with Sampler(tree.root, rediscover_every=0) as sampler:  # a walk at every sample
         first, second = sampler.sample(), sampler.sample()
     assert first.cgroups and first.cgroups.keys() == second.cgroups.keys()

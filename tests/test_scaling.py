@@ -21,8 +21,8 @@ from slicectl.core.advice.lint import lint
 from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.plan import build_plan
 from slicectl.core.render import render
-from slicectl.host.sysfs import load_topology_file
-from slicectl.host.unitdir import Manifest, manifest_text
+from slicectl.host.files.unitdir import Manifest, manifest_text
+from slicectl.host.topology.sysfs import load_topology_file
 from slicectl.views.tables import plan_table
 
 TOPOLOGY = Path(__file__).parent / "fixtures/topologies/epyc-nps4.json"  # 64 CPUs, 4 nodes

@@ -11,7 +11,7 @@ import pytest
 
 from slicectl.core.monitor.metrics import PressureMetrics, SliceMetrics, compute
 from slicectl.demo.scenario import GIB, MIB, DemoTree
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 
 NODES = {0: frozenset({0, 1, 2, 3, 8, 9, 10, 11}), 1: frozenset({4, 5, 6, 7, 12, 13, 14, 15})}
 CACHE = "tenants.slice/tenants-cache.slice"

@@ -9,8 +9,8 @@ from slicectl.core.shares.shares import (
     IDLE_WEIGHT,
     Bound,
     Entity,
-    Kind,
     Share,
+    ShareKind,
     cgroup_weight,
     nice_weight,
     predict,
@@ -21,7 +21,7 @@ ALL = frozenset(range(8))
 
 
 def loops(n: int, prefix: str) -> tuple[Entity, ...]:
-    return tuple(Entity(f"{prefix}{i}", Kind.PROCESS) for i in range(n))
+    return tuple(Entity(f"{prefix}{i}", ShareKind.PROCESS) for i in range(n))
 
 
 def seed004(root: int, test: int, a: int, b: int, c: int) -> Entity:
@@ -107,7 +107,7 @@ def test_shared_pool_by_weight() -> None:
 def test_a_root_task_against_a_spread_group() -> None:
     """A nice-0 task on CPU 0 weighs 1024 there; a group busy on 8 CPUs only 128 per CPU."""
     root = Entity("root", children=(
-        Entity("loop", Kind.PROCESS, cpus=frozenset({0})),
+        Entity("loop", ShareKind.PROCESS, cpus=frozenset({0})),
         Entity("tenants.slice", children=(Entity("t"),))))
     got = by_name(predict(root, ALL))
     assert got["loop"].cores == pytest.approx(1024 / 1152)
@@ -115,7 +115,7 @@ def test_a_root_task_against_a_spread_group() -> None:
 
 
 def test_unpinned_tasks_spread_one_per_cpu() -> None:
-    root = Entity("root", children=(*loops(3, "r"), Entity("r9", Kind.PROCESS,
+    root = Entity("root", children=(*loops(3, "r"), Entity("r9", ShareKind.PROCESS,
                                                             cpus=frozenset({0}))))
     got = by_name(predict(root, frozenset({0, 1})))
     # r9 pinned to CPU 0 first; r0 -> CPU 1, r1 -> CPU 0 (1 task each, lowest), r2 -> CPU 1
@@ -126,7 +126,7 @@ def test_unpinned_tasks_spread_one_per_cpu() -> None:
 
 def test_nice_and_idle_weights() -> None:
     root = Entity("root", children=(
-        Entity("nice5", Kind.PROCESS, weight=nice_weight(5)),
+        Entity("nice5", ShareKind.PROCESS, weight=nice_weight(5)),
         Entity("idle", weight=IDLE_WEIGHT), Entity("normal")))
     got = by_name(predict(root, ONE))
     assert got["normal"].cores == pytest.approx(1024 / (1024 + 335 + 3))

@@ -1,4 +1,5 @@
-"""slicectl.host.sysfs against fixture trees modelled on real machines (see fixtures/make_sysfs.py).
+"""slicectl.host.topology.sysfs against fixture trees modelled on real machines (see
+fixtures/make_sysfs.py).
 
 Why this module runs past 400 lines: the expected facts of every fixture machine come first
 (`SHAPES`, about 100 lines of data), then one test per kind of malformed sysfs, each naming its
@@ -19,7 +20,7 @@ from slicectl.core.cpulist import format_cpulist, parse_cpulist, parse_cpumask
 from slicectl.core.errors import TopologyError
 from slicectl.core.placement.cache_groups import CacheSharing
 from slicectl.core.placement.topology import Topology
-from slicectl.host.sysfs import read_topology
+from slicectl.host.topology.sysfs import read_topology
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SYSFS = FIXTURES / "sysfs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slicectl.demo.sysfs_tree import write_sysfs
-from slicectl.host.sysfs import load_topology_file, read_topology
+from slicectl.host.topology.sysfs import load_topology_file, read_topology
 
 DEMO = Path(__file__).resolve().parent.parent / "slicectl" / "demo"
 NODES = {0: frozenset({0, 1, 2, 3, 8, 9, 10, 11}), 1: frozenset({4, 5, 6, 7, 12, 13, 14, 15})}

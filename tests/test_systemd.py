@@ -1,5 +1,5 @@
-"""slicectl.host.systemd over a private dbus-daemon against slicectl/demo/fakesystemd.py, plus
-its tables.
+"""slicectl.host.systemd.systemd over a private dbus-daemon against slicectl/demo/fakesystemd.py,
+plus its tables.
 
 Why this module runs past 400 lines: every property of the table travels over the bus (one
 test each), next to the Manager calls, jobs and errors the client maps.
@@ -21,7 +21,7 @@ from slicectl.core.properties.kinds import LiveValue
 from slicectl.core.properties.properties import PROPERTIES
 from slicectl.demo.bus import PrivateBus
 from slicectl.demo.fakesystemd import FakeSystemd
-from slicectl.host.systemd import Systemd, decode, encode
+from slicectl.host.systemd.systemd import Systemd, decode, encode
 
 UNIT = "tenants-db1.slice"
 GiB = 1024**3
@@ -438,7 +438,7 @@ async def test_call_after_close(dbus_daemon: str, fake_systemd: FakeSystemd) -> 
 
 
 def test_unit_object_path_escapes_like_systemd() -> None:
-    from slicectl.host.systemd import unit_object_path
+    from slicectl.host.systemd.systemd import unit_object_path
 
     base = "/org/freedesktop/systemd1/unit/"
     assert unit_object_path("tenants-t000.slice") == base + "tenants_2dt000_2eslice"

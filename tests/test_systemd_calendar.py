@@ -1,4 +1,4 @@
-"""slicectl.host.systemd_calendar over the real `systemd-analyze calendar` (systemd's own
+"""slicectl.host.systemd.systemd_calendar over the real `systemd-analyze calendar` (systemd's own
 parser)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from slicectl.host import systemd_calendar
-from slicectl.host.systemd_calendar import Elapses, InForce
+from slicectl.host.systemd import systemd_calendar
+from slicectl.host.systemd.systemd_calendar import Elapses, InForce
 
 # Sun 2026-11-22 12:00:00 UTC
 NOW = float(stdcal.timegm((2026, 11, 22, 12, 0, 0)))

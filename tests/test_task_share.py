@@ -86,7 +86,7 @@ def test_share_travels_as_tasks_max_scale_and_all_of_it_as_the_count() -> None:
 
 
 def test_task_limit_is_the_least_of_systemds_three_sources(tmp_path: Path) -> None:
-    from slicectl.host.sysfs import task_limit
+    from slicectl.host.topology.sysfs import task_limit
 
     kernel = tmp_path / "proc/sys/kernel"
     kernel.mkdir(parents=True)

@@ -14,7 +14,7 @@ from slicectl.cli import main
 from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.config.yamledit import merge_document as merge
 from slicectl.core.errors import ConfigError
-from slicectl.host.tenantsfile import write_tenants
+from slicectl.host.files.tenantsfile import write_tenants
 
 if TYPE_CHECKING:
     from slicectl.demo.fakesystemd import FakeSystemd

@@ -174,7 +174,7 @@ def test_cli_reports_non_utf8_and_deep_nesting(tmp_path: Path,
 
 
 def test_huge_file_is_refused_before_reading_it_all(tmp_path: Path) -> None:
-    from slicectl.host.sysfs import MAX_EXPORT_BYTES, load_topology_file
+    from slicectl.host.topology.sysfs import MAX_EXPORT_BYTES, load_topology_file
 
     big = tmp_path / "big.json"
     with big.open("wb") as f:

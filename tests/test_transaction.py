@@ -10,8 +10,8 @@ import pytest
 
 from slicectl.apply.transaction import ControlDir, Transaction
 from slicectl.demo.fakesystemd import FakeSystemd
-from slicectl.host.systemd import Systemd
-from slicectl.host.unitdir import Manifest, UnitDir
+from slicectl.host.files.unitdir import Manifest, UnitDir
+from slicectl.host.systemd.systemd import Systemd
 
 UNIT = "tenants-db1.slice"
 

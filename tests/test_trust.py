@@ -1,5 +1,5 @@
-"""What root reads to decide (slicectl.host.trust): only regular files, read without blocking and
-within a bound, and, run as root, only those no other user could have written (sshd's
+"""What root reads to decide (slicectl.host.files.trust): only regular files, read without blocking
+and within a bound, and, run as root, only those no other user could have written (sshd's
 StrictModes). The suite runs as root in CI; the ownership cases chown to `nobody`."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slicectl.core.errors import ConfigError
-from slicectl.host.trust import check_trusted, read_bounded, untrusted
+from slicectl.host.files.trust import check_trusted, read_bounded, untrusted
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the checks apply to root alone")
 NOBODY = 65534

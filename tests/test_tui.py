@@ -29,7 +29,7 @@ from tuikit import (
 from slicectl.core.config.yamledit import edit_tenant
 from slicectl.core.errors import SamplerError
 from slicectl.core.monitor.metrics import MIN_RATE_WINDOW, Trouble
-from slicectl.host.sysfs import read_topology
+from slicectl.host.topology.sysfs import read_topology
 from slicectl.tui import run_tui
 from slicectl.tui.app import SlicectlApp, TuiSettings
 from slicectl.tui.components.slice_table import SliceTable
@@ -72,7 +72,7 @@ async def test_an_elastic_tenant_shows_its_size_now_and_declared(tree: MovingTre
     """From the balancer's state file: web holds 6 CPUs of its declared 4; db1 is fixed."""
     from slicectl.apply.applier import ApplyOptions
     from slicectl.core.balance.balance_state import BalanceState, TenantBalance
-    from slicectl.host.balance_state_file import write_state
+    from slicectl.host.files.balance_state_file import write_state
 
     state = tmp_path / "balance.json"
     write_state(state, BalanceState({"web": TenantBalance(frozenset({0, 1, 2, 3}),

@@ -294,8 +294,8 @@ async def test_plans_and_files_are_read_off_the_event_loop(
     import threading
 
     import slicectl.apply.applier
+    import slicectl.host.cgroup.readers
     import slicectl.host.planning
-    import slicectl.host.readers
 
     on_loop: list[str] = []
     called: set[str] = set()
@@ -314,8 +314,8 @@ async def test_plans_and_files_are_read_off_the_event_loop(
     settings = await edit_settings(tmp_path, host)
     watched(slicectl.host.planning, "plan_for_host")
     watched(slicectl.apply.applier, "plan_for_host")
-    watched(slicectl.host.readers, "read_competition")
-    watched(slicectl.host.readers, "cpu_overrides")
+    watched(slicectl.host.cgroup.readers, "read_competition")
+    watched(slicectl.host.cgroup.readers, "cpu_overrides")
     async with running(settings, size=(110, 50)) as (app, pilot):
         await confirmable_edit(app, pilot, "500")
         await pilot.press("y")

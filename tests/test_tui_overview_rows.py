@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slicectl.core.monitor.metrics import compute
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 from slicectl.tui.components.overview_rows import (
     OverviewRows,
     overview_groups,

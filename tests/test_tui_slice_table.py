@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from slicectl.tui.components.slice_table import Row, SliceTable
+from slicectl.tui.components.slice_table import SliceRow, SliceTable
 
 
 class TableApp(App[None]):
@@ -14,8 +14,8 @@ class TableApp(App[None]):
         yield SliceTable(("slice", "cpu"), frozenset({"cpu"}), id="t")
 
 
-def rows(*pairs: tuple[str, str]) -> list[Row]:
-    return [Row(f"/{name}", (name, cpu)) for name, cpu in pairs]
+def rows(*pairs: tuple[str, str]) -> list[SliceRow]:
+    return [SliceRow(f"/{name}", (name, cpu)) for name, cpu in pairs]
 
 
 def drawn(table: SliceTable, y: int) -> str:
@@ -44,7 +44,7 @@ async def test_columns_only_widen() -> None:
 async def test_wide_characters_are_measured_in_cells() -> None:
     async with TableApp().run_test(size=(40, 10)) as pilot:
         table = pilot.app.query_one(SliceTable)
-        table.show([Row("/a", ("数据库", "1")), Row("/b", ("ab", "2"))])
+        table.show([SliceRow("/a", ("数据库", "1")), SliceRow("/b", ("ab", "2"))])
         await pilot.pause()
         assert drawn(table, 1) == "数据库   1"  # 6 cells wide, as "ab" is padded to
         assert drawn(table, 2) == "ab       2"

@@ -8,7 +8,7 @@ from dataclasses import replace
 from tuikit import FIXTURE
 
 from slicectl.core.monitor.metrics import SliceMetrics, compute
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 from slicectl.tui.model import SortKey
 from slicectl.tui.tree import (
     SliceTree,

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from slicectl.core.errors import OutputError
-from slicectl.host.unitdir import MANIFEST_NAME, Manifest, UnitDir, generated_path, sha256
+from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest, UnitDir, generated_path, sha256
 
 FILES = {
     "tenants.slice": "[Unit]\nDescription=t\n",
@@ -297,7 +297,7 @@ def test_failed_write_into_new_parents_removes_them_all(
 
 def test_failure_that_is_not_an_os_error_is_rolled_back_too(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import slicectl.host.unitdir as unitdir
+    import slicectl.host.files.unitdir as unitdir
 
     root = tmp_path / "out"
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from slicectl.core.config import parsers as S
 from slicectl.core.config.values import (
     INFINITY,
-    ValueHint,
     format_duration_us,
     format_size,
     parse_duration_us,
@@ -21,6 +20,7 @@ from slicectl.core.config.values import (
     parse_size,
 )
 from slicectl.core.cpulist import format_cpulist, from_bitmask, parse_cpulist, to_bitmask
+from slicectl.core.errors import ValueHint
 
 K, M, G, T = 1024, 1024**2, 1024**3, 1024**4
 
@@ -159,8 +159,6 @@ def test_parse_size_refuses(value: object, message: str) -> None:
 def test_parse_size_refuses_what_systemd_refuses_with_a_hint(value: str, message: str,
                                                              hint: str) -> None:
     """systemd refuses these for memory properties; the hint says what to write."""
-    from slicectl.core.config.values import ValueHint
-
     with pytest.raises(ValueHint) as e:
         parse_size(value)
     assert (str(e.value), e.value.hint) == (message, hint)

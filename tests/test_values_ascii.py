@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slicectl.core.config import parsers as S
-from slicectl.core.config.values import ValueHint, parse_percent
+from slicectl.core.config.values import parse_percent
 from slicectl.core.cpulist import parse_cpulist
+from slicectl.core.errors import ValueHint
 
 LOOKALIKES = ["٥", "５", "²", "₅", "৫", "५", "๕", "߅", "𝟓", "\u00a0", "\u2009", "％", "Ｍ"]
 

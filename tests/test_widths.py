@@ -20,7 +20,7 @@ import pytest
 
 from slicectl.cli import main
 from slicectl.core.monitor.metrics import MetricsMemo
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "widths"

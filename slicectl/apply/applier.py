@@ -2,10 +2,10 @@
 
 The only code that changes a running host, as named steps over three parts: the live state
 and its diff (slicectl.apply.host_diff), the transaction that changes and restores the host
-(slicectl.apply.transaction), and systemd (slicectl.host.systemd). Any failure rolls back files and
-live properties to exactly what they were and raises ApplyError with the reason, and with what could
-not be restored if anything could not. Nothing is restarted: CPU and memory settings reach running
-processes through their cgroups.
+(slicectl.apply.transaction), and systemd (slicectl.host.systemd.systemd). Any failure rolls back
+files and live properties to exactly what they were and raises ApplyError with the reason, and with
+what could not be restored if anything could not. Nothing is restarted: CPU and memory settings
+reach running processes through their cgroups.
 
 Why both files and SetUnitProperties: the files make settings survive reboots and reloads
 (and, in drop-ins named 50-slicectl.conf, they sort after `systemctl set-property` files);
@@ -36,15 +36,15 @@ from slicectl.core.frozen import frozen
 from slicectl.core.plan import Plan, ScheduleCommand
 from slicectl.core.properties.live_values import LiveValue, human_live
 from slicectl.core.properties.versions import check_version, parse_version
-from slicectl.host.balance_state_file import reset_state, state_or_none
-from slicectl.host.lock import LOCK_TIMEOUT
+from slicectl.host.files.balance_state_file import reset_state, state_or_none
+from slicectl.host.files.lock import LOCK_TIMEOUT
+from slicectl.host.files.unitdir import Manifest, UnitDir
 from slicectl.host.planning import plan_for_host
-from slicectl.host.unitdir import Manifest, UnitDir
 
 if TYPE_CHECKING:
     from slicectl.core.config.config import Config
     from slicectl.core.placement.topology import Topology
-    from slicectl.host.systemd import Systemd, UnitState
+    from slicectl.host.systemd.systemd import Systemd, UnitState
 
 __all__ = ["ApplyOptions", "ApplyReport", "Diff", "PropChange", "apply_plan", "compute_diff",
            "diff_plan", "load_plan"]
@@ -117,7 +117,7 @@ def load_plan(config: Config, topology: Topology, options: ApplyOptions,
 
 async def diff_plan(plan: Plan, files: dict[str, str], options: ApplyOptions) -> Diff:
     """What applying `plan` would change, over a connection of its own; changes nothing."""
-    from slicectl.host.systemd import Systemd
+    from slicectl.host.systemd.systemd import Systemd
 
     async with await Systemd.connect(options.bus_address) as sd:
         return (await host_diff(sd, plan, files, UnitDir(options.unit_dir), options.cgroup_root,
@@ -138,7 +138,7 @@ async def apply_plan(config: Config, topology: Topology, options: ApplyOptions,
     `confirm`, if given, is called with the Diff and returns False to cancel; `progress`, if
     given, is called with one line per phase (the CLI prints them on stderr).
     """
-    from slicectl.host.systemd import Systemd
+    from slicectl.host.systemd.systemd import Systemd
 
     say = progress or (lambda _line: None)
     units = UnitDir(options.unit_dir)

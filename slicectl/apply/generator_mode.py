@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 
 from slicectl.core.errors import ApplyError, SlicectlError, shown
 from slicectl.core.frozen import frozen
-from slicectl.host import placement_record
-from slicectl.host.atomic import write_atomically
-from slicectl.host.unitdir import MANIFEST_NAME, Manifest, UnitDir
+from slicectl.host.files import placement_record
+from slicectl.host.files.atomic import write_atomically
+from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest, UnitDir
 
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions, ApplyReport, Confirm, Progress
@@ -232,7 +232,7 @@ def _link(paths: GeneratorPaths, executable: str, undo: _Undo) -> None:
 
 
 async def _reload(options: ApplyOptions) -> None:
-    from slicectl.host.systemd import Systemd
+    from slicectl.host.systemd.systemd import Systemd
 
     async with await Systemd.connect(options.bus_address) as sd:
         await sd.reload()

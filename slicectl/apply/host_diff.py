@@ -36,12 +36,12 @@ from slicectl.core.properties.live_values import (
 )
 from slicectl.core.properties.partition import PartitionState
 from slicectl.core.render import dropin_path
-from slicectl.host.cgroupfs import block_device, populated, read_cgroup_files
-from slicectl.host.unitdir import FileChanges, UnitDir
+from slicectl.host.cgroup.cgroupfs import block_device, populated, read_cgroup_files
+from slicectl.host.files.unitdir import FileChanges, UnitDir
 
 if TYPE_CHECKING:
     from slicectl.core.balance.balance_state import BalanceState
-    from slicectl.host.systemd import Systemd, UnitState
+    from slicectl.host.systemd.systemd import Systemd, UnitState
 
 _LISTABLE = re.compile(r"[A-Za-z0-9_.:-]+\.slice")  # a slice name no glob could misread
 
@@ -164,7 +164,7 @@ async def _states(sd: Systemd, managed: list[tuple[UnitPlan, bool]]) -> list[Uni
     reads its new files without a daemon-reload. Many calls are in flight on one connection:
     systemd answers them in order, without waiting for us between calls.
     """
-    from slicectl.host.systemd import UnitState
+    from slicectl.host.systemd.systemd import UnitState
 
     listed = {u.unit for u, owned in managed if owned and _LISTABLE.fullmatch(u.unit)}
     loaded = ({row.name for row in await sd.list_units_by_patterns([], sorted(listed))}

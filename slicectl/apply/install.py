@@ -30,8 +30,8 @@ from pathlib import Path
 
 from slicectl.core.errors import InstallError, OutputError, shown
 from slicectl.core.frozen import frozen
-from slicectl.host.atomic import write_atomically
-from slicectl.host.rootpath import is_folder, under_root
+from slicectl.host.files.atomic import write_atomically
+from slicectl.host.files.rootpath import is_folder, under_root
 
 FORMAT = "slicectl-install/1"
 
@@ -66,14 +66,14 @@ class Step:
 
 
 @dataclass
-class Manifest:
+class InstallManifest:
     """What an install placed: path → {"sha256": hex} or {"link": target}; folders it made."""
 
     files: dict[str, dict[str, str]] = field(default_factory=dict)
     dirs: list[str] = field(default_factory=list)
 
     @classmethod
-    def load(cls, path: Path) -> Manifest | None:
+    def load(cls, path: Path) -> InstallManifest | None:
         """The manifest at `path`, None when there is none; a damaged one is an error."""
         try:
             raw = json.loads(path.read_bytes())
@@ -141,7 +141,7 @@ def _wanted(entry: Entry) -> dict[str, str]:
     return {"sha256": hashlib.sha256(entry.data or b"").hexdigest()}
 
 
-def _plan(root: Path, entries: Iterable[Entry], old: Manifest
+def _plan(root: Path, entries: Iterable[Entry], old: InstallManifest
           ) -> tuple[list[tuple[Step, Entry | None]], list[str]]:
     """The steps of an install, each with the entry it writes, and the paths in the way."""
     steps: list[tuple[Step, Entry | None]] = []
@@ -179,7 +179,7 @@ def _plan(root: Path, entries: Iterable[Entry], old: Manifest
     return steps, foreign
 
 
-class _Undo:
+class _FileUndo:
     """What this run changed, put back in reverse on failure."""
 
     def __init__(self) -> None:
@@ -225,7 +225,7 @@ def _link(real: Path, target: str) -> None:
         raise
 
 
-def _make_dirs(root: Path, path: str, made: list[str], undo: _Undo) -> None:
+def _make_dirs(root: Path, path: str, made: list[str], undo: _FileUndo) -> None:
     """The folders above `path` that are missing, made 0755 (whatever the umask: the units
     and pages in them are for every user) and recorded (target paths)."""
     missing = []
@@ -241,10 +241,10 @@ def _make_dirs(root: Path, path: str, made: list[str], undo: _Undo) -> None:
         os.chmod(real, 0o755)
 
 
-def _loaded(root: Path, manifest: str, prefix: str) -> Manifest | None:
+def _loaded(root: Path, manifest: str, prefix: str) -> InstallManifest | None:
     """The manifest at target path `manifest`, its paths checked against `prefix`."""
     real = under_root(root, manifest)
-    old = Manifest.load(real)
+    old = InstallManifest.load(real)
     if old is not None:
         old.check(real, prefix)
     return old
@@ -257,7 +257,7 @@ def install(root: Path, entries: list[Entry], manifest: str, *, prefix: str,
     Every path is resolved, and refused if it leads out of `root`, before anything is
     written."""
     manifest_real = under_root(root, manifest)
-    old = _loaded(root, manifest, prefix) or Manifest()
+    old = _loaded(root, manifest, prefix) or InstallManifest()
     steps, foreign = _plan(root, entries, old)
     if foreign:
         raise InstallError(
@@ -270,7 +270,7 @@ def install(root: Path, entries: list[Entry], manifest: str, *, prefix: str,
         under_root(root, folder, follow=True)  # refused here, before any write, if it leads out
     if dry_run:
         return [step for step, _ in steps]
-    undo = _Undo()
+    undo = _FileUndo()
     try:
         new = _carry_out(root, steps, old, undo)
         _make_dirs(root, manifest, new.dirs, undo)
@@ -293,11 +293,11 @@ def install(root: Path, entries: list[Entry], manifest: str, *, prefix: str,
     return [step for step, _ in steps]
 
 
-def _carry_out(root: Path, steps: list[tuple[Step, Entry | None]], old: Manifest,
-               undo: _Undo) -> Manifest:
+def _carry_out(root: Path, steps: list[tuple[Step, Entry | None]], old: InstallManifest,
+               undo: _FileUndo) -> InstallManifest:
     """Write, link and remove as the steps say, each change recorded in `undo`; returns the
     new manifest (the manifest file itself is the caller's)."""
-    new = Manifest(dirs=[d for d in old.dirs if is_folder(under_root(root, d, follow=True))])
+    new = InstallManifest(dirs=[d for d in old.dirs if is_folder(under_root(root, d, follow=True))])
     for step, entry in steps:
         real = under_root(root, step.path)
         if step.action in ("keep", "skip"):
@@ -344,7 +344,7 @@ def uninstall(root: Path, manifest: str, *, prefix: str, dry_run: bool = False
                            else "fix the cause, then run uninstall again") from e
 
 
-def _uninstall(old: Manifest, files: dict[str, Path], folders: dict[str, Path],
+def _uninstall(old: InstallManifest, files: dict[str, Path], folders: dict[str, Path],
                manifest: tuple[str, Path], dry_run: bool) -> list[Step]:
     """Uninstall's removals, every path already resolved under the root."""
     steps = []

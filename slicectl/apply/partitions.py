@@ -35,11 +35,11 @@ from slicectl.core.properties.partition import (
     exclusive_steps,
     is_partition,
 )
-from slicectl.host.cgroupfs import read_cgroup_file, read_cgroup_files
+from slicectl.host.cgroup.cgroupfs import read_cgroup_file, read_cgroup_files
 
 if TYPE_CHECKING:
     from slicectl.apply.transaction import Transaction
-    from slicectl.host.systemd import Systemd, UnitState
+    from slicectl.host.systemd.systemd import Systemd, UnitState
 
 EXCLUSIVE = "cpuset.cpus.exclusive"
 PARTITION = "cpuset.cpus.partition"

@@ -29,11 +29,11 @@ from slicectl.core import defaults
 from slicectl.core.errors import SlicectlError
 from slicectl.core.properties.kinds import LiveValue
 from slicectl.core.properties.partition import PartitionState
-from slicectl.host.cgroupfs import read_cgroup_bytes, write_cgroup_file
-from slicectl.host.unitdir import FileChanges, Journal, Manifest, UnitDir
+from slicectl.host.cgroup.cgroupfs import read_cgroup_bytes, write_cgroup_file
+from slicectl.host.files.unitdir import FileChanges, Journal, Manifest, UnitDir
 
 if TYPE_CHECKING:
-    from slicectl.host.systemd import Systemd, UnitState
+    from slicectl.host.systemd.systemd import Systemd, UnitState
 
 
 class ControlDir:

@@ -43,7 +43,9 @@ _REDISCOVER = 60.0  # seconds between full walks of the elastic tenants' slices
 
 
 class _Stop(Exception):
-    """SIGTERM or SIGINT arrived while the balancer waited for its next sample."""
+    """SIGTERM or SIGINT arrived while the balancer waited for its next sample. Not an error,
+    and it never leaves this module (the loop catches it to stop), so it is not in
+    slicectl.core.errors."""
 
 
 class _Signals:
@@ -130,7 +132,7 @@ def run(args: Namespace, config: Config, topo: Topology, options: ApplyOptions, 
         return _run(args, topo, inputs, signals, sleep, out)
     except _Stop:
         pass
-    from slicectl.host.notify import notify
+    from slicectl.host.systemd.notify import notify
 
     notify(STOPPING="1", STATUS="returning the moved tenants to their declared CPUs")
     mover = inputs.planned.mover
@@ -149,8 +151,8 @@ def _rounds(args: Namespace, inputs: Inputs, signals: _Signals,
     from pathlib import Path
 
     from slicectl.core.monitor.cgroupfiles import FILES
-    from slicectl.host.notify import notify
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.sampler import Sampler
+    from slicectl.host.systemd.notify import notify
 
     # Only what a decision reads (the slices' CPU time, cpu.pressure and the CPUs they run
     # on), of the elastic tenants' slices only: BENCHMARKS.md, balance.100.
@@ -197,7 +199,7 @@ def _run(args: Namespace, topo: Topology, inputs: Inputs, signals: _Signals,
     from slicectl.core.balance.balance_input import remember
     from slicectl.core.cpulist import format_cpulist
     from slicectl.core.monitor.metrics import MetricsMemo
-    from slicectl.host.notify import notify
+    from slicectl.host.systemd.notify import notify
 
     p = inputs.planned
     interval, window = p.policy.interval / _US, p.policy.window / _US

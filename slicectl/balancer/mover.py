@@ -1,7 +1,7 @@
 """The balancer's moves made on the host, and undone at its stop (docs/balance.md).
 
 A move is made under the unit directory's one lock (the lock `apply` and `generate` take,
-slicectl.host.lock), taken per move with a timeout and never held between moves: apply waits
+slicectl.host.files.lock), taken per move with a timeout and never held between moves: apply waits
 for one move at most, and a move apply holds off past the timeout is skipped. Under the lock:
 the two tenants' CPUs are read again (a move decided on CPUs that changed since is skipped),
 the state file records the move as under way (write-ahead: if it cannot be written, the move
@@ -31,15 +31,15 @@ from slicectl.core.balance.balance_state import BalanceState
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import SlicectlError
 from slicectl.core.frozen import frozen
-from slicectl.host.balance_state_file import state_or_none, write_state
-from slicectl.host.cgroupfs import read_cgroup_file
-from slicectl.host.unitdir import UnitDir
+from slicectl.host.cgroup.cgroupfs import read_cgroup_file
+from slicectl.host.files.balance_state_file import state_or_none, write_state
+from slicectl.host.files.unitdir import UnitDir
 
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
     from slicectl.core.config.config import Config
     from slicectl.core.plan import Plan
-    from slicectl.host.systemd import Systemd
+    from slicectl.host.systemd.systemd import Systemd
 
 ALLOWED = "AllowedCPUs"
 EFFECTIVE = "cpuset.cpus.effective"
@@ -113,7 +113,7 @@ class Mover:
         return outcomes
 
     async def _make(self, m: Move, held: Mapping[str, frozenset[int]]) -> Outcome:
-        from slicectl.host.systemd import Systemd
+        from slicectl.host.systemd.systemd import Systemd
 
         donor, receiver = self.units[m.donor], self.units[m.receiver]
         async with await Systemd.connect(self.options.bus_address) as sd:
@@ -205,7 +205,7 @@ class Mover:
         return lines
 
     async def _restore(self, state: BalanceState) -> list[str]:
-        from slicectl.host.systemd import Systemd
+        from slicectl.host.systemd.systemd import Systemd
 
         lines = []
         async with await Systemd.connect(self.options.bus_address) as sd:

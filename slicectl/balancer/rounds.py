@@ -160,7 +160,7 @@ class Inputs:
                  planned: Planned) -> None:
         from pathlib import Path
 
-        from slicectl.host.unitdir import MANIFEST_NAME
+        from slicectl.host.files.unitdir import MANIFEST_NAME
 
         self.args, self.topo, self.options, self.planned = args, topo, options, planned
         self.paths = (Path(args.tenants), placed_in(args) / MANIFEST_NAME)

@@ -5,7 +5,7 @@ do: `pipeline.py` (topology, validate, plan, generate, apply), `watch.py` (statu
 record), `advise.py` (lint, recommend), `demo.py` (the synthetic host) and `completion.py`.
 `--help` and `generate` must not import textual or dbus_fast (a test checks); every verb
 imports what it needs inside itself, and `--help` builds only the parser it shows. Exit codes:
-0 ok, 1 error, 2 usage, 3 `plan --exit-code` found differences.
+the table in `common.py` (EXIT_STATUS).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import importlib
 import sys
 from collections.abc import Mapping
 
-from slicectl.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from slicectl.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from slicectl.cli.parser import build_parser, parser_for
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
@@ -96,7 +96,7 @@ def _run(args: Namespace) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as e:  # the last line of defence: no traceback without --debug

@@ -73,7 +73,7 @@ def cmd_lint(args: Namespace) -> int:
     mount = require_unified(args) if args.live else None
     if args.live:  # share-below-cpus counts the host's actual competitors for CPU
         from slicectl.core.errors import SlicectlError
-        from slicectl.host.readers import read_competition
+        from slicectl.host.cgroup.readers import read_competition
 
         try:
             competition = read_competition(config, args.cgroup_root, proc)
@@ -87,8 +87,8 @@ def cmd_lint(args: Namespace) -> int:
     check_target_version(args, config, topology)
     findings = lint(config, topology, competition)
     if args.live:
-        from slicectl.host.cgroupfs import block_device
-        from slicectl.host.readers import crowded_cgroups, oomd_running
+        from slicectl.host.cgroup.cgroupfs import block_device
+        from slicectl.host.cgroup.readers import crowded_cgroups, oomd_running
 
         findings += root_tasks(crowded_cgroups(args.cgroup_root, proc))
         findings += missing_devices(config, lambda path: block_device(path) is not None)
@@ -126,7 +126,7 @@ def _write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
 
     from slicectl.core.advice.recommend import tenant_sizes
     from slicectl.core.config.yamledit import edit_tenants
-    from slicectl.host.atomic import write_atomically
+    from slicectl.host.files.atomic import write_atomically
     from slicectl.host.planning import load_tenants
 
     sizes = tenant_sizes(load_tenants(path), recs)
@@ -164,11 +164,11 @@ def cmd_recommend(args: Namespace) -> int:
 
     head = _parameters(args)
     if args.samples is not None:
-        from slicectl.host.readers import read_samples_csv
+        from slicectl.host.cgroup.readers import read_samples_csv
 
         series = read_samples_csv(args.samples)
     else:
-        from slicectl.host.recorder import load_series
+        from slicectl.host.cgroup.recorder import load_series
 
         series = load_series(args.db or defaults.RECORD_DB)
     recs = recommend(series, args.startup, args.hold, head)

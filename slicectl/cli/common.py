@@ -15,11 +15,13 @@ if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
     from slicectl.core.config.config import Config
     from slicectl.core.placement.topology import Topology
-    from slicectl.host.mounts import Mount
+    from slicectl.host.cgroup.mounts import Mount
 
 # Every exit code of slicectl, with what it means: the man pages' EXIT STATUS is this table.
-# An error exits with its class's exit_code (slicectl.core.errors): EXIT_ERROR, or EXIT_USAGE.
+# An error exits with its class's exit_code (slicectl.core.errors): EXIT_ERROR, or EXIT_USAGE
+# (the core cannot import this front end; tests/test_cli_common.py holds the two together).
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DIFF, EXIT_OFFLINE = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 EXIT_STATUS = (
     (EXIT_OK, "success"),
     (EXIT_ERROR, "an error (the message says what and hints at a fix)"),
@@ -28,6 +30,7 @@ EXIT_STATUS = (
     # planned for a topology only (no host's files or systemd to compare with): neither
     # "matches" (0) nor "differs" (3)
     (EXIT_OFFLINE, "plan --exit-code: nothing was compared (planned for another host)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 
 
@@ -36,7 +39,7 @@ def load_topology(args: Namespace) -> Topology:
     prints, once, what the topology's reader repaired."""
     import sys
 
-    from slicectl.host.sysfs import load_topology as load
+    from slicectl.host.topology.sysfs import load_topology as load
 
     topo = load(getattr(args, "topology", None), getattr(args, "sysfs", None),
                 getattr(args, "proc_root", None))
@@ -61,14 +64,14 @@ def require_unified(args: Namespace) -> Mount | None:
     """Refuse a host that runs cgroup v1 or the hybrid hierarchy at `--cgroup-root` (a
     HierarchyError naming what is mounted there); every verb that touches the live host calls
     it first. Returns the cgroup2 mount (None: the root is a fixture tree, no mount point)."""
-    from slicectl.host.mounts import unified_mount
+    from slicectl.host.cgroup.mounts import unified_mount
 
     return unified_mount(getattr(args, "cgroup_root", None) or defaults.CGROUP_ROOT,
                          getattr(args, "proc_root", None) or defaults.PROC)
 
 
 def _lock_timeout(args: Namespace) -> float:
-    from slicectl.host.lock import LOCK_TIMEOUT
+    from slicectl.host.files.lock import LOCK_TIMEOUT
 
     timeout = getattr(args, "lock_timeout", None)
     return LOCK_TIMEOUT if timeout is None else float(timeout)

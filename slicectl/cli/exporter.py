@@ -31,7 +31,7 @@ def cmd_exporter(args: Namespace) -> int:
         serve,
         write_textfile,
     )
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.sampler import Sampler
 
     web = None
     if args.web_config and args.textfile:

@@ -176,7 +176,7 @@ def _notes(root: Path, prefix: str, steps: list[Step]) -> None:
         _say(f"note: systemd, man and the shells do not look under {prefix}; "
              f"--prefix {PREFIX} is where they do")
     from slicectl.core.errors import OutputError
-    from slicectl.host.rootpath import under_root
+    from slicectl.host.files.rootpath import under_root
 
     for step in steps:
         if "/lib/systemd/system/" in step.path:
@@ -210,7 +210,7 @@ def _reload(root: Path, steps: list[Step], dry_run: bool) -> None:
         return
     import asyncio
 
-    from slicectl.host.systemd import Systemd
+    from slicectl.host.systemd.systemd import Systemd
 
     async def reload() -> None:
         async with await Systemd.connect() as sd:

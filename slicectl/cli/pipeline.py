@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from slicectl.core.config.config import Config
     from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import Plan
-    from slicectl.host.unitdir import FileChanges
+    from slicectl.host.files.unitdir import FileChanges
 
 
 def cmd_topology(args: Namespace) -> int:
@@ -54,7 +54,7 @@ def cmd_topology(args: Namespace) -> int:
     if not (args.sysfs or args.topology):  # this host: record its systemd for other hosts
         from dataclasses import replace
 
-        from slicectl.host.hostinfo import systemd_version
+        from slicectl.host.systemd.hostinfo import systemd_version
 
         topo = replace(topo, systemd_version=systemd_version())
     if args.json:
@@ -77,8 +77,8 @@ def run_live_map(args: Namespace) -> int:
 
     from slicectl.core.monitor.metrics import MetricsMemo
     from slicectl.core.monitor.numa_map import build_live_map, default_tenant_of, live_map_json
-    from slicectl.host.readers import cpu_overrides
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.readers import cpu_overrides
+    from slicectl.host.cgroup.sampler import Sampler
 
     require_unified(args)
     topo = load_topology(args)
@@ -146,7 +146,7 @@ def _host_diff(args: Namespace, config: Config, topo: Topology) -> tuple[
 
     from slicectl.apply.applier import Diff, diff_plan, load_plan
     from slicectl.core.errors import SlicectlError
-    from slicectl.host.unitdir import UnitDir
+    from slicectl.host.files.unitdir import UnitDir
 
     options = apply_options(args, config)
     from slicectl.apply import generator_mode
@@ -192,7 +192,7 @@ def _live_shares(args: Namespace, config: Config, topo: Topology, plan: Plan) ->
 
     from slicectl.core.errors import SlicectlError
     from slicectl.core.shares.contention import predict_shares
-    from slicectl.host.readers import read_competition
+    from slicectl.host.cgroup.readers import read_competition
 
     try:
         competition = read_competition(config, args.cgroup_root, args.proc_root or defaults.PROC)
@@ -286,10 +286,10 @@ def _contents(diff: Diff, files: dict[str, str], unit_dir: str) -> dict[str, dic
 
 def cmd_write(args: Namespace) -> int:
     """`slicectl write TENANTS --from FILE [--check] [--json]`: the mapping into the file,
-    its comments kept (slicectl.host.tenantsfile)."""
+    its comments kept (slicectl.host.files.tenantsfile)."""
     import json
 
-    from slicectl.host.tenantsfile import read_mapping, write_tenants
+    from slicectl.host.files.tenantsfile import read_mapping, write_tenants
 
     change = write_tenants(args.tenants, read_mapping(args.source), args.check)
     if args.json:
@@ -469,9 +469,9 @@ def cmd_generate(args: Namespace) -> int:
 
     from slicectl.core.errors import shown
     from slicectl.core.render import render
-    from slicectl.host.lock import LOCK_TIMEOUT
+    from slicectl.host.files.lock import LOCK_TIMEOUT
+    from slicectl.host.files.unitdir import Manifest, UnitDir
     from slicectl.host.planning import plan_for_host
-    from slicectl.host.unitdir import Manifest, UnitDir
 
     config = load_config(args)
     topo = load_topology(args)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from slicectl.core.config.config import Config
     from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import ScheduleCommand
-    from slicectl.host.systemd_calendar import InForce
+    from slicectl.host.systemd.systemd_calendar import InForce
 
 
 def check_target_version(args: Namespace, config: Config, topo: Topology) -> None:
@@ -28,14 +28,14 @@ def check_target_version(args: Namespace, config: Config, topo: Topology) -> Non
     elif not (getattr(args, "topology", None) or getattr(args, "sysfs", None)):
         import os
 
-        from slicectl.host.hostinfo import systemd_version
+        from slicectl.host.systemd.hostinfo import systemd_version
 
         check_version(config, systemd_version(), "systemd on this host", os.uname().release)
 
 
 def in_force(config: Config) -> bool:
     """Whether `config`'s profile is the one its schedule has in force now; says so if not."""
-    from slicectl.host import systemd_calendar
+    from slicectl.host.systemd import systemd_calendar
 
     now = systemd_calendar.in_force(config.schedule, base_name=_base_name(config))
     if now.profile == config.profile:
@@ -65,7 +65,7 @@ def schedule_json(config: Config) -> dict[str, object]:
     """`plan --json`'s "schedule": each timer's next elapse, and the profile in force now."""
     from time import gmtime, strftime
 
-    from slicectl.host import systemd_calendar
+    from slicectl.host.systemd import systemd_calendar
 
     def stamp(t: float | None) -> str | None:
         return None if t is None else strftime("%Y-%m-%dT%H:%M:%SZ", gmtime(t))

@@ -1,8 +1,8 @@
 """The verbs that watch the host: status, top, tui and record (DESIGN §7).
 
-Each samples cgroupfs through `slicectl.host.sampler`, computes with `slicectl.core.monitor.metrics`
-and prints through `slicectl.views.monitor`'s render layer (status, top), the TUI, or SQLite
-(record).
+Each samples cgroupfs through `slicectl.host.cgroup.sampler`, computes with
+`slicectl.core.monitor.metrics` and prints through `slicectl.views.monitor`'s render layer (status,
+top), the TUI, or SQLite (record).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ if TYPE_CHECKING:
     from rich.live import Live
 
     from slicectl.core.monitor.metrics import MetricsMemo, NodeCpus
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.sampler import Sampler
 
 
 def _warn_too_deep(sampler: Sampler) -> None:
     """Say once, on stderr, which cgroups discovery left out for their path length."""
-    from slicectl.host.sampler import too_deep_warning
+    from slicectl.host.cgroup.sampler import too_deep_warning
 
     if sampler.too_deep:
         print(f"warning: {too_deep_warning(sampler.root, sampler.too_deep)}", file=sys.stderr)
@@ -49,7 +49,7 @@ def run_status(
     from slicectl.views.monitor import render_table, status_json
 
     out = out or sys.stdout  # looked up now: tests (and callers) may have replaced it
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.sampler import Sampler
 
     with Sampler(cgroup_root) as sampler:
         _warn_too_deep(sampler)
@@ -166,7 +166,7 @@ def run_top(
     from rich.live import Live
 
     from slicectl.core.monitor.metrics import MetricsMemo
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.sampler import Sampler
 
     def pause(seconds: float) -> bool:
         sleep(seconds)
@@ -203,8 +203,8 @@ def run_record(
     `node_cpus`: the host's NUMA nodes and their CPUs, for memory locality."""
     from pathlib import Path
 
-    from slicectl.host.recorder import open_db, record_round
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.recorder import open_db, record_round
+    from slicectl.host.cgroup.sampler import Sampler
 
     rounds = 1 if once else iterations
     conn = open_db(db)
@@ -237,7 +237,7 @@ def host_node_cpus(sysfs: str | None = None, proc_root: str | None = None
     from slicectl.core.defaults import SYSFS
     from slicectl.core.errors import TopologyError
     from slicectl.core.monitor.metrics import cpus_by_node
-    from slicectl.host.sysfs import read_topology
+    from slicectl.host.topology.sysfs import read_topology
 
     try:
         return cpus_by_node(read_topology(sysfs or SYSFS, proc_root))

@@ -2,6 +2,11 @@
 
 The CLI's single handler in `main()` prints `error: MESSAGE` and `hint: HINT` and maps the
 class to an exit code; tracebacks are shown only with `--debug`.
+
+Below the hierarchy, the exceptions the package raises and catches itself (never shown to a
+user as they are): a caller turns each into a `SlicectlError` or a fallback. Every exception
+class of the package is here, but a few that never leave their module (tests/test_layers.py
+lists them with the reason each stays).
 """
 
 from __future__ import annotations
@@ -140,3 +145,28 @@ class RecordError(SlicectlError):
 
 class RecommendError(SlicectlError):
     """The samples could not be read, or the suggestions could not be written."""
+
+
+# Exceptions the package catches itself.
+
+
+class ValueHint(ValueError):
+    """A value refused with a hint of what to write instead (config shows the hint)."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class LockTimeout(Exception):
+    """A unit directory stayed locked by another run for the whole wait
+    (slicectl.host.files.lock); the unit directory reports it as an OutputError naming `holder`."""
+
+    def __init__(self, holder: str) -> None:
+        super().__init__(holder)
+        self.holder = holder
+
+
+class InotifyUnavailable(OSError):
+    """This process cannot use inotify (slicectl.host.cgroup.inotify); the sampler then reads every
+    `cgroup.events` instead."""

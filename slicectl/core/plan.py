@@ -22,7 +22,7 @@ from slicectl.core.config.values import RamShare, format_memory, format_size, me
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.errors import PlacementError, RenderError, shown
 from slicectl.core.frozen import frozen
-from slicectl.core.placement.layout import Layout, Move, TenantPlacement
+from slicectl.core.placement.layout import Layout, RepackMove, TenantPlacement
 from slicectl.core.placement.placement import place
 from slicectl.core.placement.protection import FIX, SOURCE, node_overcommit, overcommit, protects
 from slicectl.core.placement.topology import Topology
@@ -222,7 +222,7 @@ class Plan:
                 for t in d["tenants"]
             ),
             notes=tuple(d.get("placement_notes", ())),
-            moves=tuple(Move.from_json(m) for m in d.get("moves", ())),
+            moves=tuple(RepackMove.from_json(m) for m in d.get("moves", ())),
         )
         units = tuple(UnitPlan.from_json(u) for u in d["units"])
         shares = None

@@ -4,7 +4,7 @@ It mimics what slicectl relies on (org.freedesktop.systemd1(5)): the Manager cal
 JobRemoved signal, unit objects with the Unit interface and the unit type's cgroup interface,
 systemd's own validation of a few values, 8-byte padded masks and UINT64_MAX for "unset".
 Its property table is written out here on purpose, apart from slicectl's, so a wrong
-signature in slicectl.host.systemd fails the tests instead of agreeing with itself.
+signature in slicectl.host.systemd.systemd fails the tests instead of agreeing with itself.
 
 Why this module runs past 400 lines: it is a second, independent property table and Manager,
 kept apart from slicectl's on purpose (above), and systemd's own checks of the values it mimics.

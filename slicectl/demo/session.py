@@ -101,7 +101,7 @@ class DemoPaths:
 def prepare(folder: Path) -> DemoPaths:
     """Make `folder` (new, or empty) a demo's: tenants.yaml, the topology, its sysfs tree."""
     from slicectl.demo.sysfs_tree import write_sysfs
-    from slicectl.host.sysfs import load_topology_file
+    from slicectl.host.topology.sysfs import load_topology_file
 
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise UsageError(f"{folder}: exists and is not an empty directory",
@@ -248,8 +248,8 @@ def running_demo(folder: Path, *, keep: bool = False) -> Iterator[Demo]:
     import os
 
     from slicectl.demo.bus import PrivateBus
-    from slicectl.host.lock import LOCK_DIR_ENV
-    from slicectl.host.sysfs import read_topology
+    from slicectl.host.files.lock import LOCK_DIR_ENV
+    from slicectl.host.topology.sysfs import read_topology
 
     with ExitStack() as stack:
         if not keep:

@@ -1,5 +1,5 @@
 """The demo host's sysfs tree, written from its topology (`host.json`): the files
-slicectl.host.sysfs reads, so `--sysfs` works on the demo as on a real host."""
+slicectl.host.topology.sysfs reads, so `--sysfs` works on the demo as on a real host."""
 
 from __future__ import annotations
 

@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from slicectl.apply.host_diff import host_diff, managed_units, unit_of
 from slicectl.core.errors import SlicectlError
 from slicectl.core.properties.live_values import desired
-from slicectl.host.balance_state_file import state_or_none
-from slicectl.host.unitdir import UnitDir
+from slicectl.host.files.balance_state_file import state_or_none
+from slicectl.host.files.unitdir import UnitDir
 
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
     from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import Plan
-    from slicectl.host.systemd import Systemd
+    from slicectl.host.systemd.systemd import Systemd
 
 T = TypeVar("T")
 # A scrape waits this long for systemd at most; Prometheus' default scrape timeout is 10 s.
@@ -108,7 +108,7 @@ class DriftWatch:
             raise SlicectlError(f"systemd did not answer within {DBUS_TIMEOUT_S:g} s", "") from e
 
     async def _rows(self) -> list[tuple[tuple[str, str], float]]:
-        from slicectl.host.systemd import Systemd
+        from slicectl.host.systemd.systemd import Systemd
 
         placed = self.placed
         try:

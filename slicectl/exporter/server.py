@@ -93,7 +93,7 @@ from slicectl.exporter.families import (
 )
 from slicectl.exporter.process_metrics import ProcessMetrics
 from slicectl.exporter.webconfig import WebConfig
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 
 # The `source` of an error reading the balancer's state file.
 BALANCE_SOURCE = "balance-state"
@@ -313,7 +313,7 @@ def manifest_tenants(unit_dir: Path) -> dict[str, str]:
     """Unit name -> tenant of the slices slicectl generated in `unit_dir` (its manifest):
     PARENT-NAME.slice where PARENT.slice is slicectl's too. Empty when there is none."""
     from slicectl.core.config.tenants import slice_tenant
-    from slicectl.host.unitdir import UnitDir
+    from slicectl.host.files.unitdir import UnitDir
 
     try:
         files = UnitDir(unit_dir).manifest().files
@@ -408,7 +408,7 @@ class SliceCollector(Collector):
     def _balance(self) -> BalanceState | None:
         """The balancer's state; None (its series left out, an error counted) when the file
         cannot be read or is not a state."""
-        from slicectl.host.balance_state_file import read_state
+        from slicectl.host.files.balance_state_file import read_state
 
         try:
             return read_state(self.balance_state)

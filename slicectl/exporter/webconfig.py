@@ -21,7 +21,7 @@ verifies every client certificate it asks for, so it cannot accept one unverifie
 Settings no client could complete a handshake with (min_version above max_version, versions
 OpenSSL has no cipher for, a key that is not the certificate's) are refused at start: the
 server's context is built and shaken hands with in memory. Run as root, the file and the PEM
-files it names must be root's and writable by no one else (`slicectl.host.trust`).
+files it names must be root's and writable by no one else (`slicectl.host.files.trust`).
 
 Every problem of the file is reported at once, located by line (`ConfigError`). The file is
 read when the exporter starts, unlike the toolkit, which reads it at every request: a new
@@ -167,7 +167,7 @@ class _Checker:
 
     def trusted(self, node: Any, key: str, where: str, path: Path) -> bool:
         """Whether root may read `path` (`check_trusted`); a problem at `key` if not."""
-        from slicectl.host.trust import check_trusted
+        from slicectl.host.files.trust import check_trusted
 
         try:
             check_trusted(str(path), shown(path) if key else "the web-config file")

@@ -8,7 +8,7 @@ happens, and logs), write a partial set of units, write outside its output folde
 no lock file, no HOME needed), talk to D-Bus, or take long. It runs as root, so it also never
 crashes on what it reads and never acts on what another user could have written: tenants.yaml
 is read only when it is a regular file of bounded size that only root can write (with its
-folders: slicectl.host.trust), the record only once its files match its own manifest's
+folders: slicectl.host.files.trust), the record only once its files match its own manifest's
 digests, and placing runs in a child process stopped after PLAN_TIMEOUT, so that a crash
 there (even by a signal) still leaves the fallback written and a line in the kernel log. Its
 output is written through fresh temporary files renamed into place: a link in the output
@@ -17,12 +17,12 @@ refused as `plan` refuses them. Its inputs:
 
 - tenants.yaml: `$SLICECTL_TENANTS`, else /etc/slicectl/tenants.yaml;
 - the topology: the sysfs tree `$SLICECTL_SYSFS`, else /sys;
-- the last good placement recorded beside tenants.yaml (slicectl.host.placement_record):
+- the last good placement recorded beside tenants.yaml (slicectl.host.files.placement_record):
   tenants keep their CPUs from boot to boot, and when nothing changed since it was recorded
   (the common case) its files are copied without planning at all.
 
 When tenants.yaml is missing, invalid or does not fit the topology, or the host runs cgroup v1
-or the hybrid hierarchy (slicectl.host.mounts; read from the mount table of the proc beside
+or the hybrid hierarchy (slicectl.host.cgroup.mounts; read from the mount table of the proc beside
 the sysfs root), the recorded placement is written whole (a slice whose unit disappears on a
 reload stays active with its cpuset gone, so a typo must not unpin running tenants), the
 located error goes to the kernel log (a generator's stderr is lost; `journalctl -b` shows
@@ -69,7 +69,7 @@ def generate_into(out: str, tenants: str, sysfs: str) -> str:
     written: "recorded" (nothing changed since the record), "placed", "fallback" or
     "nothing"."""
     from slicectl.core.errors import SlicectlError
-    from slicectl.host import placement_record as record
+    from slicectl.host.files import placement_record as record
 
     last = _last_record(tenants)
     try:
@@ -104,7 +104,7 @@ def _require_unified(sysfs: str) -> None:
     has it. systemd mounts it before it runs generators."""
     from pathlib import Path
 
-    from slicectl.host.mounts import unified_mount
+    from slicectl.host.cgroup.mounts import unified_mount
 
     root = Path(sysfs)
     unified_mount(root / "fs" / "cgroup", root.parent / "proc", refuse_empty=False)
@@ -115,7 +115,7 @@ def _last_record(tenants: str) -> tuple[str, dict[str, bytes], bytes] | None:
     is what slicectl recorded (placement_record.verified_files); a record that has not is
     logged and not used."""
     from slicectl.core.defaults import MANIFEST_NAME
-    from slicectl.host import placement_record as record
+    from slicectl.host.files import placement_record as record
 
     last = record.recorded(tenants)
     if last is None:
@@ -131,7 +131,7 @@ def _tenants_bytes(tenants: str) -> bytes | None:
     """tenants.yaml's bytes, None when there is none; a file that is not regular, too large,
     or that another user could have written (run as root) raises ConfigError."""
     from slicectl.core.config.yamldoc import MAX_TEXT
-    from slicectl.host.trust import read_bounded
+    from slicectl.host.files.trust import read_bounded
 
     if not os.path.lexists(tenants):
         return None
@@ -139,7 +139,8 @@ def _tenants_bytes(tenants: str) -> bytes | None:
 
 
 class _Failed(Exception):
-    """Planning failed; the message says why, for the log."""
+    """Planning failed; the message says why, for the log. It never leaves this module (the
+    generator catches it and writes its fallback), so it is not in slicectl.core.errors."""
 
 
 def _placed_apart(tenants: str, sysfs: str, last: dict[str, bytes] | None
@@ -207,10 +208,10 @@ def _placed(tenants: str, sysfs: str, last: dict[str, bytes] | None) -> dict[str
     from pathlib import Path
 
     from slicectl.core.properties.versions import check_version
-    from slicectl.host.hostinfo import systemd_version
+    from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest
     from slicectl.host.planning import generator_command, generator_files, load_tenants
-    from slicectl.host.sysfs import read_topology
-    from slicectl.host.unitdir import MANIFEST_NAME, Manifest
+    from slicectl.host.systemd.hostinfo import systemd_version
+    from slicectl.host.topology.sysfs import read_topology
 
     # No calendar check: it runs systemd-analyze, and the timers check their own calendars.
     config = load_tenants(tenants, check_schedule=False)
@@ -228,7 +229,7 @@ def _placed(tenants: str, sysfs: str, last: dict[str, bytes] | None) -> dict[str
 
 def _fallback(out: str, last: tuple[str, dict[str, bytes], bytes] | None, why: str) -> str:
     """The recorded placement, whole, or nothing without one; the reason logged and kept."""
-    from slicectl.host import placement_record as record
+    from slicectl.host.files import placement_record as record
 
     if last is not None:
         record.write_files(out, last[1], sync=False)

@@ -20,7 +20,7 @@ from slicectl.core.errors import ConfigError, Problem, shown
 if TYPE_CHECKING:
     from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import Plan, ScheduleCommand
-    from slicectl.host.unitdir import Manifest
+    from slicectl.host.files.unitdir import Manifest
 
 __all__ = ["generator_command", "generator_files", "load_tenants", "plan_for_host",
            "read_text"]
@@ -31,9 +31,9 @@ def read_text(path: str) -> str:
 
     Only a regular file is read (a FIFO or a device is refused without blocking), at most
     yamldoc.MAX_TEXT of it, and, run as root, only one no other user could have written
-    (slicectl.host.trust)."""
+    (slicectl.host.files.trust)."""
     from slicectl.core.config.yamldoc import MAX_TEXT
-    from slicectl.host.trust import read_bounded
+    from slicectl.host.files.trust import read_bounded
 
     name = shown(path)  # bytes that are not UTF-8 as \xNN, on one line
     raw = read_bounded(path, "tenants.yaml", MAX_TEXT)
@@ -70,7 +70,7 @@ def load_tenants(path: str, profile: str | None = None, *, check_schedule: bool 
 def _check_schedule(config: Config, warn: Callable[[str], None] | None) -> None:
     """Calendar events systemd does not understand, or two profiles at one moment, are
     located errors."""
-    from slicectl.host import systemd_calendar
+    from slicectl.host.systemd import systemd_calendar
 
     if not systemd_calendar.available():
         if warn is not None:
@@ -97,7 +97,7 @@ def plan_for_host(config: Config, topology: Topology, unit_dir: Path | None,
     if manifest is not None:
         placements = manifest.placements
     elif unit_dir is not None:
-        from slicectl.host.unitdir import UnitDir
+        from slicectl.host.files.unitdir import UnitDir
 
         placements = UnitDir(unit_dir).manifest().placements
     return build_plan(config, topology, placements, command, shares=shares, repack=repack,
@@ -130,7 +130,7 @@ def generator_files(config: Config, topology: Topology, previous: Manifest | Non
     generator at boot, where nothing runs yet, may re-pack, and place a tenant over nodes
     when CPUs are gone); `said` is told each move of a re-pack and each such split."""
     from slicectl.core.render import render
-    from slicectl.host.unitdir import MANIFEST_NAME, Manifest, manifest_text
+    from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest, manifest_text
 
     plan = plan_for_host(config, topology, None, command, shares=False, manifest=previous,
                          repack=repack, may_split=may_split)

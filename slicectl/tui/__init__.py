@@ -16,7 +16,7 @@ from slicectl.core.errors import SlicectlError
 if TYPE_CHECKING:
     from slicectl.apply.applier import ApplyOptions
     from slicectl.core.placement.topology import Topology
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.sampler import Sampler
     from slicectl.tui.settings import TuiSettings
 
 __all__ = ["run_tui", "tui_sampler", "tui_settings"]
@@ -29,7 +29,7 @@ UNSHOWN_FILES = frozenset({"io.stat"})
 def tui_sampler(cgroup_root: Path) -> Sampler:
     """The sampler `slicectl tui` reads with: the slices and the services and scopes in them
     (the tree shows them), without `UNSHOWN_FILES`; raises SamplerError (no cgroup v2 root)."""
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.sampler import Sampler
 
     return Sampler(Path(cgroup_root), units=True, skip=UNSHOWN_FILES)
 
@@ -57,7 +57,7 @@ def tui_settings(tenants: str | None, cgroup_root: Path,
         config = load_tenants(tenants)
     topology, topology_error = None, ""
     try:
-        from slicectl.host.sysfs import load_topology
+        from slicectl.host.topology.sysfs import load_topology
 
         topology = load_topology(topology_file, sysfs, None if proc_root is None else
                                  str(proc_root))
@@ -73,7 +73,7 @@ def tui_settings(tenants: str | None, cgroup_root: Path,
     if topology is not None and topology.total_memory:
         memory = topology.total_memory
     else:
-        from slicectl.host.sysfs import host_memory
+        from slicectl.host.topology.sysfs import host_memory
 
         memory = host_memory(proc)
     version, source = _target_systemd(systemd_version, topology, topology_file)
@@ -92,7 +92,7 @@ def _target_systemd(asked: int | None, topology: Topology | None, topology_file:
         return topology.systemd_version, f"recorded in {topology.source}"
     if topology_file is not None:
         return None, ""  # another host's topology that does not say: unknown
-    from slicectl.host.hostinfo import systemd_version
+    from slicectl.host.systemd.hostinfo import systemd_version
 
     return systemd_version(), "systemd on this host"
 

@@ -29,7 +29,7 @@ from slicectl.core import defaults
 from slicectl.core.errors import ApplyError, SlicectlError
 from slicectl.core.monitor.metrics import MetricsMemo, SliceMetrics
 from slicectl.core.monitor.samples import Snapshot
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 from slicectl.tui.messages import (
     Applied,
     ApplyRefused,
@@ -175,7 +175,7 @@ class SlicectlApp(App[int]):
     def _balance(self) -> dict[str, str]:
         """The elastic tenants' sizes now and declared, from the balancer's state file (none
         when it has not run or cannot be read)."""
-        from slicectl.host.balance_state_file import state_or_none
+        from slicectl.host.files.balance_state_file import state_or_none
         from slicectl.views.monitor import balance_labels
 
         options, config = self.settings.options, self.settings.config
@@ -476,7 +476,7 @@ class SlicectlApp(App[int]):
     def _apply(self) -> None:
         """Apply the pending change in a thread with its own event loop (as `_plan`)."""
         from slicectl.apply.applier import apply_plan
-        from slicectl.host.atomic import write_atomically
+        from slicectl.host.files.atomic import write_atomically
 
         p, options, topo = self._pending, self.settings.options, self.settings.topology
         assert p is not None and options is not None and topo is not None

@@ -48,7 +48,7 @@ def cpu_shares(settings: TuiSettings, base: Config | None, profile: str | None
     if plan is None or base is None or settings.topology is None:
         return None
     from slicectl.core.shares.contention import predict_shares
-    from slicectl.host.readers import read_competition
+    from slicectl.host.cgroup.readers import read_competition
 
     config = base.with_profile(profile)
     try:
@@ -60,7 +60,7 @@ def cpu_shares(settings: TuiSettings, base: Config | None, profile: str | None
 
 def cpu_overrides(settings: TuiSettings, config: Config | None) -> dict[str, str]:
     """Tenants whose CPUs `systemctl set-property` overrides: tenant -> its file."""
-    from slicectl.host.readers import cpu_overrides as read_overrides
+    from slicectl.host.cgroup.readers import cpu_overrides as read_overrides
 
     if config is None:
         return {}

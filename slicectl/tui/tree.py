@@ -24,7 +24,7 @@ INHERITED = "↑"  # marks a limit that comes from an ancestor
 
 
 @dataclass(frozen=True, slots=True)
-class Limit:
+class EffectiveLimit:
     """An effective limit and the cgroup it comes from (None: the slice's own)."""
 
     value: float | None  # None: unlimited
@@ -35,9 +35,9 @@ class Limit:
 class Effective:
     """The limits that bind a slice, given its ancestors'."""
 
-    memory_high: Limit
-    memory_max: Limit
-    quota_cores: Limit
+    memory_high: EffectiveLimit
+    memory_max: EffectiveLimit
+    quota_cores: EffectiveLimit
 
 
 # Not frozen: these are built by the hundred on every refresh, and a frozen dataclass's
@@ -72,11 +72,11 @@ def parent_of(cgroup: str, known: Iterable[str] | set[str]) -> str | None:
             return path
 
 
-def _tighter(own: float | None, inherited: Limit, parent: str | None) -> Limit:
+def _tighter(own: float | None, inherited: EffectiveLimit, parent: str | None) -> EffectiveLimit:
     """The smaller of a slice's own limit and its parent's effective one."""
     if inherited.value is not None and (own is None or inherited.value < own):
-        return Limit(inherited.value, inherited.source or parent)
-    return Limit(own)
+        return EffectiveLimit(inherited.value, inherited.source or parent)
+    return EffectiveLimit(own)
 
 
 def effective_limits(metrics: Sequence[SliceMetrics]) -> dict[str, Effective]:
@@ -86,7 +86,7 @@ def effective_limits(metrics: Sequence[SliceMetrics]) -> dict[str, Effective]:
     for m in sorted(metrics, key=lambda m: m.cgroup.count("/")):  # parents first
         parent = parent_of(m.cgroup, by_path)
         above = out.get(parent) if parent is not None else None
-        none = Limit(None)
+        none = EffectiveLimit(None)
         out[m.cgroup] = Effective(
             memory_high=_tighter(_num(m.memory_high), above.memory_high if above else none,
                                  parent),
@@ -191,7 +191,7 @@ def with_children(metrics: Sequence[SliceMetrics]) -> set[str]:
     return {p for m in metrics if (p := parent_of(m.cgroup, by_path)) is not None}
 
 
-def _limit_text(limit: Limit, size: bool) -> str:
+def _limit_text(limit: EffectiveLimit, size: bool) -> str:
     if limit.value is None:
         text = NO_LIMIT_CELL if size else "-"
     else:

@@ -90,8 +90,8 @@ def test_a_task_entering_an_idle_slice_is_seen_at_the_next_sample() -> None:
     cgroup.events (kernfs marks it modified when a task comes or goes) is what tells. On the
     real kernel: the event comes when a task enters and when it leaves, and the sample after
     it shows the task, then none."""
-    from slicectl.host.inotify import Modified
-    from slicectl.host.sampler import Sampler
+    from slicectl.host.cgroup.inotify import Modified
+    from slicectl.host.cgroup.sampler import Sampler
 
     cg = Path("/sys/fs/cgroup/evtest.slice")
     cg.mkdir()

@@ -149,7 +149,7 @@ def test_help_and_version_work_on_the_guests_python() -> None:
 
 
 def test_unit_object_paths_are_computed_as_systemd_names_them() -> None:
-    from slicectl.host.systemd import unit_object_path
+    from slicectl.host.systemd.systemd import unit_object_path
 
     for unit in ("getty@tty1.service", "system.slice", "init.scope", "user.slice", "dbus.service",
                  "systemd-journald.service"):

@@ -16,7 +16,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Static
 
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 from slicectl.tui import tui_settings
 from slicectl.tui.app import SlicectlApp
 from slicectl.tui.components.slice_table import SliceTable

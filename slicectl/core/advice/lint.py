@@ -1,8 +1,8 @@
 """The lint rules: tenants.yaml against what published studies found about cgroups (docs/lint.md).
 
 Pure: `lint(config, topology)` checks the configuration, `root_tasks(cgroups)` the live
-processes that `slicectl.host.readers.crowded_cgroups` found (`lint --live`); `slicectl lint` itself
-lives in the CLI (slicectl/cli/advise.py). Every finding names its rule, a fix and its source
+processes that `slicectl.host.cgroup.readers.crowded_cgroups` found (`lint --live`); `slicectl lint`
+itself lives in the CLI (slicectl/cli/advise.py). Every finding names its rule, a fix and its source
 (one of the studies in docs/background.md, or a systemd man page).
 
 Why this module runs past 400 lines: it is the rule table; each rule is a short function with
@@ -460,7 +460,7 @@ def lint(config: Config, topology: Topology | None,
 @frozen
 class CrowdedCgroup:
     """The root cgroup or a slice with child cgroups and processes of its own (not kernel
-    threads), as `slicectl.host.readers.crowded_cgroups` reads it."""
+    threads), as `slicectl.host.cgroup.readers.crowded_cgroups` reads it."""
 
     procs_file: str  # its cgroup.procs, where the finding points
     slice: str | None  # the slice's name; None for the root cgroup

@@ -4,8 +4,8 @@ The footprint is anon + active_file (001: "RSS + active_file"), measured after s
 anomalies that do not last discarded: a level counts only if it is held for `hold_s` (10 min).
 memory_max = sustained footprint + headroom (1G); memory_high halfway into the headroom;
 memory_low = the footprint, because a limit is not a reservation (001 pitfall 1).
-`recommend()` is pure: the samples come from `slicectl.host.recorder` (SQLite) or
-`slicectl.host.readers` (CSV), and `slicectl recommend` prints and writes them in the CLI
+`recommend()` is pure: the samples come from `slicectl.host.cgroup.recorder` (SQLite) or
+`slicectl.host.cgroup.readers` (CSV), and `slicectl recommend` prints and writes them in the CLI
 (docs/recommend.md).
 """
 

@@ -201,20 +201,6 @@ def _first_move(receiver: _State, donors: Sequence[_State], topo: Topology,
     return None
 
 
-def apply_moves(tenants: Iterable[Elastic], moves: Iterable[Move], now: float
-                ) -> list[Elastic]:
-    """The tenants after `moves` (CPUs handed over, `last_move` set): what the next
-    interval's decision starts from."""
-    from dataclasses import replace
-
-    by_name = {t.name: t for t in tenants}
-    for m in moves:
-        d, r = by_name[m.donor], by_name[m.receiver]
-        by_name[m.donor] = replace(d, cpus=d.cpus - m.cpus, last_move=now)
-        by_name[m.receiver] = replace(r, cpus=r.cpus | m.cpus, last_move=now)
-    return list(by_name.values())
-
-
 # --- the plan-time check ----------------------------------------------------------------
 
 

@@ -113,13 +113,6 @@ def remember(history: History, new: Mapping[str, Reading], now: float,
     return out
 
 
-def elastic_tenants(config: Config, layout: Layout, history: History,
-                    last_moves: Mapping[str, float] | None = None,
-                    held: Mapping[str, frozenset[int]] | None = None) -> list[Elastic]:
-    """BalanceInput.tenants, for one round."""
-    return BalanceInput(config, layout).tenants(history, last_moves, held)
-
-
 def untouchable(config: Config, layout: Layout) -> tuple[frozenset[int], frozenset[int]]:
     """(housekeeping, fixed tenants') CPUs: decide()'s CPUs that never move."""
     return layout.housekeeping, fixed_cpus(config, layout)

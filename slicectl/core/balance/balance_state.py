@@ -2,8 +2,8 @@
 holds now, its moves by direction and its last move; the JSON of the state file; and whether
 a tenant's live CPUs are a state the balancer left (balanced) rather than drift.
 
-The file (slicectl.host.balance_state_file) is written by the balancer before every move (the move
-recorded as under way: each of its two tenants may then hold its CPUs before the move or
+The file (slicectl.host.files.balance_state_file) is written by the balancer before every move (the
+move recorded as under way: each of its two tenants may then hold its CPUs before the move or
 after it), after it (made, or not), by a stop of the balancer and by `apply` (both put every
 tenant back to its declared CPUs); `plan`, the exporter and the TUI read it. Times are
 wall-clock seconds (time.time): the file outlives the process that wrote it.

@@ -273,7 +273,7 @@ def _parse_profiles(
 
 def _calendars(value: Any) -> tuple[str, ...]:
     """One calendar expression or a list of them: single lines of text (systemd checks their
-    syntax: slicectl.host.systemd_calendar)."""
+    syntax: slicectl.host.systemd.systemd_calendar)."""
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not items or not all(
             isinstance(v, str) and v.strip() for v in items):

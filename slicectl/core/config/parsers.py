@@ -21,7 +21,6 @@ from slicectl.core.config.values import (
     MemorySize,
     Size,
     TaskShare,
-    ValueHint,
     check_ascii,
     format_duration_us,
     parse_duration_us,
@@ -30,6 +29,7 @@ from slicectl.core.config.values import (
     quote,
 )
 from slicectl.core.cpulist import parse_cpulist
+from slicectl.core.errors import ValueHint
 
 # Whole-string matches: `$` alone would accept a final newline ("db1\n").
 TENANT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_]*")
@@ -40,7 +40,7 @@ UNIT_TYPES = ("service", "socket", "mount", "swap", "slice", "scope", "timer", "
 SLICE_MEMBER_TYPES = ("service", "socket", "mount", "swap")
 CONFINE_TYPES = ("slice", "service", "scope", "socket", "mount", "swap")
 # A file name is at most 255 bytes (NAME_MAX). slicectl writes UNIT and UNIT.d/ and, beside
-# each file, a temporary ".UNIT.XXXXXXXX.slicectl-tmp" (slicectl.host.atomic): 23 bytes more.
+# each file, a temporary ".UNIT.XXXXXXXX.slicectl-tmp" (slicectl.host.files.atomic): 23 bytes more.
 NAME_MAX: Final = 255
 TEMP_NAME_EXTRA: Final = 23
 MAX_UNIT_FILE_NAME: Final = NAME_MAX - TEMP_NAME_EXTRA

@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Final, Literal
 
+from slicectl.core.errors import ValueHint
 from slicectl.core.frozen import frozen
 
 
@@ -62,7 +63,7 @@ UINT32_MAX: Final = 2**32 - 1
 
 
 @frozen
-class Share:
+class ShareValue:
     """A share written as systemd writes one (systemd.resource-control(5)): kept in permyriad
     (1/10,000) with the spelling it was written in ("50%", "505‰", "5050‱"), so a unit file
     says what tenants.yaml says and systemd on the target resolves it against what it finds
@@ -92,7 +93,7 @@ class Share:
 
 
 @frozen
-class RamShare(Share):
+class RamShare(ShareValue):
     """A share of the host's physical memory, as systemd reads "50%" in a memory property."""
 
     def bytes_of(self, ram: int) -> int:
@@ -108,7 +109,7 @@ class RamShare(Share):
 
 
 @frozen
-class TaskShare(Share):
+class TaskShare(ShareValue):
     """A share of the kernel's task limit, as systemd reads TasksMax=50%: systemd resolves
     it against system_tasks_max() of its limits-util.c, the least of kernel.threads-max,
     kernel.pid_max - 1 and the root cgroup's pids.max (`kinds.HostLimits.tasks`)."""
@@ -195,14 +196,6 @@ def parse_task_share(value: str) -> TaskShare | None:
     `value` is not written as a share; ValueHint for a share systemd refuses."""
     parsed = _parse_share(value, "the task limit", "the kernel's task limit", TASK_LIMIT_TEXT)
     return None if parsed is None else TaskShare(*parsed)
-
-
-class ValueHint(ValueError):
-    """A value refused with a hint of what to write instead (config shows the hint)."""
-
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
 
 
 # The characters beyond ASCII that systemd reads in a value: the per-mille and per-ten-

@@ -64,13 +64,6 @@ def _start(node: Any) -> Lines:
 _LOADERS: dict[bool, Any] = {}
 
 
-def c_parser_available() -> bool:
-    """Whether ruamel found libyaml's parser (ruamel.yaml.clib)."""
-    import ruamel.yaml.main
-
-    return getattr(ruamel.yaml.main, "CParser", None) is not None
-
-
 def _loader(pure: bool) -> Any:
     """ruamel's safe loader building LineMap/LineSeq (made once per process)."""
     if pure in _LOADERS:
@@ -202,7 +195,10 @@ def _unreadable_error() -> type[Exception]:
     from ruamel.yaml.constructor import ConstructorError
 
     class UnreadableScalar(ConstructorError):
-        """A scalar of a known tag whose text the tag's constructor refused."""
+        """A scalar of a known tag whose text the tag's constructor refused. It stays here,
+        not in slicectl.core.errors: it subclasses ruamel's ConstructorError (so ruamel's
+        loader treats it as its own), and ruamel is imported only when a YAML file is read,
+        never when the errors are."""
 
     return UnreadableScalar
 

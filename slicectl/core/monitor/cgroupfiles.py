@@ -1,8 +1,8 @@
 """The cgroup v2 interface files slicectl samples, and how each parses (pure, no I/O).
 
 `FILES` declares every file once: its name, the `samples.CgroupSample` fields it fills and the
-parser from the bytes the kernel shows to those values. The sampler (`slicectl.host.sampler`) opens,
-reads and re-reads them in this order; this module turns what it read into a sample. Parsing
+parser from the bytes the kernel shows to those values. The sampler (`slicectl.host.cgroup.sampler`)
+opens, reads and re-reads them in this order; this module turns what it read into a sample. Parsing
 is bytes-level, without regexes, to keep allocations per sample low, and garbage (not a number,
 out of range, not UTF-8, truncated) reads as unknown, None: a parser raises ValueError at worst,
 caught once per file, never per sample. Which fields held garbage (rather than being absent or

@@ -1,7 +1,7 @@
 """What one read of the cgroup tree holds: the sampler fills these, metrics read them.
 
-Plain immutable values, no I/O (DESIGN.md §1, §7): the sampler (`slicectl.host.sampler`, an edge)
-builds them from cgroupfs; `metrics` (core), `record` and the exporter consume them, and tests
+Plain immutable values, no I/O (DESIGN.md §1, §7): the sampler (`slicectl.host.cgroup.sampler`, an
+edge) builds them from cgroupfs; `metrics` (core), `record` and the exporter consume them, and tests
 build them by hand. Every value is as the kernel reports it: bytes, microseconds, counts.
 None means unknown or unlimited: the file is absent (controller not enabled), says "max", or
 held something that could not be read (garbage is never an error, DESIGN.md §7).

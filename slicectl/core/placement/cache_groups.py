@@ -24,7 +24,7 @@ class CacheSharing(StrEnum):
     UNKNOWN = "unknown"  # no cache facts (no cpuN/cache), or lists that contradict each other
 
 
-class Cpu(Protocol):
+class CpuWithCache(Protocol):
     """What is read of a CPU (slicectl.core.placement.topology.Cpu; no import: the topology
     imports this module)."""
 
@@ -36,7 +36,7 @@ class Cpu(Protocol):
     def cache(self) -> frozenset[int]: ...
 
 
-def node_cache_groups(node: frozenset[int], stated: CacheSharing, own: Sequence[Cpu],
+def node_cache_groups(node: frozenset[int], stated: CacheSharing, own: Sequence[CpuWithCache],
                       online: frozenset[int]
                       ) -> tuple[CacheSharing, dict[int, frozenset[int]]]:
     """How the online CPUs `own` of the node whose CPUs are `node` share their last-level

@@ -28,7 +28,7 @@ class TenantPlacement:
 
 
 @frozen
-class Move:
+class RepackMove:
     """A tenant a re-pack moves: its CPUs before and after, and the nodes of each."""
 
     tenant: str
@@ -61,7 +61,7 @@ class Move:
                 "cpus_after": format_cpulist(self.after), "cpus_moved": self.cpus_moved}
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> Move:
+    def from_json(cls, d: Mapping[str, Any]) -> RepackMove:
         return cls(d["tenant"], parse_cpulist(d["cpus_before"]), parse_cpulist(d["cpus_after"]),
                    tuple(d["from_nodes"]), tuple(d["to_nodes"]))
 
@@ -78,7 +78,7 @@ class Layout:
     shared_pool: frozenset[int]
     tenants: tuple[TenantPlacement, ...]
     notes: tuple[str, ...] = ()
-    moves: tuple[Move, ...] = ()  # a re-pack: the tenants moved from where they were
+    moves: tuple[RepackMove, ...] = ()  # a re-pack: the tenants moved from where they were
     # Where the tenants were before (the placement kept, by tenant), for `plan --explain`;
     # not part of the layout's identity.
     before: tuple[tuple[str, frozenset[int]], ...] = field(default=(), compare=False)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from slicectl.core.config.config import Config, Tenant
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.errors import PlacementError, Problem, RepackNeeded
-from slicectl.core.placement.layout import Layout, Move, split_locals
+from slicectl.core.placement.layout import Layout, RepackMove, split_locals
 from slicectl.core.placement.topology import Topology
 from slicectl.core.properties.properties import Numa
 
@@ -68,7 +68,7 @@ def _with_moves(found: Layout, layout: Layout, previous: Mapping[str, frozenset[
 
     names = {t.name for t in split}
     moves = tuple(
-        Move(p.tenant, layout.of(p.tenant).cpus, p.cpus, layout.of(p.tenant).cpu_nodes,
+        RepackMove(p.tenant, layout.of(p.tenant).cpus, p.cpus, layout.of(p.tenant).cpu_nodes,
              p.cpu_nodes)
         for p in found.tenants
         if p.tenant in previous and p.tenant not in names

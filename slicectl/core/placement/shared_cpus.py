@@ -17,7 +17,7 @@ from typing import Protocol
 from slicectl.core.cpulist import format_cpulist
 
 
-class Cpu(Protocol):
+class CpuWithPackage(Protocol):
     """What is read of a topology's CPU (slicectl.core.placement.topology.Cpu; no import: it calls
     us)."""
 
@@ -29,7 +29,7 @@ class Cpu(Protocol):
     def siblings(self) -> frozenset[int]: ...
 
 
-class Node(Protocol):
+class NodeWithCpus(Protocol):
     """What is read of a topology's node (slicectl.core.placement.topology.Node)."""
 
     @property
@@ -43,7 +43,7 @@ _PACKAGE = "where most of {its} package's other CPUs are listed"
 _LOWEST = "the lowest-numbered of them (nothing else tells them apart)"
 
 
-def assign_shared_cpus(nodes: Sequence[Node], cpus: Sequence[Cpu]
+def assign_shared_cpus(nodes: Sequence[NodeWithCpus], cpus: Sequence[CpuWithPackage]
                        ) -> tuple[dict[int, int], tuple[str, ...]]:
     """The one node of every CPU listed in several `nodes` (CPU -> node id), and one warning
     per group of CPUs with the same nodes, choice and reason."""
@@ -65,8 +65,8 @@ def assign_shared_cpus(nodes: Sequence[Node], cpus: Sequence[Cpu]
     return chosen, tuple(_warning(c, ids, node, why) for (ids, node, why), c in said.items())
 
 
-def _choose(cpu: Cpu | None, ids: list[int], only: Mapping[int, int],
-            by_id: Mapping[int, Cpu]) -> tuple[int, str]:
+def _choose(cpu: CpuWithPackage | None, ids: list[int], only: Mapping[int, int],
+            by_id: Mapping[int, CpuWithPackage]) -> tuple[int, str]:
     """The node for a CPU listed in `ids`: its SMT siblings' node, else its package's, else
     the lowest id."""
     if cpu is not None:

@@ -1,10 +1,10 @@
 """The host's NUMA topology as pure data: nodes, CPUs, SMT siblings, last-level cache groups,
 memory, distances.
 
-Built by `slicectl.host.sysfs.read_topology(root)` from a sysfs tree, or parsed from the JSON that
-`slicectl topology --json` exports (`parse_topology_json`), so units for a host can be generated
-anywhere. Both go through `build_topology`, which repairs what firmware gets wrong and keeps
-each CPU's last-level cache group within its node (`slicectl.core.placement.cache_groups`).
+Built by `slicectl.host.topology.sysfs.read_topology(root)` from a sysfs tree, or parsed from the
+JSON that `slicectl topology --json` exports (`parse_topology_json`), so units for a host can be
+generated anywhere. Both go through `build_topology`, which repairs what firmware gets wrong and
+keeps each CPU's last-level cache group within its node (`slicectl.core.placement.cache_groups`).
 
 Why this module runs past 400 lines: the export's reader stays beside the model it builds.
 `Topology.from_json` reads through it and `build_topology`, so a module of its own would

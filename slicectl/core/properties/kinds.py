@@ -10,7 +10,7 @@ kind:
 - the **live value** (`LiveValue`): the D-Bus value decoded, as slicectl compares what
   systemd reports with what it wants (`live`, `unset`, `show` for people);
 - the **wire value**: what dbus-fast sends and returns for the property's signature
-  (`to_wire`/`from_wire`; only slicectl.host.systemd calls these);
+  (`to_wire`/`from_wire`; only slicectl.host.systemd.systemd calls these);
 - the **cgroup file** that proves the kernel took it (`slicectl.core.properties.properties`
   pairs each property with its file; the helpers at the end format the expected text).
 

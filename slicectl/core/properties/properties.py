@@ -88,7 +88,7 @@ class Role(StrEnum):
 # --- systemd properties -----------------------------------------------------------------
 
 # The whole disk a device path (or a file on it) is on, as "MAJ:MIN" (None: unknown). An edge
-# supplies it (slicectl.host.cgroupfs.block_device); systemd resolves paths the same way.
+# supplies it (slicectl.host.cgroup.cgroupfs.block_device); systemd resolves paths the same way.
 DeviceNumber = Callable[[str], "str | None"]
 Check = Callable[[LiveValue, Mapping[str, LiveValue], DeviceNumber], list[CgroupExpectation]]
 

@@ -7,7 +7,8 @@ the plan leaves it (`slicectl.core.shares.shares` computes on it): at the root `
 cgroup; in the parent slice (`tenants.slice`, always directly in the root: its name has no
 `-`) the tenant slices and any other unit directly in it. Weights and CPUs of the units slicectl
 configures come from the plan; everything else from `competition`: read on a live host
-(`slicectl.host.readers.read_competition`), or the standard assumption (`Competition.assumed`).
+(`slicectl.host.cgroup.readers.read_competition`), or the standard assumption
+(`Competition.assumed`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from slicectl.core.shares.shares import (
     NICE_0_WEIGHT,
     Bound,
     Entity,
-    Kind,
     Share,
+    ShareKind,
     as_cpu_weight,
     cgroup_weight,
     predict,
@@ -46,13 +47,13 @@ class Competitor:
     """A unit or a task that competes with the tenants for CPU."""
 
     name: str  # unit name, or "PID 123 (comm)"
-    kind: Kind = Kind.UNIT
+    kind: ShareKind = ShareKind.UNIT
     weight: int = NICE_0_WEIGHT  # kernel unit (cpu.weight 100 and nice 0 are 1024)
     cpus: frozenset[int] | None = None  # effective cpuset or affinity; None: all
 
 
 @frozen
-class Level:
+class CgroupLevel:
     """The root cgroup or the tenants' parent slice, as far as CPU competition goes."""
 
     unit: str  # "-.slice" for the root
@@ -66,16 +67,16 @@ class Competition:
     """What competes with the tenants: found on this host, or assumed."""
 
     live: bool
-    root: Level
-    parent: Level
+    root: CgroupLevel
+    parent: CgroupLevel
 
     @classmethod
     def assumed(cls, config: Config) -> Competition:
         """The standard competitors: system.slice, user.slice and init.scope at the root, no
         process in the root cgroup, nothing else in the parent slice, and no cpu controller
         enabled by anything but the plan."""
-        return cls(False, Level(ROOT_UNIT, tuple(Competitor(u) for u in HOUSEKEEPING_UNITS)),
-                   Level(config.slice_unit()))
+        return cls(False, CgroupLevel(ROOT_UNIT, tuple(Competitor(u) for u in HOUSEKEEPING_UNITS)),
+                   CgroupLevel(config.slice_unit()))
 
     def note(self) -> str:
         """How the competitors were found, for the plan's caption and JSON."""
@@ -84,7 +85,7 @@ class Competition:
                     "the root, no processes in the root cgroup, nothing else in the parent "
                     "slice")
         members = (*self.root.members, *self.parent.members)
-        units = sum(m.kind is Kind.UNIT for m in members)
+        units = sum(m.kind is ShareKind.UNIT for m in members)
         return (f"competitors counted on this host: {units} unit(s) and "
                 f"{len(members) - units} task(s) beside the tenants at the root and in the "
                 "parent slice")
@@ -121,7 +122,7 @@ def _managed(config: Config, layout: Layout,
             cpus = conf.cpus
         default = seen.weight if seen is not None else NICE_0_WEIGHT
         weight = _weight(conf.cpu_weight if conf is not None else None, default)
-        out.append(Competitor(unit, Kind.UNIT, weight, cpus))
+        out.append(Competitor(unit, ShareKind.UNIT, weight, cpus))
     return out
 
 
@@ -136,13 +137,13 @@ def host_tree(config: Config, layout: Layout, topo: Topology,
     systemd enable it (for a unit's siblings too, and up to the root)."""
     tenant_units = {config.slice_unit(t.name) for t in config.tenants}
     tenants = tuple(
-        Entity(config.slice_unit(t.name), Kind.UNIT, _weight(t.cpu_weight, NICE_0_WEIGHT),
+        Entity(config.slice_unit(t.name), ShareKind.UNIT, _weight(t.cpu_weight, NICE_0_WEIGHT),
                layout.of(t.name).cpus, None if t.cpu_quota is None else t.cpu_quota / 100)
         for t in config.tenants)
     tenants_need_cpu = _needs_cpu(config.tenants)
     level = competition.parent
     parent = Entity(
-        config.slice_unit(), Kind.UNIT, level.weight or NICE_0_WEIGHT,
+        config.slice_unit(), ShareKind.UNIT, level.weight or NICE_0_WEIGHT,
         topo.online_cpus - layout.housekeeping if layout.housekeeping else None,
         children=(*tenants, *(_leaf(m) for m in level.members if m.name not in tenant_units)),
         cpu_groups=level.cpu_controller or tenants_need_cpu)
@@ -161,7 +162,7 @@ class Guarantee:
 
     name: str  # unit name, or "PID 123 (comm)"
     parent: str  # the cgroup it is directly in
-    kind: Kind
+    kind: ShareKind
     weight: int  # kernel unit
     cpus: frozenset[int]
     cores: float
@@ -180,7 +181,7 @@ class Guarantee:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Guarantee:
-        return cls(str(d["name"]), str(d["parent"]), Kind(d["kind"]), _weight_of(d["weight"]),
+        return cls(str(d["name"]), str(d["parent"]), ShareKind(d["kind"]), _weight_of(d["weight"]),
                    parse_cpulist(d["cpus"]), float(d["cores"]), Bound(d["bound"]))
 
 

@@ -60,7 +60,7 @@ def as_cpu_weight(weight: int) -> float:
     return weight * DEFAULT_CPU_WEIGHT / NICE_0_WEIGHT
 
 
-class Kind(StrEnum):
+class ShareKind(StrEnum):
     """A cgroup (busy on every CPU it may use) or a single task (busy on one CPU)."""
 
     UNIT = "unit"
@@ -81,7 +81,7 @@ class Entity:
     """A node of the tree: a cgroup with its children, a busy leaf cgroup, or a task."""
 
     name: str
-    kind: Kind = Kind.UNIT
+    kind: ShareKind = ShareKind.UNIT
     weight: int = NICE_0_WEIGHT  # kernel unit
     cpus: frozenset[int] | None = None  # AllowedCPUs or affinity; None: all of the parent's
     quota: float | None = None  # in cores
@@ -94,7 +94,7 @@ class Share:
     """What one leaf of the tree is guaranteed when everything is busy."""
 
     path: tuple[str, ...]  # names from below the root down to the leaf
-    kind: Kind
+    kind: ShareKind
     weight: int
     cpus: frozenset[int]  # the CPUs it may run on (effective)
     cores: float
@@ -136,7 +136,7 @@ def _build(entity: Entity, parent_cpus: frozenset[int], path: tuple[str, ...]) -
 
 def _place_tasks(root: _Node) -> None:
     """Each task on one CPU: its only one, else the one with the fewest tasks so far."""
-    tasks = [n for n in root.leaves() if n.entity.kind is Kind.PROCESS]
+    tasks = [n for n in root.leaves() if n.entity.kind is ShareKind.PROCESS]
     count: dict[int, int] = defaultdict(int)
     for task in sorted(tasks, key=lambda n: len(n.cpus) > 1):  # stable: pinned ones first
         task.cpu = min(task.cpus, key=lambda c: (count[c], c))
@@ -156,7 +156,7 @@ def _weigh(node: _Node) -> None:
     uniform: dict[frozenset[int], float] = defaultdict(float)
     if node.entity.cpu_groups:
         for child in node.children:
-            if child.entity.kind is Kind.PROCESS:
+            if child.entity.kind is ShareKind.PROCESS:
                 assert child.cpu is not None
                 load[child.cpu] += child.entity.weight
             elif child.leaf:
@@ -167,7 +167,7 @@ def _weigh(node: _Node) -> None:
                     load[c] += w
     else:  # every thread on its own: count one nice-0 thread per CPU a busy unit may use
         for leaf in node.leaves():
-            if leaf.entity.kind is Kind.PROCESS:
+            if leaf.entity.kind is ShareKind.PROCESS:
                 assert leaf.cpu is not None
                 load[leaf.cpu] += leaf.entity.weight
             else:
@@ -187,7 +187,7 @@ def _share_groups(node: _Node, share_at: dict[int, float], out: list[Share]) -> 
     per_set: dict[frozenset[int], float] = {}
     for child in node.children:
         e = child.entity
-        if e.kind is Kind.PROCESS:
+        if e.kind is ShareKind.PROCESS:
             assert child.cpu is not None
             cores = share_at.get(child.cpu, 0.0) * e.weight / node.load[child.cpu]
             out.append(_leaf_share(child, cores, threads=False))
@@ -222,7 +222,7 @@ def _cpus_used(leaf: _Node) -> frozenset[int]:
 
 def _leaf_share(leaf: _Node, cores: float, threads: bool) -> Share:
     e = leaf.entity
-    capacity = 1 if e.kind is Kind.PROCESS else len(leaf.cpus)
+    capacity = 1 if e.kind is ShareKind.PROCESS else len(leaf.cpus)
     if threads:
         bound = Bound.THREADS
     elif e.quota is not None and e.quota < cores - EPSILON:
@@ -231,7 +231,7 @@ def _leaf_share(leaf: _Node, cores: float, threads: bool) -> Share:
         bound = Bound.CPUS
     else:
         bound = Bound.WEIGHT
-    return Share(leaf.path, e.kind, e.weight, _cpus_used(leaf) if e.kind is Kind.PROCESS
+    return Share(leaf.path, e.kind, e.weight, _cpus_used(leaf) if e.kind is ShareKind.PROCESS
                  else leaf.cpus, max(0.0, min(cores, float(capacity))), bound)
 
 

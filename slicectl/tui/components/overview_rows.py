@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from slicectl.tui.components.slice_table import Row
+from slicectl.tui.components.slice_table import SliceRow
 from slicectl.tui.model import History, cpu_scale, memory_scale
 from slicectl.tui.tree import TreeLine, limit_cells
 from slicectl.views.monitor import COLUMNS, NUMA_COLUMN, numa_cell, row, row_style
@@ -47,16 +47,16 @@ class OverviewRows:
     def __init__(self, numa: bool = False) -> None:
         self.numa = numa
         self.headers = overview_headers(numa)
-        self._last: dict[str, tuple[tuple[object, ...], Row]] = {}
+        self._last: dict[str, tuple[tuple[object, ...], SliceRow]] = {}
 
     def rows(self, lines: Sequence[TreeLine], history: History, host_memory: int,
-             balance: Mapping[str, str] | None = None) -> list[Row]:
+             balance: Mapping[str, str] | None = None) -> list[SliceRow]:
         """One row per line, in the order given; memory without a limit is drawn against
         `host_memory`; an elastic tenant's name is followed by its label in `balance`
         (the CPUs it holds now and its declared ones)."""
         balance = balance or {}
         last, out = self._last, []
-        now: dict[str, tuple[tuple[object, ...], Row]] = {}
+        now: dict[str, tuple[tuple[object, ...], SliceRow]] = {}
         for line in lines:
             m = line.metrics
             h = history.of(m.cgroup)
@@ -79,7 +79,7 @@ class OverviewRows:
                 by_name.update({"cpu history": cpu, "mem history": mem})
                 if self.numa:
                     by_name[NUMA_COLUMN] = numa_cell(m)
-                r = Row(m.cgroup, tuple(by_name[c] for c in self.headers), row_style(m))
+                r = SliceRow(m.cgroup, tuple(by_name[c] for c in self.headers), row_style(m))
             now[m.cgroup] = (token, r)
             out.append(r)
         self._last = now

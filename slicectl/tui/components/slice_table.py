@@ -33,7 +33,7 @@ from textual.strip import Strip
 GAP = 1  # blank cells between columns
 
 
-class Row(NamedTuple):
+class SliceRow(NamedTuple):
     """One line of the table: its key (a cgroup path), its cells, its rich style."""
 
     key: str
@@ -116,7 +116,7 @@ class SliceTable(ScrollView, can_focus=True):
         self._starts: list[int] = []  # each column's first cell in a line
         self._ends: list[int] = []  # each column's last cell + 1
         self.widths = [cell_len(h) for h in self.headers]
-        self.rows: list[Row] = []
+        self.rows: list[SliceRow] = []
         self.cursor = 0
         self._lines: list[Line | None] = []  # each row's text, padded to the column widths
         self._header = Line("", True)
@@ -137,7 +137,7 @@ class SliceTable(ScrollView, can_focus=True):
         """The key of the row under the cursor."""
         return self.rows[self.cursor].key if self.rows else None
 
-    def show(self, rows: Sequence[Row]) -> None:
+    def show(self, rows: Sequence[SliceRow]) -> None:
         """Show these rows in this order; the cursor stays on its key when it still exists,
         once it was put on a row: until then it stays on the top row (the first samples
         reorder the rows, and the row first on top may sort to the bottom)."""
@@ -263,7 +263,7 @@ class SliceTable(ScrollView, can_focus=True):
             line = self._lines[index] = self._line(self.rows[index].cells)
         return line
 
-    def _refresh_changed(self, old_rows: list[Row]) -> None:
+    def _refresh_changed(self, old_rows: list[SliceRow]) -> None:
         """Repaint the lines whose cells, style or cursor changed (all of them when the
         number of rows did)."""
         if len(old_rows) != len(self.rows):

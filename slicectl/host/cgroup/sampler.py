@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from slicectl.core import defaults
-from slicectl.core.errors import SamplerError
+from slicectl.core.errors import InotifyUnavailable, SamplerError
 from slicectl.core.monitor.cgroupfiles import (
     FILES,
     Values,
@@ -36,7 +36,7 @@ from slicectl.core.monitor.cgroupfiles import (
     parse_cpulist_file,
 )
 from slicectl.core.monitor.samples import CgroupSample, Snapshot
-from slicectl.host.inotify import Modified, Unavailable
+from slicectl.host.cgroup.inotify import Modified
 
 DEFAULT_ROOT = Path(defaults.CGROUP_ROOT)
 
@@ -76,7 +76,9 @@ FILES_PER_CGROUP = len(FILES) + 2
 
 
 class _Vanished(Exception):
-    """The cgroup's directory is gone (its open files answer ENODEV)."""
+    """The cgroup's directory is gone (its open files answer ENODEV). Not an error, and it
+    never leaves this module (the sampler drops the cgroup), so it is not in
+    slicectl.core.errors."""
 
 
 class _Cgroup:
@@ -177,7 +179,7 @@ class Sampler:
         # cgroup whose file was not written is not read at all (see _still_empty).
         try:
             self._events: Modified | None = Modified()
-        except Unavailable:
+        except InotifyUnavailable:
             self._events = None
         self._by_wd: dict[int, _Cgroup] = {}
         self._watch_budget = watch_budget()

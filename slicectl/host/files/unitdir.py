@@ -7,7 +7,7 @@ planned path already taken by a file slicectl did not generate is an error, and 
 link is never written through or replaced. Changes are transactional: every file is written to
 a temporary name and renamed into place, the previous contents are kept, and on any error all
 changes are undone (folders made, parents of the directory included), so nothing half-written
-is ever left behind. One run at a time per directory: `UnitDir.locked()` (slicectl.host.lock).
+is ever left behind. One run at a time per directory: `UnitDir.locked()` (slicectl.host.files.lock).
 
 Why this module runs past 400 lines: the manifest, the hash checks and the transaction (write,
 keep the previous contents, undo) act on the same records and must agree on them; the lock
@@ -30,11 +30,11 @@ from slicectl import __version__
 from slicectl.core.config.parsers import UNIT_NAME_RE
 from slicectl.core.cpulist import format_cpulist, parse_cpulist
 from slicectl.core.defaults import MANIFEST_NAME as MANIFEST_NAME  # re-exported
-from slicectl.core.errors import OutputError, shown
+from slicectl.core.errors import LockTimeout, OutputError, shown
 from slicectl.core.frozen import frozen
 from slicectl.core.plan import DROPIN_NAME
-from slicectl.host.atomic import write_atomically, write_many
-from slicectl.host.lock import LOCK_TIMEOUT, LockTimeout, locked_dir, make_dirs
+from slicectl.host.files.atomic import write_atomically, write_many
+from slicectl.host.files.lock import LOCK_TIMEOUT, locked_dir, make_dirs
 
 if TYPE_CHECKING:
     pass
@@ -234,12 +234,13 @@ class Journal:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Atomic replace (slicectl.host.atomic); a separate name so tests can make writes fail."""
+    """Atomic replace (slicectl.host.files.atomic); a separate name so tests can make writes
+    fail."""
     write_atomically(path, data)
 
 
 def _write_all(writes: list[tuple[Path, bytes]], new: Collection[Path] = ()) -> None:
-    """Write the files atomically, flushed to disk together (slicectl.host.atomic.write_many);
+    """Write the files atomically, flushed to disk together (slicectl.host.files.atomic.write_many);
     a separate name so tests can make writes fail."""
     write_many(writes, new)
 
@@ -261,7 +262,7 @@ class UnitDir:
     @contextmanager
     def locked(self, timeout: float = LOCK_TIMEOUT,
                on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
-        """Hold the directory's lock (slicectl.host.lock) for read manifest → plan → write.
+        """Hold the directory's lock (slicectl.host.files.lock) for read manifest → plan → write.
 
         Makes the directory if needed and removes what it made if the block leaves it empty.
         Waits up to `timeout` seconds for another run, calling `on_wait(holder)` once.
@@ -446,8 +447,9 @@ class UnitDir:
 
     def _remove_stale_temporaries(self, files: Mapping[str, str],
                                   changes: FileChanges) -> None:
-        """Remove the temporary files a write cut short by a power cut left (slicectl.host.atomic
-        names them `.NAME.RANDOM.slicectl-tmp`, beside the file they were to replace)."""
+        """Remove the temporary files a write cut short by a power cut left
+        (slicectl.host.files.atomic names them `.NAME.RANDOM.slicectl-tmp`, beside the file they
+        were to replace)."""
         needed = {self._target(rel).parent for rel in files}
         folders = needed | {self._target(rel).parent
                             for rel in (*self.manifest().paths, *changes.removed)

@@ -37,21 +37,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from slicectl.core.errors import OutputError, shown
+from slicectl.core.errors import LockTimeout, OutputError, shown
 
 LOCK_TIMEOUT = 60.0  # seconds a run waits for another one writing the same directory
 LOCK_DIR_ENV = "SLICECTL_LOCK_DIR"
 ROOT_LOCK_DIR = "/run/slicectl/locks"
 _POLL = 0.05
 _NAME_MAX = 200  # longer escaped paths are cut and given a hash (NAME_MAX is 255)
-
-
-class LockTimeout(Exception):
-    """The directory stayed locked by someone else for the whole wait."""
-
-    def __init__(self, holder: str) -> None:
-        super().__init__(holder)
-        self.holder = holder
 
 
 def lock_folder() -> Path:

@@ -16,7 +16,7 @@ from typing import Any
 from slicectl.core.config.yamledit import merge_document
 from slicectl.core.errors import ConfigError, Problem
 from slicectl.core.frozen import frozen
-from slicectl.host.atomic import write_atomically
+from slicectl.host.files.atomic import write_atomically
 
 
 @frozen

@@ -3,7 +3,7 @@ and the one kind of write slicectl makes there itself (cpuset.cpus.exclusive, wh
 has no setting for).
 
 apply's verify and the diff of removed slices read a few files of one cgroup; the sampler
-(slicectl.host.sampler) keeps files open instead, for reading them again and again. Paths are
+(slicectl.host.cgroup.sampler) keeps files open instead, for reading them again and again. Paths are
 never built from unit names (`tenant-a.slice` lives in `tenant.slice/tenant-a.slice`, and
 systemd escapes names that clash with controllers): callers pass systemd's ControlGroup.
 """

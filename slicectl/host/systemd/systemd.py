@@ -52,7 +52,7 @@ JOB_REMOVED_MATCH: Final = (
     f"interface='{MANAGER_IFACE}',member='JobRemoved'"
 )
 
-class Kind(StrEnum):
+class StateKind(StrEnum):
     """How a read-only state property's D-Bus value maps to a Python value."""
 
     MASK = "mask"  # ay bitmask -> frozenset[int]
@@ -66,7 +66,7 @@ class StateSpec:
 
     name: str
     signature: str
-    kind: Kind
+    kind: StateKind
     attr: str  # the UnitState field
     on_unit: bool = False  # on org.freedesktop.systemd1.Unit, not the cgroup interface
 
@@ -74,18 +74,19 @@ class StateSpec:
 STATE: Final[dict[str, StateSpec]] = {
     spec.name: spec
     for spec in (
-        StateSpec("EffectiveCPUs", "ay", Kind.MASK, "effective_cpus"),
-        StateSpec("EffectiveMemoryNodes", "ay", Kind.MASK, "effective_memory_nodes"),
-        StateSpec("ControlGroup", "s", Kind.STR, "control_group"),
-        StateSpec("Slice", "s", Kind.STR, "slice"),
-        StateSpec("ActiveState", "s", Kind.STR, "active_state", on_unit=True),
-        StateSpec("LoadState", "s", Kind.STR, "load_state", on_unit=True),
-        StateSpec("SubState", "s", Kind.STR, "sub_state", on_unit=True),
-        StateSpec("FragmentPath", "s", Kind.STR, "fragment_path", on_unit=True),
-        StateSpec("DropInPaths", "as", Kind.STRLIST, "drop_in_paths", on_unit=True),
+        StateSpec("EffectiveCPUs", "ay", StateKind.MASK, "effective_cpus"),
+        StateSpec("EffectiveMemoryNodes", "ay", StateKind.MASK, "effective_memory_nodes"),
+        StateSpec("ControlGroup", "s", StateKind.STR, "control_group"),
+        StateSpec("Slice", "s", StateKind.STR, "slice"),
+        StateSpec("ActiveState", "s", StateKind.STR, "active_state", on_unit=True),
+        StateSpec("LoadState", "s", StateKind.STR, "load_state", on_unit=True),
+        StateSpec("SubState", "s", StateKind.STR, "sub_state", on_unit=True),
+        StateSpec("FragmentPath", "s", StateKind.STR, "fragment_path", on_unit=True),
+        StateSpec("DropInPaths", "as", StateKind.STRLIST, "drop_in_paths", on_unit=True),
     )
 }
-_STATE_UNSET: Final[dict[Kind, Any]] = {Kind.MASK: b"", Kind.STR: "", Kind.STRLIST: []}
+_STATE_UNSET: Final[dict[StateKind, Any]] = {
+    StateKind.MASK: b"", StateKind.STR: "", StateKind.STRLIST: []}
 
 
 def settable() -> str:
@@ -119,9 +120,9 @@ def decode(name: str, raw: Any) -> Any:
     if prop is not None:
         return prop.kind.from_wire(raw)
     kind = STATE[name].kind
-    if kind is Kind.MASK:
+    if kind is StateKind.MASK:
         return from_bitmask(raw)  # systemd pads the masks it returns to 8 bytes
-    if kind is Kind.STRLIST:
+    if kind is StateKind.STRLIST:
         return tuple(str(s) for s in raw)
     return str(raw)
 

@@ -2,8 +2,8 @@
 
 The last level is the highest `level` of a Data or Unified cache in `cpuN/cache/indexM` (an
 Instruction cache holds no data to share); its `shared_cpu_list`, or the hex `shared_cpu_map`
-of kernels before 2.6.29, names the CPUs sharing it. `slicectl.host.sysfs` reads it for every
-online CPU; `build_topology` keeps the groups within each node.
+of kernels before 2.6.29, names the CPUs sharing it. `slicectl.host.topology.sysfs` reads it for
+every online CPU; `build_topology` keeps the groups within each node.
 
 The cache facts are optional (kernels before 2.6.25, VMs and Arm boards without cache tables
 have none), so nothing here is an error: what cannot be read, or reads as what the kernel never

@@ -22,9 +22,9 @@ from slicectl.core.advice.recommend import Sample
 from slicectl.core.config.tenants import Config
 from slicectl.core.cpulist import parse_cpulist
 from slicectl.core.errors import RecommendError, SlicectlError
-from slicectl.core.shares.contention import ROOT_UNIT, Competition, Competitor, Level
-from slicectl.core.shares.shares import IDLE_WEIGHT, Kind, cgroup_weight, nice_weight
-from slicectl.host.cgroupfs import populated
+from slicectl.core.shares.contention import ROOT_UNIT, CgroupLevel, Competition, Competitor
+from slicectl.core.shares.shares import IDLE_WEIGHT, ShareKind, cgroup_weight, nice_weight
+from slicectl.host.cgroup.cgroupfs import populated
 
 KTHREADD_PID = 2
 CSV_COLUMNS = ("time", "unit", "anon", "active_file")
@@ -132,7 +132,7 @@ def _unit(cgroup: Path) -> Competitor | None:
     if not cgroup.name.endswith(".slice") and not populated(cgroup, ""):
         return None
     weight = _cgroup_weight(cgroup)
-    return Competitor(cgroup.name.removeprefix("_"), Kind.UNIT,
+    return Competitor(cgroup.name.removeprefix("_"), ShareKind.UNIT,
                       weight if weight is not None else cgroup_weight(100),
                       _cpus(_read_text(cgroup / "cpuset.cpus.effective")))
 
@@ -149,13 +149,13 @@ def _task(proc_root: Path, tid: int) -> Competitor | None:
     nice = int(fields[NICE_INDEX]) if len(fields) > NICE_INDEX else 0
     allowed = next((line.split(":", 1)[1] for line in status.splitlines()
                     if line.startswith("Cpus_allowed_list:")), None)
-    return Competitor(f"PID {tid} ({_process_name(proc_root, tid)})", Kind.PROCESS,
+    return Competitor(f"PID {tid} ({_process_name(proc_root, tid)})", ShareKind.PROCESS,
                       nice_weight(nice), _cpus(allowed))
 
 
-def _level(cgroup: Path, unit: str, skip: set[str], proc_root: Path) -> Level:
+def _level(cgroup: Path, unit: str, skip: set[str], proc_root: Path) -> CgroupLevel:
     if not cgroup.is_dir():
-        return Level(unit)
+        return CgroupLevel(unit)
     members: list[Competitor] = []
     for child in sorted(p for p in cgroup.iterdir() if p.is_dir()):
         if child.name.removeprefix("_") not in skip:
@@ -167,7 +167,7 @@ def _level(cgroup: Path, unit: str, skip: set[str], proc_root: Path) -> Level:
             task = _task(proc_root, int(raw))
             if task is not None:
                 members.append(task)
-    return Level(unit, tuple(members), "cpu" in _controllers(cgroup),
+    return CgroupLevel(unit, tuple(members), "cpu" in _controllers(cgroup),
                  None if unit == ROOT_UNIT else _cgroup_weight(cgroup))
 
 

@@ -4,11 +4,11 @@ The sampler watches each cgroup's `cgroup.events`, which the kernel marks modifi
 value in it changes (Documentation/admin-guide/cgroup-v2.rst: "a value change in this file
 generates a file modified event"), as systemd watches it to learn that a unit's cgroup
 emptied. An empty cgroup whose `cgroup.events` was not written is still empty, and need not be
-read at all (slicectl.host.sampler).
+read at all (slicectl.host.cgroup.sampler).
 
 The standard library has no inotify: the three calls come from the C library through ctypes
 (no dependency does it). A process that cannot have them (no inotify in the kernel, a libc
-without the symbols) gets `Unavailable`, and the sampler reads `cgroup.events` as before.
+without the symbols) gets `InotifyUnavailable`, and the sampler reads `cgroup.events` as before.
 """
 
 from __future__ import annotations
@@ -16,13 +16,11 @@ from __future__ import annotations
 import os
 import struct
 
+from slicectl.core.errors import InotifyUnavailable
+
 IN_MODIFY = 0x00000002
 IN_Q_OVERFLOW = 0x00004000
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name)
-
-
-class Unavailable(OSError):
-    """This process cannot use inotify."""
 
 
 class Modified:
@@ -38,10 +36,10 @@ class Modified:
             fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)  # = IN_NONBLOCK | IN_CLOEXEC
             errno_of = ctypes.get_errno
         except (ImportError, OSError, AttributeError) as e:
-            raise Unavailable(f"no inotify here: {e}") from e
+            raise InotifyUnavailable(f"no inotify here: {e}") from e
         if fd < 0:
             err = errno_of()
-            raise Unavailable(err, f"inotify_init1: {os.strerror(err)}")
+            raise InotifyUnavailable(err, f"inotify_init1: {os.strerror(err)}")
         self.fd: int | None = fd
 
     def add(self, path: str) -> int:

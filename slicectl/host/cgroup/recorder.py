@@ -2,8 +2,8 @@
 
 Feeds `slicectl recommend` (docs/recommend.md). One row per cgroup per round; each round is
 committed on its own, so a killed recorder loses at most the round in progress, and rows older
-than the retention are deleted every round. Reads cgroupfs through `slicectl.host.sampler`; the
-loop of `slicectl record` lives in the CLI (slicectl/cli/watch.py).
+than the retention are deleted every round. Reads cgroupfs through `slicectl.host.cgroup.sampler`;
+the loop of `slicectl record` lives in the CLI (slicectl/cli/watch.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from slicectl.core.errors import RecordError
 from slicectl.core.frozen import frozen
 from slicectl.core.monitor.metrics import NodeCpus, NumaMetrics
 from slicectl.core.monitor.samples import Snapshot
-from slicectl.host.sampler import Sampler
+from slicectl.host.cgroup.sampler import Sampler
 
 # 2: numa_local_percent and numa_outside_percent. A version-1 database gets the
 # two columns added when it is opened, NULL in its old rows.
@@ -47,7 +47,7 @@ _ADDED = (("numa_local_percent", "REAL"), ("numa_outside_percent", "REAL"))
 
 
 @frozen
-class Row:
+class RecorderRow:
     """One cgroup at one round; None where the kernel did not report a value."""
 
     unit: str
@@ -84,14 +84,14 @@ def open_db(path: str | Path) -> sqlite3.Connection:
     return conn
 
 
-def rows_from_snapshot(snapshot: Snapshot, node_cpus: NodeCpus | None = None) -> list[Row]:
+def rows_from_snapshot(snapshot: Snapshot, node_cpus: NodeCpus | None = None) -> list[RecorderRow]:
     """The recorded values of every cgroup in a sampler snapshot; NUMA locality against the
     host's `node_cpus` (metrics.NumaMetrics)."""
     rows = []
     for path, s in sorted(snapshot.cgroups.items()):
         psi = s.memory_pressure.some if s.memory_pressure is not None else None
         numa = NumaMetrics.from_sample(s, node_cpus, snapshot.host_mems)
-        rows.append(Row(
+        rows.append(RecorderRow(
             unit=s.unit, path=path, anon=s.anon, file=s.file, active_file=s.active_file,
             memory_current=s.memory_current,
             memory_some_avg10=psi.avg10 if psi else None,
@@ -103,11 +103,11 @@ def rows_from_snapshot(snapshot: Snapshot, node_cpus: NodeCpus | None = None) ->
     return rows
 
 
-def write_rows(conn: sqlite3.Connection, when: float, rows: Iterable[Row]) -> int:
+def write_rows(conn: sqlite3.Connection, when: float, rows: Iterable[RecorderRow]) -> int:
     """Insert one round of rows taken at `when` (epoch seconds) and commit; returns the count."""
     data = [(when, *astuple(r)) for r in rows]
-    columns = ", ".join(("time", *(f.name for f in fields(Row))))
-    marks = ", ".join("?" * (len(fields(Row)) + 1))
+    columns = ", ".join(("time", *(f.name for f in fields(RecorderRow))))
+    marks = ", ".join("?" * (len(fields(RecorderRow)) + 1))
     try:
         with conn:
             conn.executemany(f"INSERT INTO samples ({columns}) VALUES ({marks})", data)

@@ -28,7 +28,8 @@ RECORD = "placement"
 CURRENT = "current"
 FINGERPRINT = "fingerprint"
 
-# The sysfs files a topology is read from (slicectl.host.sysfs), relative to the sysfs root.
+# The sysfs files a topology is read from (slicectl.host.topology.sysfs), relative to the
+# sysfs root.
 _CPU = "devices/system/cpu"
 _NODE = "devices/system/node"
 _CPU_FILES = ("online", "topology/thread_siblings_list", "topology/core_id",
@@ -78,7 +79,7 @@ def _topology_files(parts: list[bytes], sysfs: str) -> None:
 def _cache_files(parts: list[bytes], cpu: str, name: str) -> None:
     """The CPU's cache indexes by name and the CPUs sharing its last one: the last-level
     cache group comes from there (x86 and arm64 number a CPU's caches from level 1 up, so
-    the last index is the last level; slicectl.host.cpu_caches reads the levels). One list
+    the last index is the last level; slicectl.host.topology.cpu_caches reads the levels). One list
     read per CPU, not one per cache: this is the generator's fast path."""
     try:
         indexes = _numbered(os.path.join(cpu, "cache"), "index")
@@ -191,9 +192,9 @@ _PART = re.compile(r"[A-Za-z0-9:_.@\\-]{1,255}")
 def verified_files(folder: str, manifest: str) -> dict[str, bytes]:
     """recorded_files(folder), once the record has shown it is what slicectl wrote: run as
     root, no other user can have written the record or a folder above it
-    (slicectl.host.trust); every file is listed in the record's manifest (file `manifest`)
+    (slicectl.host.files.trust); every file is listed in the record's manifest (file `manifest`)
     with its SHA-256, and every file listed is there. Raises OSError saying what is wrong."""
-    from slicectl.host.trust import untrusted, untrusted_status
+    from slicectl.host.files.trust import untrusted, untrusted_status
 
     why = untrusted(folder)
     if why is not None:

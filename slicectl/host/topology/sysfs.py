@@ -27,7 +27,7 @@ from slicectl.core.placement.topology import (
     build_topology,
     parse_topology_json,
 )
-from slicectl.host.cpu_caches import LastLevelCaches
+from slicectl.host.topology.cpu_caches import LastLevelCaches
 
 _NODE_DIR = re.compile(r"node(\d+)")
 _CPU_DIR = re.compile(r"cpu(\d+)")
