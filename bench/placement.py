@@ -17,6 +17,7 @@ from slicectl.core.placement.placement import place
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.plan import build_plan
 from slicectl.core.render import render
+from slicectl.host.files.templates import load_templates
 from slicectl.host.files.unitdir import Manifest, manifest_text
 
 SCALE = (2_000, 16_000)  # placement.scale: linear growth is 8x, quadratic 64x
@@ -122,7 +123,7 @@ def generate_times(rounds: int) -> list[float]:
     def generate(text: str, previous: dict[str, frozenset[int]]) -> dict[str, frozenset[int]]:
         config = parse_config(load_yaml(text, "tenants.yaml"), "tenants.yaml")
         plan = build_plan(config, topo, previous, shares=False)
-        texts = render(plan)
+        texts = render(plan, load_templates())
         manifest_text(texts, Manifest(placements=plan.placements(), source="tenants.yaml"))
         return plan.placements()
 

@@ -16,6 +16,7 @@ from slicectl.core.errors import ApplyError
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.core.render import render
 from slicectl.demo.fakesystemd import FakeSystemd
+from slicectl.host.files.templates import load_templates
 from slicectl.host.files.unitdir import Manifest
 from slicectl.host.systemd.systemd import Systemd
 
@@ -84,7 +85,7 @@ def test_load_plan_renders_the_plan_kept_where_the_manifest_says(
     plan, files = load_plan(config, TOPO, options,
                             Manifest(placements={"db1": frozenset({3, 7})}))
     assert plan.placements()["db1"] == frozenset({3, 7})
-    assert files == render(plan)
+    assert files == render(plan, load_templates())
     assert "AllowedCPUs=3,7\n" in files["tenants-db1.slice.d/50-slicectl.conf"]
 
 

@@ -14,6 +14,7 @@ from slicectl.core.errors import PlacementError
 from slicectl.core.placement.topology import Topology
 from slicectl.core.plan import FileKind, Plan, Section, build_plan
 from slicectl.core.render import render
+from slicectl.host.files.templates import load_templates
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "tests" / "fixtures" / "topologies"
@@ -39,7 +40,7 @@ def test_plan_json_round_trips(example: Path) -> None:
         data = json.loads(json.dumps(plan.to_json()))
         again = Plan.from_json(data)
         assert again == plan
-        assert render(again) == render(plan)
+        assert render(again, load_templates()) == render(plan, load_templates())
 
 
 def test_infinite_protection_protects_the_parent_too(tmp_path: Path) -> None:
@@ -48,7 +49,7 @@ def test_infinite_protection_protects_the_parent_too(tmp_path: Path) -> None:
     plan = plan_of("version: 1\ntenants:\n  a: {memory_low: infinity}\n  b: {cpu_weight: 50}\n")
     assert plan.unit("tenants.slice").properties["MemoryLow"] is INFINITY
     assert plan.unit("tenants-a.slice").properties["MemoryLow"] is INFINITY
-    files = render(plan)
+    files = render(plan, load_templates())
     assert parse_unit(files["tenants.slice.d/50-slicectl.conf"])["Slice"]["MemoryLow"] == \
         "infinity"
     out = tmp_path / "out"

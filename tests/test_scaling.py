@@ -21,6 +21,7 @@ from slicectl.core.advice.lint import lint
 from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.plan import build_plan
 from slicectl.core.render import render
+from slicectl.host.files.templates import load_templates
 from slicectl.host.files.unitdir import Manifest, manifest_text
 from slicectl.host.topology.sysfs import load_topology_file
 from slicectl.views.tables import plan_table
@@ -86,7 +87,7 @@ def plan_everything(n: int) -> Callable[[], object]:
     def work() -> object:
         config = parse_config(load_yaml(text, "t.yaml"), "t.yaml").with_profile("night")
         plan = build_plan(config, topo, previous)
-        files = render(plan)
+        files = render(plan, load_templates())
         manifest_text(files, Manifest(placements=plan.placements(), source="t.yaml"))
         return plan_table(plan), lint(config, topo)
 

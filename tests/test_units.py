@@ -121,6 +121,7 @@ def profile_service(tmp_path: Path) -> Path:
     from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import SCHEDULE_SERVICE, ScheduleCommand, build_plan
     from slicectl.core.render import render
+    from slicectl.host.files.templates import load_templates
 
     config = parse_config(load_yaml(SCHEDULED, "tenants.yaml"), "/etc/slicectl/tenants.yaml")
     topo = Topology.from_json(json.loads(
@@ -128,7 +129,8 @@ def profile_service(tmp_path: Path) -> Path:
     beside = Path(sys.executable).with_name("slicectl")
     command = ScheduleCommand((str(beside) if beside.exists() else "/bin/true",),
                               config.path)
-    text = render(build_plan(config, topo, command=command, shares=False))[SCHEDULE_SERVICE]
+    plan = build_plan(config, topo, command=command, shares=False)
+    text = render(plan, load_templates())[SCHEDULE_SERVICE]
     path = tmp_path / "slicectl-profile@night.service"
     path.write_text(text)
     return path

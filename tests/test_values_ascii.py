@@ -89,12 +89,13 @@ def _rendered(values: dict[str, Any]) -> dict[str, str]:
     from slicectl.core.placement.topology import Topology
     from slicectl.core.plan import build_plan
     from slicectl.core.render import render
+    from slicectl.host.files.templates import load_templates
 
     text = "version: 1\ntenants:\n  t: " + _flow(values) + "\n"
     topology = Topology.from_json(json.loads((Path(__file__).parent / "fixtures" / "topologies"
                                               / "xeon-2s-smt.json").read_text()))
     return render(build_plan(parse_config(load_yaml(text, "t.yaml"), "t.yaml"), topology,
-                             shares=False))
+                             shares=False), load_templates())
 
 
 def test_the_values_of_the_property_below_render() -> None:

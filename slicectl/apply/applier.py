@@ -109,10 +109,11 @@ def load_plan(config: Config, topology: Topology, options: ApplyOptions,
               manifest: Manifest | None = None) -> tuple[Plan, dict[str, str]]:
     """The host's plan (slicectl.host.planning.plan_for_host) and its rendered files."""
     from slicectl.core.render import render
+    from slicectl.host.files.templates import load_templates
 
     plan = plan_for_host(config, topology, options.unit_dir, options.schedule_command,
                          manifest=manifest, repack=options.repack)
-    return plan, render(plan, options.templates)
+    return plan, render(plan, load_templates(options.templates))
 
 
 async def diff_plan(plan: Plan, files: dict[str, str], options: ApplyOptions) -> Diff:

@@ -470,6 +470,7 @@ def cmd_generate(args: Namespace) -> int:
     from slicectl.core.errors import shown
     from slicectl.core.render import render
     from slicectl.host.files.lock import LOCK_TIMEOUT
+    from slicectl.host.files.templates import load_templates
     from slicectl.host.files.unitdir import Manifest, UnitDir
     from slicectl.host.planning import plan_for_host
 
@@ -488,7 +489,7 @@ def cmd_generate(args: Namespace) -> int:
         plan = plan_for_host(config, topo, unit_dir.root, schedule_command(args, config),
                              shares=False,  # files only: no guaranteed CPU to show
                              repack=args.repack)
-        files = render(plan, args.templates)
+        files = render(plan, load_templates(args.templates))
         changes, _ = unit_dir.write(files, Manifest(placements=plan.placements(),
                                                     source=Path(config.path).name),
                                     force=args.force)

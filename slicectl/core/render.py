@@ -3,15 +3,18 @@
 Every value is checked before it reaches a template: no control characters (a newline would
 start a new line, and so a new key or section), no trailing backslash (systemd joins the next
 line), and `%` in free text is doubled (systemd expands specifiers such as %n).
-The templates are jinja2 files (templates/*.j2, or `--templates DIR`), compiled once per
-`render`; nothing is cached on disk, so rendering writes nothing (a systemd generator may not).
+The templates are jinja2 files (templates/*.j2, or `--templates DIR`) that the edge reads
+(slicectl.host.files.templates) and hands in as `UnitTemplates`: rendering reads no file. They
+are compiled once per `render`; nothing is cached on disk, so rendering writes nothing (a systemd
+generator may not).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from slicectl import __version__
@@ -24,16 +27,25 @@ if TYPE_CHECKING:
 TEMPLATES = {"unit": "slice.j2", "dropin": "dropin.j2", "schedule": "unit.j2"}
 
 
-def default_templates_dir() -> str:
-    """The built-in templates: the checkout's templates/ or, when installed, package data."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    checkout = os.path.join(os.path.dirname(package), "templates")
-    if os.path.isfile(os.path.join(checkout, TEMPLATES["unit"])):
-        return checkout
-    # The package's folder, not importlib.resources: that import alone is ~2% of `generate`.
-    import importlib
+@dataclass(frozen=True)
+class UnitTemplates:
+    """The jinja2 templates a render uses, as the edge read them (load_templates in
+    slicectl.host.files.templates): file name -> (text, the path it was read from, which
+    jinja2's errors name); `folder` is --templates DIR, or None for the built-in ones."""
 
-    return os.path.dirname(str(importlib.import_module("slicectl.templates").__file__))
+    sources: Mapping[str, tuple[str, str]]
+    folder: str | None = None
+
+    def source(self, name: str) -> tuple[str, str, Callable[[], bool]] | None:
+        """jinja2's FunctionLoader's answer for `name`: None when there is no such template."""
+        if name not in self.sources:
+            return None
+        text, path = self.sources[name]
+        return text, path, _unchanged
+
+
+def _unchanged() -> bool:
+    return True  # a template read once never changes under a render
 
 
 def check_value(unit: str, key: str, value: str) -> str:
@@ -62,14 +74,11 @@ def header(plan: Plan) -> list[str]:
     ]
 
 
-def _environment(templates_dir: str | None) -> jinja2.Environment:
+def _environment(templates: UnitTemplates) -> jinja2.Environment:
     import jinja2
 
     return jinja2.Environment(
-        # Your --templates DIR first; templates it does not have come from the built-in ones
-        # (unit.j2 for the schedule's files is newer than many custom template folders).
-        loader=jinja2.FileSystemLoader([d for d in (templates_dir, default_templates_dir())
-                                        if d]),
+        loader=jinja2.FunctionLoader(templates.source),
         undefined=jinja2.StrictUndefined,
         **OPTIONS,
     )
@@ -97,21 +106,16 @@ def _context(u: UnitPlan, head: list[str], sets: SetLines) -> dict[str, object]:
     return context
 
 
-def render(plan: Plan, templates_dir: str | None = None) -> dict[str, str]:
-    """Relative path → file text for every unit and drop-in of the plan (deterministic)."""
-    for required in (TEMPLATES["unit"], TEMPLATES["dropin"]):
-        if templates_dir is not None and not os.path.isfile(os.path.join(templates_dir,
-                                                                          required)):
-            raise RenderError(f"template {required} not found in {templates_dir}",
-                              "--templates DIR must hold slice.j2 and dropin.j2")
-
+def render(plan: Plan, templates: UnitTemplates) -> dict[str, str]:
+    """Relative path → file text for every unit and drop-in of the plan (deterministic), with
+    `templates` (slicectl.host.files.templates.load_templates)."""
     head = header(plan)
     files: dict[str, str] = {}
-    templates = _Templates(templates_dir)
+    compiled = _Compiled(templates)
     sets: SetLines = {}
     for u in plan.units:
         for path, name in _files_of(u):
-            files[path] = templates.render(name, _context(u, head, sets))
+            files[path] = compiled.render(name, _context(u, head, sets))
     return files
 
 
@@ -138,21 +142,21 @@ def dropin_path(unit: str) -> str:
     return f"{unit}.d/{DROPIN_NAME}"
 
 
-class _Templates:
-    """The templates of one `render`, each loaded and compiled by jinja2 once."""
+class _Compiled:
+    """The templates of one `render`, each compiled by jinja2 once."""
 
-    def __init__(self, templates_dir: str | None) -> None:
-        self.templates_dir = templates_dir
+    def __init__(self, templates: UnitTemplates) -> None:
+        self.templates = templates
         self.loaded: dict[str, jinja2.Template] = {}
         self.env: jinja2.Environment | None = None
 
     def render(self, name: str, context: dict[str, object]) -> str:
         if name not in self.loaded:
             if self.env is None:
-                self.env = _environment(self.templates_dir)
-            with _template_errors(name, self.templates_dir):
+                self.env = _environment(self.templates)
+            with _template_errors(name, self.templates.folder):
                 self.loaded[name] = self.env.get_template(name)
-        with _template_errors(name, self.templates_dir):
+        with _template_errors(name, self.templates.folder):
             return self.loaded[name].render(context)
 
 

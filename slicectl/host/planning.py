@@ -130,6 +130,7 @@ def generator_files(config: Config, topology: Topology, previous: Manifest | Non
     generator at boot, where nothing runs yet, may re-pack, and place a tenant over nodes
     when CPUs are gone); `said` is told each move of a re-pack and each such split."""
     from slicectl.core.render import render
+    from slicectl.host.files.templates import load_templates
     from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest, manifest_text
 
     plan = plan_for_host(config, topology, None, command, shares=False, manifest=previous,
@@ -138,7 +139,7 @@ def generator_files(config: Config, topology: Topology, previous: Manifest | Non
         for line in plan.layout.repack_notes() + [
                 n for n in plan.layout.notes if "(numa: local) spans nodes" in n]:
             said(line)
-    texts = render(plan, templates)
+    texts = render(plan, load_templates(templates))
     files = {rel: text.encode() for rel, text in texts.items()}
     files[MANIFEST_NAME] = manifest_text(texts, Manifest(placements=plan.placements(),
                                                          source=Path(config.path).name))
