@@ -143,7 +143,7 @@ MIB = 1 << 20
 def build_numa_fixture(root: Path, node_cpus: dict[int, frozenset[int]]) -> MovingTree:
     """A tree whose slices hold memory.numa_stat on the host `node_cpus` describes (1, 2 or 4
     nodes, from `NUMA_HOSTS`): what each slice's local and outside shares should be is in its
-    name and in tests/test_metrics.py."""
+    name and in tests/core/monitor/test_metrics.py."""
     nodes = sorted(node_cpus)
     all_cpus = format_cpulist(frozenset().union(*node_cpus.values()))
     tree = MovingTree(root, cpus=all_cpus, mems=format_cpulist(nodes))

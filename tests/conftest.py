@@ -61,6 +61,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         compileall.compile_dir(Path(__file__).resolve().parent.parent / "slicectl", quiet=1)
 
 
+NOT_COLLECTED = {"e2e", "testbed", "fixtures", "golden"}  # pyproject.toml's norecursedirs
+
+
 def pytest_collection(session: pytest.Session) -> None:
     """On an xdist worker collecting the whole suite, import the test modules first, each
     worker starting at its own share of them.
@@ -75,7 +78,12 @@ def pytest_collection(session: pytest.Session) -> None:
     tests = Path(__file__).resolve().parent
     if workerinput is None or [Path(a).resolve() for a in session.config.args] != [tests]:
         return
-    names = sorted(path.stem for path in tests.glob("test_*.py"))
+    # Named as pytest names them (--import-mode=importlib, consider_namespace_packages,
+    # pyproject.toml): from tests/, core.placement.test_repack; the folders pytest does not
+    # collect (norecursedirs) left out.
+    names = sorted(".".join(path.relative_to(tests).with_suffix("").parts)
+                   for path in tests.rglob("test_*.py")
+                   if path.relative_to(tests).parts[0] not in NOT_COLLECTED)
     share = len(names) * int(workerinput["workerid"].removeprefix("gw")) // int(
         workerinput["workercount"])
     for name in names[share:] + names[:share]:
@@ -214,7 +222,7 @@ def svg_snapshot(request: pytest.FixtureRequest) -> Any:
 
         @classmethod
         def dirname(cls, *, test_location: Any) -> str:
-            return str(Path(test_location.filepath).parent / "snapshots")
+            return str(Path(__file__).resolve().parent / "snapshots")  # from any folder of tests/
 
     return request.getfixturevalue("snapshot").use_extension(SvgFile)
 

@@ -18,7 +18,7 @@ GiB96 = 96 * G
 def test_parse_memory_size_takes_what_systemd_takes(value: str, permyriad: int, text: str,
                                                      needs: int) -> None:
     """systemd's parse_permyriad: % with two decimals, ‰ with one, ‱ whole (all accepted by
-    systemd-analyze verify on 252; tests/test_render.py verifies a generated file)."""
+    systemd-analyze verify on 252; tests/core/test_render.py verifies a generated file)."""
     from slicectl.core.config.values import RamShare, parse_memory_size
 
     share = parse_memory_size(value)

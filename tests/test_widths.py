@@ -4,7 +4,7 @@ tests/golden/widths/ (UPDATE_GOLDEN=1 rewrites them).
 
 Each width is COLUMNS, as a pipe gets it: every line within it, none ending in spaces, no
 "…"; in colour the text is the same, only styled. The maps read without colour (letters and
-a legend naming them: tests/test_tables.py checks them cell by cell).
+a legend naming them: tests/views/test_tables.py checks them cell by cell).
 """
 
 from __future__ import annotations

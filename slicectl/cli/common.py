@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 # Every exit code of slicectl, with what it means: the man pages' EXIT STATUS is this table.
 # An error exits with its class's exit_code (slicectl.core.errors): EXIT_ERROR, or EXIT_USAGE
-# (the core cannot import this front end; tests/test_cli_common.py holds the two together).
+# (the core cannot import this front end; tests/cli/test_common.py holds the two together).
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DIFF, EXIT_OFFLINE = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 EXIT_STATUS = (

@@ -9,7 +9,7 @@ would instead expand into every verb's options; the tenants.yaml page is not a p
 written here, in the same roff.
 
 docs/update-man writes the pages into man/ (package data that `slicectl install` places);
-tests/test_cli_manpages.py fails when they differ from what the parser makes now. argparse-manpage
+tests/cli/test_manpages.py fails when they differ from what the parser makes now. argparse-manpage
 is needed only to make them (the test extra), not to install or read them.
 """
 

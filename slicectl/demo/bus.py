@@ -58,7 +58,7 @@ class PrivateBus:
         # Its own process group, so that a Ctrl-C typed at the demo's shell or view does not
         # reach it. Not its own session: that is also a scheduling group of its own (autogroup,
         # sched(7)), and so started, on a busy machine, it dropped a fake systemd answering
-        # hundreds of calls at once from the bus (tests/test_systemd.py).
+        # hundreds of calls at once from the bus (tests/host/systemd/test_systemd.py).
         with open(self.folder / "bus.log", "ab") as log:
             self.process = subprocess.Popen(
                 [self.binary, f"--config-file={self.config}", "--nofork", "--print-address=1"],

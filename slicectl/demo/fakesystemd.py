@@ -31,8 +31,8 @@ from slicectl.core.properties.properties import PROPERTIES
 UINT64_MAX = 2**64 - 1
 MANAGER_PATH = "/org/freedesktop/systemd1"
 # Settable cgroup properties: name -> (signature, value systemd reports when unset), as
-# org.freedesktop.systemd1(5) documents them (tests/test_systemd.py checks that slicectl's
-# property table names the same ones with the same signatures).
+# org.freedesktop.systemd1(5) documents them (tests/host/systemd/test_systemd.py checks that
+# slicectl's property table names the same ones with the same signatures).
 SETTABLE: dict[str, tuple[str, Any]] = {
     "AllowedCPUs": ("ay", b""),
     "AllowedMemoryNodes": ("ay", b""),
