@@ -208,7 +208,7 @@ class Plan:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Plan:
-        """Read back what to_json wrote (tests/test_plan.py round-trips every example)."""
+        """Read back what to_json wrote (tests/core/test_plan.py round-trips every example)."""
         layout = Layout(
             housekeeping=parse_cpulist(d["housekeeping_cpus"]),
             shared_pool=parse_cpulist(d["shared_pool"]),

@@ -22,7 +22,7 @@ Run = Callable[..., subprocess.CompletedProcess[str]]
 MIB = 1 << 20
 
 # Explicit CPUs: this test is about where the memory is; where a counted tenant's CPUs go
-# after `nodes` changes is placement's business (tests/test_placement.py).
+# after `nodes` changes is placement's business (tests/core/placement/test_placement.py).
 TENANTS = """\
 version: 1
 tenants:

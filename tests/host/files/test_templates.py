@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from slicectl.core.errors import RenderError
 from slicectl.core.placement.topology import Topology
@@ -17,7 +18,6 @@ from slicectl.core.render import render
 from slicectl.host.files.templates import builtin_dir, load_templates
 from slicectl.host.planning import load_tenants
 
-ROOT = Path(__file__).resolve().parent.parent
 DROPIN = "cron.service.d/50-slicectl.conf"
 
 
