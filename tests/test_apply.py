@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ from slicectl.core.config.config import load_yaml, parse_config
 from slicectl.core.errors import ApplyError
 from slicectl.core.placement.topology import Cpu, Node, Topology
 from slicectl.demo.fakesystemd import FakeSystemd
+from slicectl.host.systemd.systemd import Systemd
 
 YAML = """\
 version: 1
@@ -327,9 +329,12 @@ async def test_new_tenants_are_started_from_their_files_without_a_reload(
 
 
 async def test_one_listing_finds_which_tenant_slices_are_loaded(
-        options: ApplyOptions, fake_systemd: FakeSystemd) -> None:
+        options: ApplyOptions, fake_systemd: FakeSystemd,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # Unloaded tenant slices cost no call of their own (one ListUnitsByPatterns for all);
     # loaded ones are read in full, and so is every unit slicectl only adds a drop-in to.
+    # A listed slice's object path and states come from its row: no GetUnit, and of the
+    # Unit interface only its files are asked for.
     slices = ["tenants-db1.slice", "tenants-db2.slice", "tenants.slice"]
     await compute_diff(config(), make_topology(), options)  # type: ignore[arg-type]
     assert ("ListUnitsByPatterns", ([], slices)) in fake_systemd.calls
@@ -338,10 +343,22 @@ async def test_one_listing_finds_which_tenant_slices_are_loaded(
     fake_systemd.add_unit("tenants-db2.slice", active_state="active")  # e.g. by a member
     assert "tenants.slice" in fake_systemd.units  # its parent comes with it, as in systemd
     fake_systemd.calls.clear()
+    sent: list[tuple[str, list[Any]]] = []  # every call slicectl sends (Get included)
+    real_call = Systemd._call
+
+    async def spy(self: Systemd, member: str, signature: str = "", body: Any = (),
+                  **kw: Any) -> list[Any]:
+        sent.append((member, list(body)))
+        return await real_call(self, member, signature, body, **kw)
+
+    monkeypatch.setattr(Systemd, "_call", spy)
     diff = await compute_diff(config(), make_topology(), options)  # type: ignore[arg-type]
     looked_up = {args[0] for member, args in fake_systemd.calls if member == "GetUnit"}
-    assert looked_up == {"system.slice", "user.slice", "init.scope", "tenants.slice",
-                         "tenants-db2.slice"}
+    assert looked_up == {"system.slice", "user.slice", "init.scope"}
+    asked = sorted(body[1] for member, body in sent
+                   if member == "Get" and body[0] == "org.freedesktop.systemd1.Unit")
+    assert asked == sorted(["ActiveState", "LoadState", "SubState", "FragmentPath",
+                            "DropInPaths"] * 3 + ["FragmentPath", "DropInPaths"] * 2)
     assert "tenants-db2.slice" not in diff.start and "tenants-db1.slice" in diff.start
     assert diff.reload  # tenants-db2.slice is loaded and its files are new
 

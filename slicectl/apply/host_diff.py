@@ -167,13 +167,14 @@ async def _states(sd: Systemd, managed: list[tuple[UnitPlan, bool]]) -> list[Uni
     from slicectl.host.systemd.systemd import UnitState
 
     listed = {u.unit for u, owned in managed if owned and _LISTABLE.fullmatch(u.unit)}
-    loaded = ({row.name for row in await sd.list_units_by_patterns([], sorted(listed))}
-              if listed else set())
+    loaded = ({row.name: row for row in await sd.list_units_by_patterns([], sorted(listed))}
+              if listed else {})
 
     async def state(unit: str) -> UnitState:
         if unit in listed and unit not in loaded:
             return UnitState.absent(unit)
-        return await sd.get_unit_properties(unit, load=False)
+        # A listed unit's row has its object path and states: no GetUnit, no three Gets.
+        return await sd.get_unit_properties(unit, load=False, listed=loaded.get(unit))
 
     return list(await asyncio.gather(*(state(u.unit) for u, _ in managed)))
 

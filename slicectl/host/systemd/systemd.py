@@ -493,24 +493,33 @@ class Systemd:
                                      unit=unit))[0])
 
     async def get_unit_properties(self, unit: str, *, load: bool = True,
-                                  unit_interface: bool = True) -> UnitState:
+                                  unit_interface: bool = True,
+                                  listed: ListedUnit | None = None) -> UnitState:
         """Read the unit's state (STATE) and every settable property (settings table).
 
         `load=False` does not load a unit systemd has not loaded (GetUnit, not LoadUnit): such
         a unit comes back as UnitState.absent, and systemd loads its files fresh from disk
         when it is next started. `unit_interface=False` skips the Unit interface (state,
-        fragment, drop-ins; ~100 properties): its fields come back empty.
+        fragment, drop-ins; ~100 properties): its fields come back empty. `listed`: the unit's
+        row of a listing just made, whose object path and load, active and sub states are
+        taken as they are (three calls fewer than asking for them one by one).
         """
-        path = await (self.load_unit(unit) if load else self.get_unit(unit))
+        if listed is not None:
+            path: str | None = listed.path
+        else:
+            path = await (self.load_unit(unit) if load else self.get_unit(unit))
         if path is None:
             return UnitState.absent(unit)
         raw: dict[str, Any] = {}
         action = f"reading properties of {unit}"
+        if listed is not None:
+            raw.update(LoadState=listed.load_state, ActiveState=listed.active_state,
+                       SubState=listed.sub_state)
         if unit_interface:
             # One Get per property, not GetAll: GetAll on the Unit interface makes systemd
             # work out UnitFileState/UnitFilePreset, which scans the unit directories for
             # each unit until the next reload (docs/design-notes.md).
-            names = [name for name, spec in STATE.items() if spec.on_unit]
+            names = [name for name, spec in STATE.items() if spec.on_unit and name not in raw]
             values = await asyncio.gather(*(
                 self._call("Get", "ss", [UNIT_IFACE, name], path=path,
                            interface=PROPERTIES_IFACE, unit=unit, action=action)
