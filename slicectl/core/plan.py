@@ -47,11 +47,13 @@ DROPIN_NAME = "50-slicectl.conf"
 
 class FileKind(StrEnum):
     """A slice unit file slicectl owns, a drop-in with resource settings for a unit someone
-    else owns, or a file of the schedule (timers, their service, timers.target's drop-in)."""
+    else owns, a file of the schedule (timers, their service, timers.target's drop-in), or a
+    file that acts at boot (the cpuset partitions' service and multi-user.target's drop-in)."""
 
     UNIT = "unit"
     DROPIN = "dropin"
     SCHEDULE = "schedule"
+    BOOT = "boot"  # written as it is, acting at boot: the partitions' service and its drop-in
 
 
 class Section(StrEnum):
@@ -413,6 +415,64 @@ def schedule_units(config: Config, command: ScheduleCommand) -> list[UnitPlan]:
     return units
 
 
+PARTITIONS_SERVICE = "slicectl-partitions.service"
+CGROUP_MOUNT = "/sys/fs/cgroup"  # cgroup v2's mount point (slicectl refuses v1 and hybrid)
+
+
+def partition_units(units: list[UnitPlan]) -> list[UnitPlan]:
+    """At boot, what apply does live for the tenants that are cpuset partitions: a oneshot
+    service that writes the `cpuset.cpus.exclusive` files systemd has no setting for (parents
+    first, as the kernel requires), writes each partition again (the kernel refused it while
+    its parents held no exclusive CPUs), and fails, naming the kernel's answer, when a
+    partition is not what was asked; and multi-user.target's drop-in that starts it. The
+    files in cgroupfs are gone after a reboot, so without it the partitions stay invalid until
+    the next apply (slicectl.core.properties.partition). apply itself does not start it:
+    rollback must find the files as they were."""
+    from slicectl.core.properties.partition import (
+        exclusive_cpus,
+        exclusive_steps,
+        is_partition,
+        slice_cgroup,
+    )
+
+    parts = {u.unit: (str(u.properties["CPUSetPartition"]), cpus) for u in units
+             if u.kind is FileKind.UNIT and is_partition(u.properties.get("CPUSetPartition"))
+             and isinstance(cpus := u.properties.get(ALLOWED_CPUS.name), frozenset)}
+    if not parts:
+        return []
+    groups = {unit: slice_cgroup(unit) for unit in parts}
+    need = exclusive_cpus({groups[u]: cpus for u, (_, cpus) in parts.items()})
+    lines: list[tuple[str, str]] = [("Type", "oneshot")]
+    for group, cpus in exclusive_steps({}, need):
+        lines.append(("ExecStart", _write_line(f"{CGROUP_MOUNT}{group}/cpuset.cpus.exclusive",
+                                               format_cpulist(cpus))))
+    for unit, (value, _) in sorted(parts.items()):
+        path = f"{CGROUP_MOUNT}{groups[unit]}/cpuset.cpus.partition"
+        lines.append(("ExecStart", _write_line(path, value)))
+        # "$$": systemd would expand "$p" itself (systemd.service(5), "Command lines").
+        lines.append(("ExecStart", f"/bin/sh -c 'read -r p < {path}; [ \"$$p\" = {value} ] "
+                                   f"|| {{ echo \"{unit}: the kernel reports $$p\" >&2; "
+                                   "exit 1; }'"))
+    names = sorted(parts)
+    service = UnitPlan(
+        unit=PARTITIONS_SERVICE, path=PARTITIONS_SERVICE, kind=FileKind.BOOT,
+        section=Section.SERVICE, sections=(
+            ("Unit", (("Description", "slicectl: the tenants' cpuset partitions at boot "
+                                      "(cpuset.cpus.exclusive)"),
+                      ("Documentation", "man:slicectl(8)"),
+                      *(("Wants", n) for n in names), *(("After", n) for n in names))),
+            ("Service", tuple(lines))))
+    starter = UnitPlan(
+        unit="multi-user.target", path=f"multi-user.target.d/{DROPIN_NAME}", kind=FileKind.BOOT,
+        section=Section.TARGET, sections=(("Unit", (("Wants", PARTITIONS_SERVICE),)),))
+    return [service, starter]
+
+
+def _write_line(path: str, value: str) -> str:
+    """An ExecStart= line writing `value` into the file `path` (no systemd tool writes one)."""
+    return f"/bin/sh -c 'echo {value} > {path}'"
+
+
 def check_protection(config: Config, topo: Topology, layout: Layout) -> None:
     """Refuse protection beyond RAM minus housekeeping, or beyond the memory of the nodes a
     tenant's memory is bound to: it protects nobody (lint's protection-overcommit reports
@@ -506,6 +566,7 @@ def build_plan(
             properties=_tenant_props(t, layout.of(t.name)),
             description=t.description or f"slicectl tenant {t.name}", tenant=t.name,
         ))
+    units += partition_units(units)
     units += _housekeeping_dropins(config, layout)
     if config.schedule:
         units += schedule_units(config, command or ScheduleCommand.default(config))

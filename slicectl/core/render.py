@@ -129,7 +129,7 @@ def _files_of(u: UnitPlan) -> list[tuple[str, str]]:
     """
     if u.kind == "dropin":
         return [(u.path, TEMPLATES["dropin"])]
-    if u.kind == "schedule":
+    if u.kind in ("schedule", "boot"):  # sections written as they are
         return [(u.path, TEMPLATES["schedule"])]
     files = [(u.path, TEMPLATES["unit"])]
     if u.properties:

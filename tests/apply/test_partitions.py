@@ -65,6 +65,12 @@ async def test_isolated_tenant_gets_exclusive_cpus_down_its_parents_and_is_read_
     assert [c.control_group for c in report.exclusive] == ["/tenants.slice",
                                                          "/tenants.slice/tenants-db1.slice"]
     assert "tenants-db1.slice" in report.verified
+    # The boot service that writes the same files after a reboot is written, not started:
+    # rollback must find the files as they were before this apply.
+    assert (options.unit_dir / "slicectl-partitions.service").is_file()
+    assert (options.unit_dir / "multi-user.target.d/50-slicectl.conf").is_file()
+    started = {args[0] for member, args in fake_systemd.calls if member == "StartUnit"}
+    assert "slicectl-partitions.service" not in started and "tenants-db1.slice" in started
     again = await apply_plan(config(), make_topology(), options)
     assert not again.diff.changed and not again.exclusive
 
@@ -92,6 +98,8 @@ async def test_back_to_member_empties_the_exclusive_cpus(
     await apply_plan(config(), make_topology(), options)
     await apply_plan(config(profile="member"), make_topology(), options)
     assert read(options, DB1, "cpuset.cpus.partition") == "member\n"
+    assert not (options.unit_dir / "slicectl-partitions.service").exists()  # nothing at boot
+    assert not (options.unit_dir / "multi-user.target.d").exists()
     assert read(options, "tenants.slice", "cpuset.cpus.exclusive") == "\n"
     assert read(options, DB1, "cpuset.cpus.exclusive") == "\n"
 

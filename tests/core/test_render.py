@@ -23,6 +23,7 @@ from unitcheck import parse_unit, systemd_verify
 
 import slicectl
 from slicectl.core.config.config import load_yaml, parse_config
+from slicectl.core.cpulist import format_cpulist
 from slicectl.core.errors import RenderError, SlicectlError
 from slicectl.core.placement.topology import Topology
 from slicectl.core.plan import FileKind, Plan, Section, UnitPlan, build_plan
@@ -350,3 +351,64 @@ def test_systemd_analyze_verify(topology: str, tmp_path: Path) -> None:
     (out / "db.socket").write_text("[Socket]\nListenStream=/run/db.sock\n")
     (out / "db.service").write_text("[Service]\nExecStart=/bin/true\n")
     systemd_verify(out, tmp_path)
+
+
+PARTITIONED = """\
+version: 1
+housekeeping: {cpus: 2}
+tenants:
+  lat: {cpus: 2, cpuset_partition: isolated}
+  fast: {cpus: 2, cpuset_partition: root}
+  other: {cpus: 2}
+"""
+
+
+def every_value(text: str) -> dict[str, dict[str, list[str]]]:
+    """section → key → every value assigned, in order (ExecStart= may come many times)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    section = ""
+    for line in text.splitlines():
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif "=" in line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            out.setdefault(section, {}).setdefault(key, []).append(value)
+    return out
+
+
+def test_partitions_get_a_boot_service_that_systemd_verifies(tmp_path: Path) -> None:
+    # cgroupfs forgets cpuset.cpus.exclusive at a reboot, and systemd has no setting for it:
+    # a oneshot that multi-user.target starts writes it again, parents first, then each
+    # partition, and fails naming the kernel's answer when one is not what was asked.
+    cfg = parse_config(load_yaml(PARTITIONED, "tenants.yaml"), "tenants.yaml")
+    plan = build_plan(cfg, topo("nehalem-ex-4node"))
+    files = render(plan, load_templates())
+    cpus = {t: format_cpulist(plan.layout.of(t).cpus) for t in ("lat", "fast")}
+    service = every_value(files["slicectl-partitions.service"])
+    assert service["Unit"]["Wants"] == ["tenants-fast.slice", "tenants-lat.slice"] == \
+        service["Unit"]["After"]
+    assert service["Service"]["Type"] == ["oneshot"]
+    both = format_cpulist(plan.layout.of("lat").cpus | plan.layout.of("fast").cpus)
+    group = "/sys/fs/cgroup/tenants.slice"
+    assert service["Service"]["ExecStart"][:5] == [
+        f"/bin/sh -c 'echo {both} > {group}/cpuset.cpus.exclusive'",
+        f"/bin/sh -c 'echo {cpus['fast']} > {group}/tenants-fast.slice/cpuset.cpus.exclusive'",
+        f"/bin/sh -c 'echo {cpus['lat']} > {group}/tenants-lat.slice/cpuset.cpus.exclusive'",
+        f"/bin/sh -c 'echo root > {group}/tenants-fast.slice/cpuset.cpus.partition'",
+        f"/bin/sh -c 'read -r p < {group}/tenants-fast.slice/cpuset.cpus.partition; "
+        "[ \"$$p\" = root ] || { echo \"tenants-fast.slice: the kernel reports $$p\" >&2; "
+        "exit 1; }'"]
+    assert every_value(files["multi-user.target.d/50-slicectl.conf"])["Unit"]["Wants"] == [
+        "slicectl-partitions.service"]
+    out = tmp_path / "out"
+    for rel, text in files.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    systemd_verify(out, tmp_path)
+    # without a partition, neither file
+    member = PARTITIONED.replace(", cpuset_partition: isolated", "").replace(
+        ", cpuset_partition: root", "")
+    plain = build_plan(parse_config(load_yaml(member, "tenants.yaml"), "tenants.yaml"),
+                       topo("nehalem-ex-4node"))
+    assert not {"slicectl-partitions.service", "multi-user.target.d/50-slicectl.conf"} & set(
+        render(plain, load_templates()))

@@ -140,3 +140,36 @@ def test_an_isolated_partition_is_applied_live_read_back_and_a_refused_one_rolle
     assert "Traceback" not in refused.stderr
     assert snapshot() == before, (refused.stderr, intruder)
     assert guest.systemctl("is-active", "lat-probe.service").stdout.strip() == "active"
+
+
+@pytest.mark.skipif(not PARTITIONS, reason=f"needs systemd 261 and Linux 6.7: {WHERE}")
+def test_an_isolated_partition_is_made_again_at_boot_without_an_apply(
+        slicectl: Run, tenants: Path) -> None:
+    """cgroupfs forgets cpuset.cpus.exclusive at a reboot and systemd has no setting for it:
+    slicectl-partitions.service, which multi-user.target starts, writes it again, so the
+    tenant boots isolated with no slicectl command run."""
+    resumed = guest.resumed()
+    if resumed is None:
+        tenants.write_text(ISOLATED)
+        proc = slicectl("apply", str(tenants), "--yes")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        # apply wrote the service and did the writes itself; it did not start the service
+        assert guest.unit_property("slicectl-partitions.service", "ActiveState") == "inactive"
+        planned = guest.cgroup_file("tenants-lat.slice", "cpuset.cpus.effective")
+        boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        guest.reboot("rebooted", {"planned": planned, "boot_id": boot_id})
+    phase, state = resumed
+    assert phase == "rebooted"
+    assert Path("/proc/sys/kernel/random/boot_id").read_text().strip() != state["boot_id"]
+    service = "slicectl-partitions.service"
+    guest.wait_until(lambda: guest.unit_property(service, "ExecMainExitTimestampMonotonic")
+                     not in ("", "0") and guest.unit_property(service, "ActiveState")
+                     in ("inactive", "failed"), f"{service} to have run at boot")
+    assert guest.unit_property(service, "Result") == "success", guest.run(
+        ["journalctl", "-b", "-u", service, "--no-pager"], check=False).stdout
+    assert guest.cgroup_file("tenants-lat.slice", "cpuset.cpus.partition") == "isolated"
+    assert guest.parse_cpulist(guest.cgroup_file("tenants-lat.slice", "cpuset.cpus.effective")) \
+        == guest.parse_cpulist(state["planned"])
+    tenants.write_text(ISOLATED)  # this boot's copy of the test's tenants.yaml
+    exit_code = slicectl("plan", str(tenants), "--exit-code")
+    assert exit_code.returncode == 0, exit_code.stdout + exit_code.stderr

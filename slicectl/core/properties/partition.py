@@ -37,7 +37,8 @@ REMOTE_PARTITION_KERNEL = (6, 7)
 KERNEL_REASONS: Mapping[str, str] = {
     "Invalid cpu list in cpuset.cpus.exclusive":
         "a parent's cpuset.cpus.exclusive does not hold the tenant's CPUs (slicectl writes "
-        "them on apply; after a reboot run `slicectl apply` again)",
+        "them on apply, and slicectl-partitions.service at boot: see `systemctl status "
+        "slicectl-partitions.service`, or run `slicectl apply` again)",
     "Invalid cpu list in cpuset.cpus":
         "the tenant's CPUs are not all available to its parent",
     "Parent is an invalid partition root":
@@ -107,6 +108,16 @@ class PartitionState:
 def is_partition(value: object) -> bool:
     """Whether a cpuset_partition value makes a partition (root or isolated)."""
     return value in (ROOT, ISOLATED)
+
+
+def slice_cgroup(unit: str) -> str:
+    """The cgroup systemd gives a slice, from its name (each "-" a level of the tree, as
+    systemd.slice(5) says): "tenants-a.slice" -> "/tenants.slice/tenants-a.slice"."""
+    name = unit.removesuffix(".slice")
+    if name in ("", "-"):
+        return "/"
+    words = name.split("-")
+    return "".join(f"/{'-'.join(words[:n])}.slice" for n in range(1, len(words) + 1))
 
 
 def ancestors(control_group: str) -> list[str]:
