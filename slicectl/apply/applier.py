@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from slicectl.apply.host_diff import Diff, PropChange, host_diff, managed_units, read_back
+from slicectl.apply.isolation import IsolationPaths, steer_isolation
 from slicectl.apply.partitions import (
     ExclusiveChange,
     apply_exclusive,
@@ -69,6 +70,15 @@ class ApplyOptions:
     balance_state: Path = Path(defaults.BALANCE_STATE)
     # Move the fewest tenants where keeping all in place would split a local one (--repack).
     repack: bool = False
+    # Where IRQs and unbound work are steered off isolated CPUs (slicectl.apply.isolation).
+    proc_root: Path = Path(defaults.PROC)
+    sysfs_root: Path = Path(defaults.SYSFS)
+    isolation_record: Path = Path(defaults.ISOLATION_RECORD)
+    runtime_unit_dir: Path = Path(defaults.RUNTIME_UNIT_DIR)
+
+    def isolation_paths(self) -> IsolationPaths:
+        return IsolationPaths(self.proc_root, self.sysfs_root, self.isolation_record,
+                              self.runtime_unit_dir)
 
 
 @dataclass
@@ -206,6 +216,12 @@ async def _change(tx: Transaction, plan: Plan, files: dict[str, str], config: Co
         clock.lap("exclusive")
     await _verify(tx, plan, states, report, options, say)
     clock.lap("verify")
+    if partitioned or options.isolation_record.exists():
+        # Once the partitions are what the plan says: IRQs and unbound work off isolated
+        # CPUs, or back where they were when no CPU is isolated any more.
+        report.notes += await steer_isolation(tx, plan, options.isolation_paths(),
+                                              options.kernel or os.uname().release, say)
+        clock.lap("isolation")
 
 
 async def _write(tx: Transaction, plan: Plan, files: dict[str, str], config: Config,

@@ -13,6 +13,12 @@ back when a property returns to unset (as with AllowedCPUs=, systemd#43846), is 
 the live properties are restored and written back where it differs. Both are read again, and
 any byte that differs is reported as not restored.
 
+Files outside cgroupfs follow the same rule (slicectl.apply.isolation): the kernel files
+that steer noise off isolated CPUs (an IRQ's `smp_affinity_list`, the unbound workqueues'
+mask) and slicectl's own files beside them (the isolation record, irqbalance's drop-in) are
+recorded before their first change ("absent" included), put back last first, and read again;
+a unit whose drop-in changed (irqbalance) is restarted once its files are back.
+
 Runtime `SetUnitProperties` writes /run/systemd/system.control/UNIT.d/50-PROPERTY.conf;
 slicectl puts that directory back exactly as it found it afterwards, so none of its runtime
 calls lingers as a stale override of its own files (DESIGN §6).
@@ -27,10 +33,13 @@ from typing import TYPE_CHECKING
 
 from slicectl.core import defaults
 from slicectl.core.errors import SlicectlError
+from slicectl.core.frozen import frozen
 from slicectl.core.properties.kinds import LiveValue
 from slicectl.core.properties.partition import PartitionState
 from slicectl.host.cgroup.cgroupfs import read_cgroup_bytes, write_cgroup_file
+from slicectl.host.files.atomic import write_atomically
 from slicectl.host.files.unitdir import FileChanges, Journal, Manifest, UnitDir
+from slicectl.host.isolation.kernelfiles import read_kernel_file, write_kernel_file
 
 if TYPE_CHECKING:
     from slicectl.host.systemd.systemd import Systemd, UnitState
@@ -69,6 +78,36 @@ async def set_live(sd: Systemd, unit: str, props: Mapping[str, LiveValue],
         snapshot.restore()
 
 
+@frozen
+class FileBefore:
+    """A file's bytes before an apply's first change to it (None: it did not exist), and
+    whether the kernel's (written in place) or slicectl's own (replaced atomically)."""
+
+    data: bytes | None
+    kernel: bool
+
+
+def _read_own(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _replace(path: Path, data: bytes | None) -> None:
+    """Write one of slicectl's own files atomically, or remove it (None) and its folder
+    when that is left empty (a drop-in folder slicectl made)."""
+    if data is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, data, 0o644)
+        return
+    path.unlink(missing_ok=True)
+    try:
+        path.parent.rmdir()
+    except OSError:
+        pass  # not empty, or not ours to remove
+
+
 @dataclass
 class Transaction:
     """The changes of one apply so far, and how to undo them."""
@@ -85,6 +124,10 @@ class Transaction:
     cgroup_before: dict[tuple[str, str], bytes] = field(default_factory=dict)
     # ControlGroup -> cpuset.cpus.partition before any change (slicectl's slices)
     partitions_before: dict[str, str] = field(default_factory=dict)
+    # procfs/sysfs files and slicectl's own files outside the unit directory -> their bytes
+    # before this apply's first change, in change order
+    files_before: dict[Path, FileBefore] = field(default_factory=dict)
+    restart: list[str] = field(default_factory=list)  # restarted after their files are back
 
     def touch(self, unit: str, state: UnitState) -> None:
         """Remember `unit`'s live state before the first change to it."""
@@ -99,6 +142,23 @@ class Transaction:
                 raise FileNotFoundError(f"{group}/{name}: no such cgroup file")
             self.cgroup_before[key] = before
         write_cgroup_file(self.cgroup_root, group, name, data)
+
+    def write_kernel(self, path: Path, data: bytes) -> None:
+        """Write a procfs or sysfs file (an IRQ's affinity, the workqueue mask), its bytes
+        recorded first (a missing file raises)."""
+        if path not in self.files_before:
+            before = read_kernel_file(path)
+            if before is None:
+                raise FileNotFoundError(f"{path}: no such file")
+            self.files_before[path] = FileBefore(before, kernel=True)
+        write_kernel_file(path, data)
+
+    def replace_file(self, path: Path, data: bytes | None) -> None:
+        """Replace one of slicectl's own files outside the unit directory atomically (None:
+        remove it), its bytes (or its absence) recorded first."""
+        if path not in self.files_before:
+            self.files_before[path] = FileBefore(_read_own(path), kernel=False)
+        _replace(path, data)
 
     async def write_files(self, files: Mapping[str, str], manifest: Manifest,
                           changes: FileChanges, reload: bool) -> None:
@@ -130,6 +190,9 @@ class Transaction:
             except SlicectlError as e:
                 failures.append(f"{unit}: {e.message}")
         failures += self._restore_cgroup_files()
+        failures += self._restore_host_files()
+        if self.restart:
+            failures += await self._restart()
         for unit in self.started:
             if unit not in self.before:  # a timer: it was not running before
                 try:
@@ -160,6 +223,41 @@ class Transaction:
             if now is not None and now.decode(errors="replace") != text:
                 failures.append(f"{group}/cpuset.cpus.partition: reads {now.decode()!r}, "
                                 f"was {text!r}")
+        return failures
+
+    def _restore_host_files(self) -> list[str]:
+        """Put back the procfs/sysfs files and slicectl's own files this apply changed (last
+        first; only where they differ: a kernel file the kernel refused to change is left),
+        then read all again."""
+        failures: list[str] = []
+        for path, before in reversed(self.files_before.items()):
+            now = read_kernel_file(path) if before.kernel else _read_own(path)
+            if now == before.data:
+                continue
+            try:
+                if before.kernel and before.data is not None:
+                    write_kernel_file(path, before.data)
+                else:
+                    _replace(path, before.data)
+            except FileNotFoundError:
+                pass  # the IRQ is gone (its device went away): nothing to put back
+            except OSError as e:
+                failures.append(f"{path}: writing {before.data!r} back: {e.strerror or e}")
+        for path, before in self.files_before.items():
+            now = read_kernel_file(path) if before.kernel else _read_own(path)
+            if now != before.data and not (before.kernel and now is None):
+                failures.append(f"{path}: reads {now!r}, was {before.data!r}")
+        return failures
+
+    async def _restart(self) -> list[str]:
+        """Reload (their drop-ins changed back), then restart the units in `restart`."""
+        failures: list[str] = []
+        try:
+            await self.sd.reload()
+            for unit in dict.fromkeys(self.restart):
+                await self.sd.restart_unit(unit)
+        except SlicectlError as e:
+            failures.append(f"restarting {', '.join(self.restart)}: {e.message}")
         return failures
 
     def _write_back(self, group: str, name: str, data: bytes, failures: list[str]) -> None:

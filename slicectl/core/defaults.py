@@ -59,3 +59,8 @@ RECOMMEND_HEADROOM = 1 << 30  # bytes (1G): LinkedIn adds 1 GB for page cache be
 
 # balance: the balancer's runtime state (tmpfs: a reboot forgets it, as it forgets the moves).
 BALANCE_STATE = "/run/slicectl/balance.json"
+# apply: what it changed to keep IRQs and unbound work off isolated CPUs, recorded before the
+# change (tmpfs: a reboot forgets it, as the kernel forgets the values it records).
+ISOLATION_RECORD = "/run/slicectl/isolation.json"
+# systemd's runtime unit directory: irqbalance's drop-in for isolated CPUs (gone at reboot).
+RUNTIME_UNIT_DIR = "/run/systemd/system"

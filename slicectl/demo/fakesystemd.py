@@ -73,7 +73,8 @@ CGROUP_PROPS = {name: sig for name, (sig, _) in SETTABLE.items()} | {
     "EffectiveCPUs": "ay", "EffectiveMemoryNodes": "ay", "ControlGroup": "s", "Slice": "s",
 }
 UNIT_PROPS = {"Id": "s", "ActiveState": "s", "LoadState": "s", "SubState": "s",
-              "FragmentPath": "s", "DropInPaths": "as"}
+              "FragmentPath": "s", "DropInPaths": "as", "UnitFileState": "s"}
+SERVICE_PROPS = {"MainPID": "u"}
 CGROUP_TYPES = ("slice", "service", "scope")
 PropertyList = Annotated[list[list[Any]], DBusSignature("a(sv)")]
 JobRemovedBody = Annotated[list[Any], DBusSignature("uoss")]
@@ -140,6 +141,8 @@ class FakeUnit:
     slice: str = ""
     settings: dict[str, Any] = field(default_factory=dict)  # raw D-Bus values set so far
     job_result: str = "done"  # the result the next StartUnit/StopUnit job reports
+    unit_file_state: str = ""  # enabled, disabled, static, ... ("": no unit file)
+    main_pid: int = 0  # a service's main process (0: none)
 
     @property
     def suffix(self) -> str:
@@ -226,6 +229,13 @@ class _Manager(ServiceInterface):
         return await self.fake.run_job(self, name, start=False)
 
     @dbus_method()
+    async def RestartUnit(self, name: DBusStr, mode: DBusStr) -> DBusObjectPath:  # noqa: N802
+        self.fake.enter("RestartUnit", (name, mode), name)
+        job = await self.fake.run_job(self, name, start=True)
+        self.fake.restarted(name)
+        return job
+
+    @dbus_method()
     def ListUnitsByPatterns(  # noqa: N802
         self, states: Annotated[list[str], DBusSignature("as")],
         patterns: Annotated[list[str], DBusSignature("as")],
@@ -275,6 +285,10 @@ class _CgroupIface(_UnitObject):
     pass
 
 
+class _ServiceIface(_CgroupIface):
+    pass
+
+
 def _property(name: str, signature: str) -> Any:
     def getter(self: _UnitObject) -> Any:
         return self.fake.value(self.fake.units[self.unit], name)
@@ -288,6 +302,8 @@ for _name, _sig in UNIT_PROPS.items():
     setattr(_UnitIface, _name, _property(_name, _sig))
 for _name, _sig in CGROUP_PROPS.items():
     setattr(_CgroupIface, _name, _property(_name, _sig))
+for _name, _sig in SERVICE_PROPS.items():
+    setattr(_ServiceIface, _name, _property(_name, _sig))
 
 
 class FakeSystemd:
@@ -313,6 +329,10 @@ class FakeSystemd:
         # unit -> the reason the kernel gives for refusing its partition (partition_text)
         self.refuse_partition: dict[str, str] = {}
         self.job_delay = 0.0  # seconds between a job's reply and its JobRemoved
+        # What a restart runs, given the unit's name (e.g. a test writing the new main
+        # process's environment under a fixture /proc).
+        self.on_restart: list[Callable[[str], None]] = []
+        self._pids = 1000
         self.signal_before_reply = False  # systemd may send JobRemoved before the reply
         self._jobs = 0
         self._bus: MessageBus | None = None
@@ -474,6 +494,15 @@ class FakeSystemd:
             asyncio.get_running_loop().call_later(self.job_delay, removed)
         return job
 
+    def restarted(self, name: str) -> None:
+        """A service restarted: a new main process, then the `on_restart` hooks."""
+        unit = self.units[name]
+        if unit.suffix == "service" and unit.active_state == "active":
+            self._pids += 1
+            unit.main_pid = self._pids
+        for hook in self.on_restart:
+            hook(name)
+
     def _activate_parents(self, unit: FakeUnit) -> None:
         parent = unit.parent_slice()
         while parent:
@@ -506,6 +535,8 @@ class FakeSystemd:
             "Id": lambda: unit.name, "ActiveState": lambda: unit.active_state,
             "LoadState": lambda: unit.load_state, "SubState": lambda: unit.sub_state,
             "FragmentPath": lambda: unit.fragment_path,
+            "UnitFileState": lambda: unit.unit_file_state,
+            "MainPID": lambda: unit.main_pid,
             "DropInPaths": lambda: list(unit.drop_in_paths),
             "ControlGroup": lambda: self.control_group(unit),
             "Slice": unit.parent_slice,
@@ -593,4 +624,5 @@ class FakeSystemd:
         self._bus.export(path, _UnitIface("org.freedesktop.systemd1.Unit", self, unit.name))
         if unit.suffix in CGROUP_TYPES:
             iface = f"org.freedesktop.systemd1.{unit.suffix.capitalize()}"
-            self._bus.export(path, _CgroupIface(iface, self, unit.name))
+            kind = _ServiceIface if unit.suffix == "service" else _CgroupIface
+            self._bus.export(path, kind(iface, self, unit.name))

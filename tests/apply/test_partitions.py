@@ -41,7 +41,10 @@ def options(tmp_path: Path, dbus_daemon: str, fake_systemd: FakeSystemd) -> Appl
     fake_systemd.version = "262.1-1"  # CPUSetPartition= came with systemd 261
     return ApplyOptions(unit_dir=tmp_path / "units", cgroup_root=tmp_path / "cgroup",
                         bus_address=dbus_daemon, control_dir=tmp_path / "control",
-                        kernel="7.2.0-1-amd64")
+                        kernel="7.2.0-1-amd64", proc_root=tmp_path / "proc",
+                        sysfs_root=tmp_path / "sys",
+                        isolation_record=tmp_path / "run/slicectl/isolation.json",
+                        runtime_unit_dir=tmp_path / "run/systemd/system")
 
 
 def config(text: str = YAML, profile: str | None = None) -> Config:

@@ -4,6 +4,7 @@ folder as it was found, and every step that could not be undone reported."""
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,45 @@ async def test_every_step_that_fails_is_reported_and_the_others_still_run(
         "a.timer: stopping a.timer failed: systemd answered org.freedesktop.DBus.Error.Failed "
         "(refused)"]
     assert fake_systemd.units["b.timer"].active_state == "inactive"
+
+
+async def test_kernel_and_own_files_are_put_back_byte_for_byte(sd: Systemd,
+                                                               tmp_path: Path) -> None:
+    """An IRQ's affinity written in place and a record file made and a drop-in removed: all
+    back as before, the new record's folder gone, the removed file's folder back."""
+    irq = tmp_path / "proc/irq/24/smp_affinity_list"
+    irq.parent.mkdir(parents=True)
+    irq.write_bytes(b"0-7\n")
+    record = tmp_path / "run/slicectl/isolation.json"
+    dropin = tmp_path / "run/systemd/system/irqbalance.service.d/50-slicectl-isolated.conf"
+    dropin.parent.mkdir(parents=True)
+    dropin.write_bytes(b"[Service]\n")
+    tx = transaction(sd, tmp_path)
+    tx.replace_file(record, b"{}\n")
+    tx.write_kernel(irq, b"0,2-4,6,7\n")
+    tx.write_kernel(irq, b"0\n")  # only the bytes before the first write count
+    tx.replace_file(dropin, None)
+    assert not dropin.parent.exists()  # its folder went with it, empty
+    with pytest.raises(FileNotFoundError):
+        tx.write_kernel(tmp_path / "proc/irq/99/smp_affinity_list", b"0\n")
+    assert await tx.rollback() == []
+    assert irq.read_bytes() == b"0-7\n"
+    assert dropin.read_bytes() == b"[Service]\n"
+    assert not record.exists() and not record.parent.exists()
+
+
+async def test_kernel_files_that_cannot_be_put_back_are_reported(
+        sd: Systemd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    irq = tmp_path / "proc/irq/24/smp_affinity_list"
+    irq.parent.mkdir(parents=True)
+    irq.write_bytes(b"0-7\n")
+    tx = transaction(sd, tmp_path)
+    tx.write_kernel(irq, b"0\n")
+
+    def refused(path: Path, data: bytes) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr("slicectl.apply.transaction.write_kernel_file", refused)
+    assert await tx.rollback() == [
+        f"{irq}: writing b'0-7\\n' back: Input/output error",
+        f"{irq}: reads b'0\\n', was b'0-7\\n'"]

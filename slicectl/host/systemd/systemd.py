@@ -416,6 +416,10 @@ class Systemd:
         """Manager.StopUnit; returns the job path, after the job finished if `wait`."""
         return await self._job("StopUnit", unit, mode, wait, f"stopping {unit}")
 
+    async def restart_unit(self, unit: str, mode: str = "replace", wait: bool = True) -> str:
+        """Manager.RestartUnit; returns the job path, after the job finished if `wait`."""
+        return await self._job("RestartUnit", unit, mode, wait, f"restarting {unit}")
+
     async def _job(self, member: str, unit: str, mode: str, wait: bool, action: str) -> str:
         if not wait:
             return str((await self._call(member, "ss", [unit, mode], action=action,
@@ -532,6 +536,21 @@ class Systemd:
             raw.update({k: v.value for k, v in values.items()
                         if k in STATE or k in PROP_BY_DBUS})
         return UnitState.from_raw(unit, raw)
+
+    async def unit_file_state(self, unit: str) -> str:
+        """Unit.UnitFileState ("enabled", "disabled", "static", ...; "" when systemd has no
+        file for it), loading the unit if needed."""
+        (value,) = await self._call("Get", "ss", [UNIT_IFACE, "UnitFileState"],
+                                    path=await self.load_unit(unit), interface=PROPERTIES_IFACE,
+                                    unit=unit, action=f"reading UnitFileState of {unit}")
+        return str(value.value)
+
+    async def main_pid(self, unit: str) -> int:
+        """Service.MainPID of a service (0: no main process)."""
+        (value,) = await self._call("Get", "ss", [CGROUP_IFACES["service"], "MainPID"],
+                                    path=await self.load_unit(unit), interface=PROPERTIES_IFACE,
+                                    unit=unit, action=f"reading MainPID of {unit}")
+        return int(value.value)
 
     async def control_group(self, unit: str) -> str:
         """The unit's ControlGroup ("" while it has none), in one call: the object path is

@@ -278,6 +278,19 @@ async def test_stop_unit(systemd_client: Systemd) -> None:
     assert (state.active_state, state.control_group) == ("inactive", "")
 
 
+async def test_restart_unit_file_state_and_main_pid_of_a_service(
+        systemd_client: Systemd, fake_systemd: FakeSystemd) -> None:
+    fake_systemd.add_unit("irqbalance.service", active_state="active", sub_state="running",
+                          unit_file_state="enabled", main_pid=700)
+    assert await systemd_client.unit_file_state("irqbalance.service") == "enabled"
+    assert await systemd_client.main_pid("irqbalance.service") == 700
+    job = await systemd_client.restart_unit("irqbalance.service")
+    assert job.startswith("/org/freedesktop/systemd1/job/")
+    assert "RestartUnit" in fake_systemd.members()
+    assert await systemd_client.main_pid("irqbalance.service") != 700  # a new process
+    assert await systemd_client.unit_file_state("nope.service") == ""
+
+
 async def test_failed_job_raises(systemd_client: Systemd, fake_systemd: FakeSystemd) -> None:
     fake_systemd.fail_job(UNIT, "dependency")
     with pytest.raises(SystemdError) as info:
