@@ -76,9 +76,20 @@ class ApplyOptions:
     isolation_record: Path = Path(defaults.ISOLATION_RECORD)
     runtime_unit_dir: Path = Path(defaults.RUNTIME_UNIT_DIR)
 
-    def isolation_paths(self) -> IsolationPaths:
-        return IsolationPaths(self.proc_root, self.sysfs_root, self.isolation_record,
-                              self.runtime_unit_dir)
+    def isolation_paths(self) -> IsolationPaths | None:
+        """Where to steer IRQs and unbound work; None when this apply acts on another cgroup
+        tree than the host's (the demo, a test's) while these paths were left at the host's:
+        the host's IRQs, workqueue mask and irqbalance are never touched for another tree."""
+        paths = IsolationPaths(self.proc_root, self.sysfs_root, self.isolation_record,
+                               self.runtime_unit_dir)
+        if paths == _HOST_ISOLATION and self.cgroup_root != Path(defaults.CGROUP_ROOT):
+            return None
+        return paths
+
+
+_HOST_ISOLATION = IsolationPaths(Path(defaults.PROC), Path(defaults.SYSFS),
+                                 Path(defaults.ISOLATION_RECORD),
+                                 Path(defaults.RUNTIME_UNIT_DIR))
 
 
 @dataclass
@@ -216,10 +227,11 @@ async def _change(tx: Transaction, plan: Plan, files: dict[str, str], config: Co
         clock.lap("exclusive")
     await _verify(tx, plan, states, report, options, say)
     clock.lap("verify")
-    if partitioned or options.isolation_record.exists():
+    isolation = options.isolation_paths()
+    if isolation is not None and (partitioned or isolation.record.exists()):
         # Once the partitions are what the plan says: IRQs and unbound work off isolated
         # CPUs, or back where they were when no CPU is isolated any more.
-        report.notes += await steer_isolation(tx, plan, options.isolation_paths(),
+        report.notes += await steer_isolation(tx, plan, isolation,
                                               options.kernel or os.uname().release, say)
         clock.lap("isolation")
 

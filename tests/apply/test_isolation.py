@@ -219,3 +219,23 @@ async def test_a_dropin_slicectl_did_not_write_is_left_and_the_apply_refused(
     with pytest.raises(ApplyError, match="slicectl's record does not name it"):
         await apply_plan(config(), make_topology(), host)
     assert dropin.read_text() == "[Service]\nEnvironment=SOMEONE=else\n"
+
+
+async def test_an_apply_on_another_cgroup_tree_never_steers_the_hosts_irqs(
+        options: ApplyOptions, fake_systemd: FakeSystemd,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The demo and the tests apply to a cgroup tree of their own: with the isolation paths
+    # left at the host's (/proc, /sys, /run), an isolated tenant there must not move one of
+    # this machine's IRQs, nor read or write its isolation record.
+    on_the_host = replace(options, proc_root=Path("/proc"), sysfs_root=Path("/sys"),
+                          isolation_record=Path("/run/slicectl/isolation.json"),
+                          runtime_unit_dir=Path("/run/systemd/system"))
+    assert on_the_host.isolation_paths() is None
+    touched: list[Path] = []
+    monkeypatch.setattr("slicectl.apply.transaction.write_kernel_file",
+                        lambda path, data: touched.append(path))
+    report = await apply_plan(config(), make_topology(), on_the_host)
+    assert "tenants-db1.slice" in report.verified and touched == []
+    assert "isolation" not in report.phases
+    # given paths of its own (the tests' trees), another tree's apply does steer them
+    assert options.isolation_paths() is not None
