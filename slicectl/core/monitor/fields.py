@@ -2,22 +2,39 @@
 
 Each `SliceField` row says, for one metric of a slice: its key in `slicectl status --json` (the
 field id, dotted as object.key) and its value there; its column in `status`, `top` and the
-TUI, and how a cell shows it. Everything else reads this table: the JSON object and the table's
-cells (slicectl.views.monitor), the TUI's overview (its columns, by field id). Adding a metric
-is one row here plus its tests; a view that shows it lists its id where it wants the column.
+TUI, and how a cell shows it; the families `slicectl exporter` serves for it (OpenMetrics name,
+type, help, the file it comes from) and how a cgroup's samples of each are read. Everything
+else reads this table: the JSON object and the table's cells (slicectl.views.monitor), the
+TUI's overview (its columns, by field id), the exporter's families and series
+(slicectl.exporter.families, and docs/metrics.md through a test). Adding a metric is one row
+here plus its tests; a view that shows it lists its id where it wants the column.
+
+The views show what happened over the interval between two samples (SliceMetrics: rates,
+deltas); the exporter serves the kernel's counters as they are at scrape time (CgroupSample),
+and Prometheus computes the rates. A row holds both: the same metric, each output in its form.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from operator import attrgetter
 from typing import Any
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.frozen import frozen
 from slicectl.core.human import human_limit, human_rate, human_size
-from slicectl.core.monitor.metrics import NumaMetrics, PressureMetrics, PsiMetrics, SliceMetrics
+from slicectl.core.monitor.cpuset_partition import PartitionMetrics
+from slicectl.core.monitor.metrics import (
+    NodeCpus,
+    NumaMetrics,
+    PressureMetrics,
+    PsiMetrics,
+    SliceMetrics,
+)
+from slicectl.core.monitor.samples import CgroupSample, Pressure
 
 # How a table cell says "no limit" (memory.high or memory.max "max"), in status, top, the TUI.
 NO_LIMIT_CELL = "none"
@@ -32,6 +49,59 @@ class Column:
     left: bool = False  # aligned left (text), else right (figures)
 
 
+class MetricType(StrEnum):
+    COUNTER = "counter"
+    GAUGE = "gauge"
+
+
+COUNTER, GAUGE = MetricType.COUNTER, MetricType.GAUGE
+SLICE_LABELS = ("slice", "tenant")  # the labels of every family of a slice, first
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One exported metric; counters' names end in `_total` as exposed in the text format."""
+
+    name: str
+    type: MetricType
+    help: str
+    source: str  # the cgroup file (or what else) the value comes from
+    labels: tuple[str, ...] = SLICE_LABELS
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeHost:
+    """What the exporter reads a cgroup against: the host's CPUs, its NUMA nodes' CPUs (None:
+    unknown) and its memory nodes."""
+
+    cpus: int
+    node_cpus: NodeCpus | None
+    mems: frozenset[int] | None
+
+
+# A family's samples of one cgroup: (the values of its labels after slice and tenant, value).
+Samples = Sequence[tuple[tuple[str, ...], float]]
+Read = Callable[[CgroupSample, ScrapeHost], Samples]
+
+
+@frozen
+class Family:
+    """A family `slicectl exporter` serves for a field, and how a cgroup's samples are read."""
+
+    name: str
+    type: MetricType
+    help: str
+    source: str  # the cgroup file(s) it comes from
+    read: Read
+    labels: tuple[str, ...] = ()  # after slice and tenant
+
+    @property
+    def spec(self) -> MetricSpec:
+        """The metric as the exporter and docs/metrics.md describe it."""
+        return MetricSpec(self.name, self.type, self.help, self.source,
+                          SLICE_LABELS + self.labels)
+
+
 @frozen
 class SliceField:
     """One metric of a slice and every output of it, keyed by `id`: its key in `status
@@ -40,6 +110,7 @@ class SliceField:
     id: str
     json: Callable[[SliceMetrics], Any]  # its value in `status --json`
     column: Column | None = None  # its column in status, top and the TUI (views pick them)
+    exported: tuple[Family, ...] = ()  # what `slicectl exporter` serves of it
 
 
 # --- JSON values -------------------------------------------------------------------------
@@ -193,60 +264,341 @@ def _partition_cell(m: SliceMetrics) -> str:
     return p.state.state
 
 
+# --- the exporter's samples --------------------------------------------------------------
+# Values are the kernel's counters and levels at scrape time, in base units; a limit the
+# cgroup does not set ("max") is +Inf; a value whose file held garbage is left out (and
+# counted by the exporter: CgroupSample.unreadable), as is a file the cgroup does not have.
+
+INF = float("inf")
+
+
+@dataclass(frozen=True, slots=True)
+class SampledValue:
+    """A Read of CgroupSample's `attr` as it is, over `per` (a division, not a product with
+    1e-6, to keep decimal values exact: 3456789 µs = 3.456789 s). Data rather than a closure:
+    the exporter reads these in its loop, without a call each (BENCHMARKS.md, exporter.1000)."""
+
+    attr: str
+    per: float = 1.0
+
+    def __call__(self, s: CgroupSample, host: ScrapeHost) -> Samples:
+        v = getattr(s, self.attr)
+        return () if v is None else (((), v / self.per),)
+
+
+def sampled(attr: str, per: float = 1.0) -> SampledValue:
+    """CgroupSample's `attr` as it is, over `per` (`SampledValue`)."""
+    return SampledValue(attr, per)
+
+
+def limit(attr: str, on: str) -> Read:
+    """The limit CgroupSample's `attr`: +Inf when unset ("max") while the controller is on
+    (`on`, a value it always has, was read or held garbage)."""
+    get, controller = attrgetter(attr), attrgetter(on)
+
+    def read(s: CgroupSample, host: ScrapeHost) -> Samples:
+        v = get(s)
+        if v is not None:
+            return (((), float(v)),)
+        bad = s.unreadable
+        if attr not in bad and (controller(s) is not None or on in bad):
+            return (((), INF),)
+        return ()
+    return read
+
+
+def _quota(s: CgroupSample, host: ScrapeHost) -> Samples:
+    if not s.cpu_period_usec:
+        return ()
+    if s.cpu_quota_usec is not None:
+        return (((), s.cpu_quota_usec / s.cpu_period_usec),)
+    return () if "cpu_quota_usec" in s.unreadable else (((), INF),)
+
+
+def _allowed(s: CgroupSample, host: ScrapeHost) -> Samples:
+    if s.cpus is None and "cpus" in s.unreadable:
+        return ()
+    return (((), float(len(s.cpus) if s.cpus else host.cpus)),)
+
+
+_EVENTS = (("low", "events_low"), ("high", "events_high"), ("max", "events_max"),
+           ("oom", "events_oom"), ("oom_kill", "events_oom_kill"))
+
+
+def _events(s: CgroupSample, host: ScrapeHost) -> Samples:
+    return [((event,), float(v)) for event, attr in _EVENTS
+            if (v := getattr(s, attr)) is not None]
+
+
+def waiting(resource: str) -> Read:
+    """The time some tasks waited for `resource` (PSI some `total`, s)."""
+    get = attrgetter(f"{resource}_pressure")
+
+    def read(s: CgroupSample, host: ScrapeHost) -> Samples:
+        p: Pressure | None = get(s)
+        return () if p is None else (((), p.some.total / 1e6),)
+    return read
+
+
+def stalled(resource: str) -> Read:
+    """The time all tasks stalled on `resource` (PSI full `total`, s)."""
+    get = attrgetter(f"{resource}_pressure")
+
+    def read(s: CgroupSample, host: ScrapeHost) -> Samples:
+        p: Pressure | None = get(s)
+        return () if p is None or p.full is None else (((), p.full.total / 1e6),)
+    return read
+
+
+def _numa_bytes(s: CgroupSample, host: ScrapeHost) -> Samples:
+    return [((str(n.node), kind), float(size)) for n in s.numa or ()
+            for kind, size in (("anon", n.anon), ("file", n.file))]
+
+
+def _local_ratio(s: CgroupSample, host: ScrapeHost) -> Samples:
+    numa = NumaMetrics.from_sample(s, host.node_cpus, host.mems)
+    if numa is None or numa.local_percent is None:
+        return ()
+    return (((), numa.local_percent / 100),)
+
+
+def _partition_made(s: CgroupSample, host: ScrapeHost) -> Samples:
+    p = PartitionMetrics.from_sample(s)
+    return () if p is None else (((p.state.state,), float(p.state.valid)),)
+
+
+def _partition_invalid(s: CgroupSample, host: ScrapeHost) -> Samples:
+    p = PartitionMetrics.from_sample(s)
+    if p is None:
+        return ()
+    return (((p.state.state, p.state.reason), float(not p.state.valid)),)
+
+
+def _partition_lost(s: CgroupSample, host: ScrapeHost) -> Samples:
+    p = PartitionMetrics.from_sample(s)
+    return () if p is None or not p.state.valid else (((), float(len(p.lost_cpus))),)
+
+
 # --- the table ---------------------------------------------------------------------------
 
-# In the order of the `status --json` object (docs/status-json.md).
+# In the order of the `status --json` object (docs/status-json.md); the exporter serves its
+# families in this order too.
 FIELDS: tuple[SliceField, ...] = (
-    SliceField(id="unit", json=attrgetter("unit"),
-               column=Column(title="slice", cell=attrgetter("unit"), left=True)),
+    SliceField(
+        id="unit", json=attrgetter("unit"),
+        column=Column(title="slice", cell=attrgetter("unit"), left=True),
+    ),
     SliceField(id="cgroup", json=attrgetter("cgroup")),
     # limits
     SliceField(id="limits.cpus", json=cpulist("cpus")),
-    SliceField(id="limits.allowed_cpus", json=attrgetter("allowed_cpus")),
+    SliceField(
+        id="limits.allowed_cpus", json=attrgetter("allowed_cpus"),
+        exported=(Family(
+            name="slicectl_cpu_allowed_cpus", type=GAUGE, read=_allowed,
+            help="CPUs the slice may run on (AllowedCPUs=, else the host's)",
+            source="cpuset.cpus.effective"),),
+    ),
     SliceField(id="limits.mems", json=cpulist("mems")),
-    SliceField(id="limits.cpu_weight", json=attrgetter("cpu_weight")),
-    SliceField(id="limits.cpu_quota_cores", json=rounded("quota_cores", 3),
-               column=Column(title="quota", cell=_quota_cell)),
-    SliceField(id="limits.memory_min", json=attrgetter("memory_min")),
-    SliceField(id="limits.memory_low", json=attrgetter("memory_low")),
-    SliceField(id="limits.memory_high", json=attrgetter("memory_high")),
-    SliceField(id="limits.memory_max", json=attrgetter("memory_max")),
-    SliceField(id="limits.memory_swap_max", json=attrgetter("swap_max")),
+    SliceField(
+        id="limits.cpu_weight", json=attrgetter("cpu_weight"),
+        exported=(Family(
+            name="slicectl_cpu_weight", type=GAUGE, read=sampled("cpu_weight"),
+            help="CPU weight (CPUWeight=, 1-10000)", source="cpu.weight"),),
+    ),
+    SliceField(
+        id="limits.cpu_quota_cores", json=rounded("quota_cores", 3),
+        column=Column(title="quota", cell=_quota_cell),
+        exported=(Family(
+            name="slicectl_cpu_quota_cpus", type=GAUGE, read=_quota,
+            help="CPU quota in CPUs (CPUQuota= / 100 %), +Inf when unlimited",
+            source="cpu.max"),),
+    ),
+    SliceField(
+        id="limits.memory_min", json=attrgetter("memory_min"),
+        exported=(Family(
+            name="slicectl_memory_min_bytes", type=GAUGE,
+            read=limit("memory_min", on="memory_current"),
+            help="memory.min protection (MemoryMin=)", source="memory.min"),),
+    ),
+    SliceField(
+        id="limits.memory_low", json=attrgetter("memory_low"),
+        exported=(Family(
+            name="slicectl_memory_low_bytes", type=GAUGE,
+            read=limit("memory_low", on="memory_current"),
+            help="memory.low protection (MemoryLow=)", source="memory.low"),),
+    ),
+    SliceField(
+        id="limits.memory_high", json=attrgetter("memory_high"),
+        exported=(Family(
+            name="slicectl_memory_high_bytes", type=GAUGE,
+            read=limit("memory_high", on="memory_current"),
+            help="memory.high throttling limit (MemoryHigh=), +Inf when unlimited",
+            source="memory.high"),),
+    ),
+    SliceField(
+        id="limits.memory_max", json=attrgetter("memory_max"),
+        exported=(Family(
+            name="slicectl_memory_max_bytes", type=GAUGE,
+            read=limit("memory_max", on="memory_current"),
+            help="memory.max hard limit (MemoryMax=), +Inf when unlimited",
+            source="memory.max"),),
+    ),
+    SliceField(
+        id="limits.memory_swap_max", json=attrgetter("swap_max"),
+        exported=(Family(
+            name="slicectl_memory_swap_max_bytes", type=GAUGE,
+            read=limit("swap_max", on="swap_current"),
+            help="Swap limit (MemorySwapMax=), +Inf when unlimited",
+            source="memory.swap.max"),),
+    ),
     # cpu
-    SliceField(id="cpu.cores", json=rounded("cpu_cores", 3),
-               column=Column(title="cpu cores/allowed", cell=_cores_cell)),
+    SliceField(
+        id="cpu.cores", json=rounded("cpu_cores", 3),
+        column=Column(title="cpu cores/allowed", cell=_cores_cell),
+        exported=(Family(
+            name="slicectl_cpu_usage_seconds_total", type=COUNTER,
+            read=sampled("usage_usec", per=1e6),
+            help="CPU time used by the slice's tasks", source="cpu.stat"),),
+    ),
     SliceField(id="cpu.percent", json=rounded("cpu_percent", 2)),
-    SliceField(id="cpu.throttled_percent", json=rounded("throttled_percent", 2),
-               column=Column(title="throttled", cell=_throttled_cell)),
-    SliceField(id="cpu.throttled_s", json=rounded("throttled_s", 6)),
+    SliceField(
+        id="cpu.throttled_percent", json=rounded("throttled_percent", 2),
+        column=Column(title="throttled", cell=_throttled_cell),
+        exported=(
+            Family(name="slicectl_cpu_periods_total", type=COUNTER,
+                   read=sampled("nr_periods"),
+                   help="CPU quota enforcement periods that elapsed", source="cpu.stat"),
+            Family(name="slicectl_cpu_throttled_periods_total", type=COUNTER,
+                   read=sampled("nr_throttled"),
+                   help="CPU quota periods in which the slice was throttled",
+                   source="cpu.stat"),
+        ),
+    ),
+    SliceField(
+        id="cpu.throttled_s", json=rounded("throttled_s", 6),
+        exported=(Family(
+            name="slicectl_cpu_throttled_seconds_total", type=COUNTER,
+            read=sampled("throttled_usec", per=1e6),
+            help="Time the slice's tasks were throttled by its CPU quota",
+            source="cpu.stat"),),
+    ),
     # memory
-    SliceField(id="memory.current", json=attrgetter("memory_current"),
-               column=Column(title="mem current/high/max", cell=_memory_cell, left=True)),
+    SliceField(
+        id="memory.current", json=attrgetter("memory_current"),
+        column=Column(title="mem current/high/max", cell=_memory_cell, left=True),
+        exported=(Family(
+            name="slicectl_memory_current_bytes", type=GAUGE, read=sampled("memory_current"),
+            help="Memory charged to the slice", source="memory.current"),),
+    ),
     SliceField(id="memory.percent", json=rounded("memory_percent", 2)),
-    SliceField(id="memory.anon", json=attrgetter("anon")),
-    SliceField(id="memory.file", json=attrgetter("file")),
-    SliceField(id="memory.active_file", json=attrgetter("active_file")),
-    SliceField(id="memory.inactive_file", json=attrgetter("inactive_file")),
-    SliceField(id="memory.swap", json=attrgetter("swap_current")),
-    SliceField(id="memory.refaults_per_s", json=rounded("refaults_per_s", 1)),
-    # pressure
-    SliceField(id="pressure.cpu", json=pressure_json("cpu_pressure"),
-               column=Column(title="psi cpu", cell=pressure_cell("cpu_pressure"))),
-    SliceField(id="pressure.memory", json=pressure_json("memory_pressure"),
-               column=Column(title="psi mem", cell=pressure_cell("memory_pressure"))),
-    SliceField(id="pressure.io", json=pressure_json("io_pressure"),
-               column=Column(title="psi io", cell=pressure_cell("io_pressure"))),
-    # memory.events over the interval
-    SliceField(id="events", json=_events_json,
-               column=Column(title="events", cell=_events_cell, left=True)),
-    SliceField(id="tasks", json=attrgetter("tasks"),
-               column=Column(title="tasks", cell=_tasks_cell)),
-    SliceField(id="io", json=_io_json,
-               column=Column(title="io r/w", cell=_io_cell)),  # bytes read, written per second
+    SliceField(
+        id="memory.anon", json=attrgetter("anon"),
+        exported=(Family(
+            name="slicectl_memory_anon_bytes", type=GAUGE, read=sampled("anon"),
+            help="Anonymous memory", source="memory.stat"),),
+    ),
+    SliceField(
+        id="memory.file", json=attrgetter("file"),
+        exported=(Family(
+            name="slicectl_memory_file_bytes", type=GAUGE, read=sampled("file"),
+            help="Page cache", source="memory.stat"),),
+    ),
+    SliceField(
+        id="memory.active_file", json=attrgetter("active_file"),
+        exported=(Family(
+            name="slicectl_memory_active_file_bytes", type=GAUGE, read=sampled("active_file"),
+            help="Page cache on the active list", source="memory.stat"),),
+    ),
+    SliceField(
+        id="memory.inactive_file", json=attrgetter("inactive_file"),
+        exported=(Family(
+            name="slicectl_memory_inactive_file_bytes", type=GAUGE,
+            read=sampled("inactive_file"),
+            help="Page cache on the inactive list", source="memory.stat"),),
+    ),
+    SliceField(
+        id="memory.swap", json=attrgetter("swap_current"),
+        exported=(Family(
+            name="slicectl_memory_swap_current_bytes", type=GAUGE,
+            read=sampled("swap_current"),
+            help="Swap used", source="memory.swap.current"),),
+    ),
+    SliceField(
+        id="memory.refaults_per_s", json=rounded("refaults_per_s", 1),
+        exported=(Family(
+            name="slicectl_memory_workingset_refaults_total", type=COUNTER,
+            read=sampled("workingset_refault"),
+            help="Evicted pages faulted back in (anon + file)", source="memory.stat"),),
+    ),
+    # pressure: PSI's "some" is cAdvisor's `waiting`, "full" its `stalled`
+    *(SliceField(
+        id=f"pressure.{resource}", json=pressure_json(f"{resource}_pressure"),
+        column=Column(title=title, cell=pressure_cell(f"{resource}_pressure")),
+        exported=(
+            Family(name=f"slicectl_pressure_{resource}_waiting_seconds_total", type=COUNTER,
+                   read=waiting(resource),
+                   help=f"Time some of the slice's tasks waited for {resource} (PSI some)",
+                   source=f"{resource}.pressure"),
+            Family(name=f"slicectl_pressure_{resource}_stalled_seconds_total", type=COUNTER,
+                   read=stalled(resource),
+                   help=f"Time all of the slice's tasks stalled on {resource} (PSI full)",
+                   source=f"{resource}.pressure"),
+        ),
+    ) for resource, title in (("cpu", "psi cpu"), ("memory", "psi mem"), ("io", "psi io"))),
+    # memory.events: the views show the increase over the interval
+    SliceField(
+        id="events", json=_events_json,
+        column=Column(title="events", cell=_events_cell, left=True),
+        exported=(Family(
+            name="slicectl_memory_events_total", type=COUNTER, read=_events, labels=("event",),
+            help="memory.events: times the slice hit memory.low/high/max, OOM situations and "
+                 "OOM kills", source="memory.events"),),
+    ),
+    SliceField(
+        id="tasks", json=attrgetter("tasks"),
+        column=Column(title="tasks", cell=_tasks_cell),
+        exported=(Family(
+            name="slicectl_tasks", type=GAUGE, read=sampled("tasks"),
+            help="Tasks (threads) in the slice", source="pids.current"),),
+    ),
+    SliceField(
+        id="io", json=_io_json,
+        column=Column(title="io r/w", cell=_io_cell),  # bytes read, written per second
+    ),
     SliceField(id="trouble", json=lambda m: sorted(m.trouble)),
-    SliceField(id="numa", json=_numa_json, column=Column(title="numa local", cell=_numa_cell)),
-    SliceField(id="partition", json=_partition_json,
-               column=Column(title="partition", cell=_partition_cell, left=True)),
+    SliceField(
+        id="numa", json=_numa_json,
+        column=Column(title="numa local", cell=_numa_cell),
+        exported=(
+            Family(name="slicectl_memory_numa_bytes", type=GAUGE, read=_numa_bytes,
+                   labels=("node", "type"),
+                   help="Memory on each NUMA node, anonymous and page cache",
+                   source="memory.numa_stat"),
+            Family(name="slicectl_memory_local_ratio", type=GAUGE, read=_local_ratio,
+                   help="Share of the slice's memory on the NUMA nodes of its CPUs (0-1)",
+                   source="memory.numa_stat, cpuset.cpus.effective"),
+        ),
+    ),
+    SliceField(
+        id="partition", json=_partition_json,
+        column=Column(title="partition", cell=_partition_cell, left=True),
+        exported=(
+            Family(name="slicectl_cpuset_partition", type=GAUGE, read=_partition_made,
+                   labels=("partition",),
+                   help="1 for a cpuset partition (CPUSetPartition=) the kernel made, 0 for "
+                        "one it refused; by the state asked for (root, isolated); no series "
+                        "for a member", source="cpuset.cpus.partition"),
+            Family(name="slicectl_cpuset_partition_invalid", type=GAUGE,
+                   read=_partition_invalid, labels=("partition", "reason"),
+                   help="1 when the kernel refused the slice's cpuset partition, with its "
+                        "reason, 0 for a valid one", source="cpuset.cpus.partition"),
+            Family(name="slicectl_cpuset_partition_lost_cpus", type=GAUGE,
+                   read=_partition_lost,
+                   help="CPUs of cpuset.cpus a valid partition does not hold (taken by a "
+                        "cgroup beside it that claims them, or offline)",
+                   source="cpuset.cpus, cpuset.cpus.effective"),
+        ),
+    ),
 )
 FIELD: dict[str, SliceField] = {f.id: f for f in FIELDS}
 
