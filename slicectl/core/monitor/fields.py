@@ -3,15 +3,18 @@
 Each `SliceField` row says, for one metric of a slice: its key in `slicectl status --json` (the
 field id, dotted as object.key) and its value there; its column in `status`, `top` and the
 TUI, and how a cell shows it; the families `slicectl exporter` serves for it (OpenMetrics name,
-type, help, the file it comes from) and how a cgroup's samples of each are read. Everything
-else reads this table: the JSON object and the table's cells (slicectl.views.monitor), the
-TUI's overview (its columns, by field id), the exporter's families and series
-(slicectl.exporter.families, and docs/metrics.md through a test). Adding a metric is one row
-here plus its tests; a view that shows it lists its id where it wants the column.
+type, help, the file it comes from) and how a cgroup's samples of each are read; the columns
+`slicectl record` stores for it. Everything else reads this table: the JSON object and the
+table's cells (slicectl.views.monitor), the TUI's overview and detail screen (their columns,
+by field id), the exporter's families and series (slicectl.exporter.families, and
+docs/metrics.md through docs/update-reference), the recorder's schema and rows
+(slicectl.host.cgroup.recorder). Adding a metric is one row here plus its tests; a view that
+shows it lists its id where it wants the column (docs/design-notes.md, "Adding a metric").
 
 The views show what happened over the interval between two samples (SliceMetrics: rates,
 deltas); the exporter serves the kernel's counters as they are at scrape time (CgroupSample),
-and Prometheus computes the rates. A row holds both: the same metric, each output in its form.
+and Prometheus computes the rates; the recorder stores what `slicectl recommend` reads. A row
+holds them all: the same metric, each output in its form.
 """
 
 from __future__ import annotations
@@ -102,6 +105,21 @@ class Family:
                           SLICE_LABELS + self.labels)
 
 
+# A recorded value of one cgroup, from its sample and its NUMA locality (None: not read).
+Recording = Callable[[CgroupSample, NumaMetrics | None], int | float | None]
+
+
+@frozen
+class Recorded:
+    """A column `slicectl record` stores for a field, and how a cgroup's value is read."""
+
+    column: str  # in the samples table
+    sql: str  # its SQLite type
+    doc: str  # its comment in the table's schema
+    read: Recording
+    since: int = 1  # the schema version that added it (older databases get it added)
+
+
 @frozen
 class SliceField:
     """One metric of a slice and every output of it, keyed by `id`: its key in `status
@@ -111,6 +129,7 @@ class SliceField:
     json: Callable[[SliceMetrics], Any]  # its value in `status --json`
     column: Column | None = None  # its column in status, top and the TUI (views pick them)
     exported: tuple[Family, ...] = ()  # what `slicectl exporter` serves of it
+    recorded: tuple[Recorded, ...] = ()  # what `slicectl record` stores of it
 
 
 # --- JSON values -------------------------------------------------------------------------
@@ -330,8 +349,7 @@ def _events(s: CgroupSample, host: ScrapeHost) -> Samples:
             if (v := getattr(s, attr)) is not None]
 
 
-def waiting(resource: str) -> Read:
-    """The time some tasks waited for `resource` (PSI some `total`, s)."""
+def _waiting_read(resource: str) -> Read:
     get = attrgetter(f"{resource}_pressure")
 
     def read(s: CgroupSample, host: ScrapeHost) -> Samples:
@@ -340,14 +358,29 @@ def waiting(resource: str) -> Read:
     return read
 
 
-def stalled(resource: str) -> Read:
-    """The time all tasks stalled on `resource` (PSI full `total`, s)."""
+def _stalled_read(resource: str) -> Read:
     get = attrgetter(f"{resource}_pressure")
 
     def read(s: CgroupSample, host: ScrapeHost) -> Samples:
         p: Pressure | None = get(s)
         return () if p is None or p.full is None else (((), p.full.total / 1e6),)
     return read
+
+
+def waiting(resource: str) -> Family:
+    """The time some of a slice's tasks waited for `resource` (PSI some `total`, s)."""
+    return Family(name=f"slicectl_pressure_{resource}_waiting_seconds_total", type=COUNTER,
+                  read=_waiting_read(resource),
+                  help=f"Time some of the slice's tasks waited for {resource} (PSI some)",
+                  source=f"{resource}.pressure")
+
+
+def stalled(resource: str) -> Family:
+    """The time all of a slice's tasks stalled on `resource` (PSI full `total`, s)."""
+    return Family(name=f"slicectl_pressure_{resource}_stalled_seconds_total", type=COUNTER,
+                  read=_stalled_read(resource),
+                  help=f"Time all of the slice's tasks stalled on {resource} (PSI full)",
+                  source=f"{resource}.pressure")
 
 
 def _numa_bytes(s: CgroupSample, host: ScrapeHost) -> Samples:
@@ -377,6 +410,31 @@ def _partition_invalid(s: CgroupSample, host: ScrapeHost) -> Samples:
 def _partition_lost(s: CgroupSample, host: ScrapeHost) -> Samples:
     p = PartitionMetrics.from_sample(s)
     return () if p is None or not p.state.valid else (((), float(len(p.lost_cpus))),)
+
+
+# --- the recorder's columns --------------------------------------------------------------
+
+
+def recorded_as_is(attr: str) -> Recording:
+    """CgroupSample's `attr` as the kernel reported it."""
+    get = attrgetter(attr)
+    return lambda s, numa: get(s)
+
+
+def _memory_some_avg10(s: CgroupSample, numa: NumaMetrics | None) -> float | None:
+    return None if s.memory_pressure is None else s.memory_pressure.some.avg10
+
+
+def _memory_some_total(s: CgroupSample, numa: NumaMetrics | None) -> int | None:
+    return None if s.memory_pressure is None else s.memory_pressure.some.total
+
+
+def _numa_local(s: CgroupSample, numa: NumaMetrics | None) -> float | None:
+    return None if numa is None else numa.local_percent
+
+
+def _numa_outside(s: CgroupSample, numa: NumaMetrics | None) -> float | None:
+    return None if numa is None else numa.outside_percent
 
 
 # --- the table ---------------------------------------------------------------------------
@@ -459,6 +517,8 @@ FIELDS: tuple[SliceField, ...] = (
             name="slicectl_cpu_usage_seconds_total", type=COUNTER,
             read=sampled("usage_usec", per=1e6),
             help="CPU time used by the slice's tasks", source="cpu.stat"),),
+        recorded=(Recorded(column="cpu_usage_usec", sql="INTEGER", read=recorded_as_is(
+            "usage_usec"), doc="cpu.stat usage_usec (µs)"),),
     ),
     SliceField(id="cpu.percent", json=rounded("cpu_percent", 2)),
     SliceField(
@@ -489,6 +549,8 @@ FIELDS: tuple[SliceField, ...] = (
         exported=(Family(
             name="slicectl_memory_current_bytes", type=GAUGE, read=sampled("memory_current"),
             help="Memory charged to the slice", source="memory.current"),),
+        recorded=(Recorded(column="memory_current", sql="INTEGER", read=recorded_as_is(
+            "memory_current"), doc="memory.current (bytes)"),),
     ),
     SliceField(id="memory.percent", json=rounded("memory_percent", 2)),
     SliceField(
@@ -496,18 +558,25 @@ FIELDS: tuple[SliceField, ...] = (
         exported=(Family(
             name="slicectl_memory_anon_bytes", type=GAUGE, read=sampled("anon"),
             help="Anonymous memory", source="memory.stat"),),
+        recorded=(Recorded(column="anon", sql="INTEGER", read=recorded_as_is("anon"),
+                           doc="memory.stat anon (bytes)"),),
     ),
     SliceField(
         id="memory.file", json=attrgetter("file"),
         exported=(Family(
             name="slicectl_memory_file_bytes", type=GAUGE, read=sampled("file"),
             help="Page cache", source="memory.stat"),),
+        recorded=(Recorded(column="file", sql="INTEGER", read=recorded_as_is("file"),
+                           doc="memory.stat file (bytes)"),),
     ),
     SliceField(
         id="memory.active_file", json=attrgetter("active_file"),
         exported=(Family(
             name="slicectl_memory_active_file_bytes", type=GAUGE, read=sampled("active_file"),
             help="Page cache on the active list", source="memory.stat"),),
+        recorded=(Recorded(column="active_file", sql="INTEGER",
+                           read=recorded_as_is("active_file"),
+                           doc="memory.stat active_file (bytes)"),),
     ),
     SliceField(
         id="memory.inactive_file", json=attrgetter("inactive_file"),
@@ -531,20 +600,27 @@ FIELDS: tuple[SliceField, ...] = (
             help="Evicted pages faulted back in (anon + file)", source="memory.stat"),),
     ),
     # pressure: PSI's "some" is cAdvisor's `waiting`, "full" its `stalled`
-    *(SliceField(
-        id=f"pressure.{resource}", json=pressure_json(f"{resource}_pressure"),
-        column=Column(title=title, cell=pressure_cell(f"{resource}_pressure")),
-        exported=(
-            Family(name=f"slicectl_pressure_{resource}_waiting_seconds_total", type=COUNTER,
-                   read=waiting(resource),
-                   help=f"Time some of the slice's tasks waited for {resource} (PSI some)",
-                   source=f"{resource}.pressure"),
-            Family(name=f"slicectl_pressure_{resource}_stalled_seconds_total", type=COUNTER,
-                   read=stalled(resource),
-                   help=f"Time all of the slice's tasks stalled on {resource} (PSI full)",
-                   source=f"{resource}.pressure"),
+    SliceField(
+        id="pressure.cpu", json=pressure_json("cpu_pressure"),
+        column=Column(title="psi cpu", cell=pressure_cell("cpu_pressure")),
+        exported=(waiting("cpu"), stalled("cpu")),
+    ),
+    SliceField(
+        id="pressure.memory", json=pressure_json("memory_pressure"),
+        column=Column(title="psi mem", cell=pressure_cell("memory_pressure")),
+        exported=(waiting("memory"), stalled("memory")),
+        recorded=(
+            Recorded(column="memory_some_avg10", sql="REAL", read=_memory_some_avg10,
+                     doc="memory.pressure some avg10 (%)"),
+            Recorded(column="memory_some_total", sql="INTEGER", read=_memory_some_total,
+                     doc="memory.pressure some total (µs)"),
         ),
-    ) for resource, title in (("cpu", "psi cpu"), ("memory", "psi mem"), ("io", "psi io"))),
+    ),
+    SliceField(
+        id="pressure.io", json=pressure_json("io_pressure"),
+        column=Column(title="psi io", cell=pressure_cell("io_pressure")),
+        exported=(waiting("io"), stalled("io")),
+    ),
     # memory.events: the views show the increase over the interval
     SliceField(
         id="events", json=_events_json,
@@ -577,6 +653,12 @@ FIELDS: tuple[SliceField, ...] = (
             Family(name="slicectl_memory_local_ratio", type=GAUGE, read=_local_ratio,
                    help="Share of the slice's memory on the NUMA nodes of its CPUs (0-1)",
                    source="memory.numa_stat, cpuset.cpus.effective"),
+        ),
+        recorded=(
+            Recorded(column="numa_local_percent", sql="REAL", read=_numa_local, since=2,
+                     doc="share of memory on the nodes of its CPUs (%)"),
+            Recorded(column="numa_outside_percent", sql="REAL", read=_numa_outside, since=2,
+                     doc="share of memory on nodes it may not allocate on (%)"),
         ),
     ),
     SliceField(

@@ -1,9 +1,11 @@
 """The table of a slice's fields (slicectl.core.monitor.fields): every row is used by the
 outputs it declares, and every output of a slice's metrics comes from a row: the keys of
-`status --json`, the columns of status, top and the TUI, the exporter's families."""
+`status --json`, the columns of status, top and the TUI, the exporter's families, the
+recorder's columns."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -19,6 +21,7 @@ from slicectl.core.monitor.metrics import SliceMetrics, compute
 from slicectl.core.monitor.samples import Snapshot
 from slicectl.exporter.families import METRICS, SLICE_METRICS, SeriesMemo
 from slicectl.host.cgroup import sampler
+from slicectl.host.cgroup.recorder import RecorderRow, rows_from_snapshot
 from slicectl.host.cgroup.sampler import Sampler
 from slicectl.tui.components.overview_rows import overview_headers
 from slicectl.views.monitor import render_table, status_json
@@ -107,3 +110,12 @@ def test_docs_per_slice_table_is_written_from_the_table() -> None:
 
     text = (Path(__file__).resolve().parents[3] / "docs" / "metrics.md").read_text()
     assert f"\n{metrics_reference_table(SLICE_METRICS)}\n" in text
+
+
+def test_every_recorded_column_is_recorded(snapshots: tuple[Snapshot, Snapshot]) -> None:
+    """The recorder's columns are the table's, and a round on a tree where every field has a
+    value stores one in each."""
+    columns = [f.name for f in dataclasses.fields(RecorderRow)][2:]
+    assert sorted(columns) == sorted(r.column for f in FIELDS for r in f.recorded)
+    db1 = next(r for r in rows_from_snapshot(snapshots[1], NODE_CPUS) if r.path == DB1)
+    assert [c for c in columns if getattr(db1, c) is None] == []
