@@ -24,7 +24,8 @@ from typing import NamedTuple
 
 from slicectl.core.balance.balance_state import GROW, SHRINK, BalanceState
 from slicectl.core.monitor.cgroupfiles import FILES
-from slicectl.core.monitor.fields import FIELDS, SampledValue, ScrapeHost
+from slicectl.core.monitor.field_values import SampledValue, ScrapeHost
+from slicectl.core.monitor.fields import FIELDS
 from slicectl.core.monitor.fields import MetricSpec as MetricSpec
 from slicectl.core.monitor.fields import MetricType as MetricType
 from slicectl.core.monitor.metrics import NodeCpus

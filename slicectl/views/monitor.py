@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from slicectl.core.monitor.fields import FIELDS, column, json_float, slice_json
+from slicectl.core.monitor.field_values import json_float
+from slicectl.core.monitor.fields import FIELDS, column, slice_json
 from slicectl.core.monitor.metrics import SliceMetrics, Trouble
 
 if TYPE_CHECKING:
