@@ -9,7 +9,8 @@ table's cells (slicectl.views.monitor), the TUI's overview and detail screen (th
 by field id), the exporter's families and series (slicectl.exporter.families, and
 docs/metrics.md through docs/update-reference), the recorder's schema and rows
 (slicectl.host.cgroup.recorder). Adding a metric is one row here plus its tests; a view that
-shows it lists its id where it wants the column (docs/design-notes.md, "Adding a metric").
+shows it lists its id where it wants the column (docs/design-notes.md, "Adding a metric of a
+slice").
 
 The views show what happened over the interval between two samples (SliceMetrics: rates,
 deltas); the exporter serves the kernel's counters as they are at scrape time (CgroupSample),
