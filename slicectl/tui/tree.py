@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from slicectl.core.human import human_size
+from slicectl.core.monitor.field_values import NO_LIMIT_CELL
 from slicectl.core.monitor.metrics import SliceMetrics
 from slicectl.tui.model import SortKey, name_order, order_by
-from slicectl.views.monitor import NO_LIMIT_CELL
 
 EXPANDED, COLLAPSED, LEAF = "▾ ", "▸ ", "  "
 INDENT = "  "

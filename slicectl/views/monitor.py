@@ -1,20 +1,20 @@
 """The render layer of `slicectl status`, `slicectl top` and the TUI: JSON and table rows.
 
 One render layer (`COLUMNS`, `row`, `render_table`) serves `status`, `top` and the TUI; their
-sampling loops live in the CLI (slicectl/cli/watch.py). rich is imported lazily inside
-functions so importing this module stays cheap.
+sampling loops live in the CLI (slicectl/cli/watch.py). What each field is called, how a cell
+shows it and its JSON value are slicectl.core.monitor.fields' table; here are the views'
+choices: which columns, in which order, which go first when the terminal is narrow. rich is
+imported lazily inside functions so importing this module stays cheap.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from slicectl.core.cpulist import format_cpulist
-from slicectl.core.human import human_limit, human_rate, human_size
-from slicectl.core.monitor.cpuset_partition import PartitionMetrics
-from slicectl.core.monitor.metrics import NumaMetrics, PressureMetrics, SliceMetrics, Trouble
+from slicectl.core.monitor.field_values import json_float
+from slicectl.core.monitor.fields import FIELDS, column, slice_json
+from slicectl.core.monitor.metrics import SliceMetrics, Trouble
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -24,18 +24,24 @@ if TYPE_CHECKING:
 
 JSON_VERSION = 1
 
-COLUMNS = (
-    "slice", "cpu cores/allowed", "quota", "throttled", "mem current/high/max",
-    "psi cpu", "psi mem", "psi io", "events", "tasks",
-)  # fmt: skip
+# The table's columns, by field id (slicectl.core.monitor.fields holds each one's header
+# and cell), in their order.
+COLUMN_FIELDS = ("unit", "cpu.cores", "limits.cpu_quota_cores", "cpu.throttled_percent",
+                 "memory.current", "pressure.cpu", "pressure.memory", "pressure.io", "events",
+                 "tasks")
+COLUMNS = tuple(column(f).title for f in COLUMN_FIELDS)
+_CELLS = tuple(column(f).cell for f in COLUMN_FIELDS)
 # status, top and the TUI's overview add it after the memory column(s) when memory.numa_stat
 # was read (more than one memory node).
-NUMA_COLUMN = "numa local"
+NUMA_COLUMN = column("numa").title
 # status, top and the TUI's overview add it after the CPU column when any slice is a cpuset
 # partition (cpuset.cpus.partition root or isolated).
-PARTITION_COLUMN = "partition"
+PARTITION_COLUMN = column("partition").title
 # status and top end with it when any slice read or wrote during the interval (io.stat).
-IO_COLUMN = "io r/w"  # bytes read, written per second
+IO_COLUMN = column("io").title
+numa_cell = column("numa").cell
+partition_cell = column("partition").cell
+io_cell = column("io").cell
 
 # Row styles by trouble, most serious first; the TUI maps the same flags to its classes.
 TROUBLE_STYLE = {
@@ -48,175 +54,16 @@ TROUBLE_STYLE = {
 }
 
 
-def _r(x: float | None, digits: int) -> float | None:
-    """Rounded for JSON; None for unknown, and for nan or inf, which JSON cannot carry."""
-    return None if x is None or not math.isfinite(x) else round(x, digits)
-
-
-def _psi_json(p: PressureMetrics | None) -> dict[str, Any] | None:
-    if p is None:
-        return None
-    full = p.full
-    return {
-        "some": {"avg10": _r(p.some.avg10, 2), "rate": _r(p.some.rate, 2)},
-        "full": None if full is None else {"avg10": _r(full.avg10, 2), "rate": _r(full.rate, 2)},
-    }
-
-
-def _numa_json(n: NumaMetrics | None) -> dict[str, Any] | None:
-    if n is None:
-        return None
-    return {
-        "nodes": [{"node": x.node, "anon": x.anon, "file": x.file} for x in n.nodes],
-        "local_nodes": None if n.local_nodes is None else format_cpulist(n.local_nodes),
-        "local_percent": _r(n.local_percent, 2),
-        "outside_percent": _r(n.outside_percent, 2),
-        "bound": n.bound,
-    }
-
-
-def _partition_json(p: PartitionMetrics | None) -> dict[str, Any] | None:
-    if p is None:
-        return None
-    return {
-        "state": p.state.state,
-        "valid": p.state.valid,
-        "reason": p.state.reason or None,
-        "lost_cpus": format_cpulist(p.lost_cpus) if p.lost_cpus else None,
-        "problem": p.problem(),
-    }
-
-
 def status_json(metrics: Sequence[SliceMetrics], interval: float | None) -> dict[str, Any]:
-    """The documented `status --json` object (docs/status-json.md), slices sorted by unit."""
-    slices = []
-    for m in sorted(metrics, key=lambda m: (m.unit, m.cgroup)):
-        slices.append(
-            {
-                "unit": m.unit,
-                "cgroup": m.cgroup,
-                "limits": {
-                    "cpus": None if m.cpus is None else format_cpulist(m.cpus),
-                    "allowed_cpus": m.allowed_cpus,
-                    "mems": None if m.mems is None else format_cpulist(m.mems),
-                    "cpu_weight": m.cpu_weight,
-                    "cpu_quota_cores": _r(m.quota_cores, 3),
-                    "memory_min": m.memory_min,
-                    "memory_low": m.memory_low,
-                    "memory_high": m.memory_high,
-                    "memory_max": m.memory_max,
-                    "memory_swap_max": m.swap_max,
-                },
-                "cpu": {
-                    "cores": _r(m.cpu_cores, 3),
-                    "percent": _r(m.cpu_percent, 2),
-                    "throttled_percent": _r(m.throttled_percent, 2),
-                    "throttled_s": _r(m.throttled_s, 6),
-                },
-                "memory": {
-                    "current": m.memory_current,
-                    "percent": _r(m.memory_percent, 2),
-                    "anon": m.anon,
-                    "file": m.file,
-                    "active_file": m.active_file,
-                    "inactive_file": m.inactive_file,
-                    "swap": m.swap_current,
-                    "refaults_per_s": _r(m.refaults_per_s, 1),
-                },
-                "pressure": {
-                    "cpu": _psi_json(m.cpu_pressure),
-                    "memory": _psi_json(m.memory_pressure),
-                    "io": _psi_json(m.io_pressure),
-                },
-                "events": {
-                    "low": m.events_low,
-                    "high": m.events_high,
-                    "max": m.events_max,
-                    "oom": m.events_oom,
-                    "oom_kill": m.events_oom_kill,
-                },
-                "tasks": m.tasks,
-                "io": {"read_bytes_per_s": _r(m.io_read_bps, 1),
-                       "write_bytes_per_s": _r(m.io_write_bps, 1)},
-                "trouble": sorted(m.trouble),
-                "numa": _numa_json(m.numa),
-                "partition": _partition_json(m.partition),
-            }
-        )
-    return {"version": JSON_VERSION, "interval_s": _r(interval, 3), "slices": slices}
-
-
-# How a table cell says "no limit" (memory.high or memory.max "max"), in status, top, the TUI.
-NO_LIMIT_CELL = "none"
-
-
-def _psi_cell(p: PressureMetrics | None) -> str:
-    return "-" if p is None else f"{p.some.share():.1f}%"
-
-
-def _events_cell(m: SliceMetrics) -> str:
-    parts = [
-        f"{name} +{n}"
-        for name, n in (
-            ("oom_kill", m.events_oom_kill),
-            ("oom", m.events_oom),
-            ("max", m.events_max),
-            ("high", m.events_high),
-        )
-        if n
-    ]
-    return ", ".join(parts) or "-"
+    """The documented `status --json` object (docs/status-json.md), slices sorted by unit:
+    each slice's fields as slicectl.core.monitor.fields says."""
+    slices = [slice_json(m) for m in sorted(metrics, key=lambda m: (m.unit, m.cgroup))]
+    return {"version": JSON_VERSION, "interval_s": json_float(interval, 3), "slices": slices}
 
 
 def row(m: SliceMetrics) -> list[str]:
     """One slice as the cells of COLUMNS ("-" = not measured yet or not available)."""
-    cores = "-" if m.cpu_cores is None else f"{m.cpu_cores:.2f}"
-    quota = "-" if m.quota_cores is None else f"{m.quota_cores:.2f}"
-    throttled = "-" if m.throttled_percent is None else f"{m.throttled_percent:.1f}%"
-    if m.quota_cores is None and not m.throttled_percent:
-        throttled = "-"  # no quota, so nothing to throttle against
-    if m.memory_current is None:
-        mem = "-"
-    else:
-        mem = (f"{human_size(m.memory_current)} / {human_limit(m.memory_high, NO_LIMIT_CELL)}"
-               f" / {human_limit(m.memory_max, NO_LIMIT_CELL)}")
-    return [
-        m.unit,
-        f"{cores} / {m.allowed_cpus}",
-        quota,
-        throttled,
-        mem,
-        _psi_cell(m.cpu_pressure),
-        _psi_cell(m.memory_pressure),
-        _psi_cell(m.io_pressure),
-        _events_cell(m),
-        "-" if m.tasks is None else str(m.tasks),
-    ]
-
-
-def numa_cell(m: SliceMetrics) -> str:
-    """The local share of the slice's memory, and the share outside its memory nodes when
-    there is some: "97%", "25% (75% out)" ("-" = unknown)."""
-    n = m.numa
-    if n is None or n.outside_percent is None:
-        return "-"
-    local = "-" if n.local_percent is None else f"{n.local_percent:.0f}%"
-    if n.outside_percent < 0.5:
-        return local
-    return f"{local} ({n.outside_percent:.0f}% out)"
-
-
-def partition_cell(m: SliceMetrics) -> str:
-    """The slice's cpuset partition: "isolated", "root invalid", "isolated lacks 3"
-    ("-" = no partition)."""
-    p = m.partition
-    if p is None:
-        return "-"
-    if not p.state.valid:
-        return f"{p.state.state} invalid"
-    if p.lost_cpus:
-        return f"{p.state.state} lacks {format_cpulist(p.lost_cpus)}"
-    return p.state.state
+    return [cell(m) for cell in _CELLS]
 
 
 def alerts(metrics: Sequence[SliceMetrics]) -> list[str]:
@@ -230,13 +77,6 @@ def alerts(metrics: Sequence[SliceMetrics]) -> list[str]:
     return out
 
 
-def io_cell(m: SliceMetrics) -> str:
-    """Bytes read and written per second: "1.5M/s 0B/s" ("-" = unknown)."""
-    if m.io_read_bps is None or m.io_write_bps is None:
-        return "-"
-    return f"{human_rate(m.io_read_bps)} {human_rate(m.io_write_bps)}"
-
-
 def row_style(m: SliceMetrics) -> str:
     """The rich style of the most serious trouble flag, or "" when all is well."""
     flags = m.trouble
@@ -245,7 +85,7 @@ def row_style(m: SliceMetrics) -> str:
     return next((style for t, style in TROUBLE_STYLE.items() if t in flags), "")
 
 
-_LEFT = {"slice", "mem current/high/max", "events", PARTITION_COLUMN}
+_LEFT = {f.column.title for f in FIELDS if f.column is not None and f.column.left}
 _NUMA_AFTER = COLUMNS.index("mem current/high/max") + 1
 _PARTITION_AFTER = COLUMNS.index("cpu cores/allowed") + 1
 # Which columns a narrow table keeps, most wanted first (systemd-cgtop's habit: the name, CPU,

@@ -1,9 +1,11 @@
 """`slicectl record`: sample every slice's memory footprint, pressure and CPU into SQLite.
 
-Feeds `slicectl recommend` (docs/recommend.md). One row per cgroup per round; each round is
-committed on its own, so a killed recorder loses at most the round in progress, and rows older
-than the retention are deleted every round. Reads cgroupfs through `slicectl.host.cgroup.sampler`;
-the loop of `slicectl record` lives in the CLI (slicectl/cli/watch.py).
+Feeds `slicectl recommend` (docs/recommend.md). One row per cgroup per round, its columns
+those the fields table (slicectl.core.monitor.fields) says a field is recorded as, in
+RecorderRow's order; each round is committed on its own, so a killed recorder loses at most
+the round in progress, and rows older than the retention are deleted every round. Reads
+cgroupfs through `slicectl.host.cgroup.sampler`; the loop of `slicectl record` lives in the
+CLI (slicectl/cli/watch.py).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import astuple, fields
 from pathlib import Path
+from typing import Any
 
 from slicectl.core.advice.recommend import Sample
 from slicectl.core.errors import RecordError
 from slicectl.core.frozen import frozen
+from slicectl.core.monitor.fields import FIELDS, Recorded
 from slicectl.core.monitor.metrics import NodeCpus, NumaMetrics
 from slicectl.core.monitor.samples import Snapshot
 from slicectl.host.cgroup.sampler import Sampler
@@ -24,31 +28,13 @@ from slicectl.host.cgroup.sampler import Sampler
 # two columns added when it is opened, NULL in its old rows.
 SCHEMA_VERSION = 2
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS samples (
-    time REAL NOT NULL,            -- seconds since the epoch (UTC)
-    unit TEXT NOT NULL,            -- cgroup name, e.g. tenants-web.slice
-    path TEXT NOT NULL,            -- below the cgroup root, e.g. tenants.slice/tenants-web.slice
-    anon INTEGER,                  -- memory.stat anon (bytes)
-    file INTEGER,                  -- memory.stat file (bytes)
-    active_file INTEGER,           -- memory.stat active_file (bytes)
-    memory_current INTEGER,        -- memory.current (bytes)
-    memory_some_avg10 REAL,        -- memory.pressure some avg10 (%)
-    memory_some_total INTEGER,     -- memory.pressure some total (µs)
-    cpu_usage_usec INTEGER,        -- cpu.stat usage_usec (µs)
-    numa_local_percent REAL,       -- share of memory on the nodes of its CPUs (%)
-    numa_outside_percent REAL      -- share of memory on nodes it may not allocate on (%)
-);
-CREATE INDEX IF NOT EXISTS samples_time ON samples (time);
-CREATE INDEX IF NOT EXISTS samples_unit_time ON samples (unit, time);
-"""
-# Columns added after version 1, with their types: ALTER TABLE adds them to older databases.
-_ADDED = (("numa_local_percent", "REAL"), ("numa_outside_percent", "REAL"))
-
 
 @frozen
 class RecorderRow:
-    """One cgroup at one round; None where the kernel did not report a value."""
+    """One cgroup at one round; None where the kernel did not report a value. After unit and
+    path, its fields are the samples table's columns in the file's order, each a column of a
+    row of the fields table (slicectl.core.monitor.fields: its type, its comment and how it
+    is read)."""
 
     unit: str
     path: str
@@ -61,6 +47,32 @@ class RecorderRow:
     cpu_usage_usec: int | None
     numa_local_percent: float | None = None  # None: one memory node, or no memory yet
     numa_outside_percent: float | None = None
+
+
+_BY_COLUMN = {r.column: r for f in FIELDS for r in f.recorded}
+# The recorded columns in RecorderRow's order (a KeyError here: a field the table lacks).
+_RECORDED: tuple[Recorded, ...] = tuple(_BY_COLUMN[f.name] for f in fields(RecorderRow)[2:])
+# Columns added after version 1, with their types: ALTER TABLE adds them to older databases.
+_ADDED = tuple((r.column, r.sql) for r in _RECORDED if r.since > 1)
+
+
+def _schema() -> str:
+    """The samples table and its indexes, each column with its comment."""
+    columns = [("time", "REAL NOT NULL", "seconds since the epoch (UTC)"),
+               ("unit", "TEXT NOT NULL", "cgroup name, e.g. tenants-web.slice"),
+               ("path", "TEXT NOT NULL",
+                "below the cgroup root, e.g. tenants.slice/tenants-web.slice"),
+               *((r.column, r.sql, r.doc) for r in _RECORDED)]
+    last = len(columns) - 1
+    lines = [f"    {name} {sql}{',' if i < last else ''}".ljust(35) + f"-- {doc}"
+             for i, (name, sql, doc) in enumerate(columns)]
+    return "\n".join(["", "CREATE TABLE IF NOT EXISTS samples (", *lines, ");",
+                      "CREATE INDEX IF NOT EXISTS samples_time ON samples (time);",
+                      "CREATE INDEX IF NOT EXISTS samples_unit_time ON samples (unit, time);",
+                      ""])
+
+
+_SCHEMA = _schema()
 
 
 def open_db(path: str | Path) -> sqlite3.Connection:
@@ -89,17 +101,10 @@ def rows_from_snapshot(snapshot: Snapshot, node_cpus: NodeCpus | None = None) ->
     host's `node_cpus` (metrics.NumaMetrics)."""
     rows = []
     for path, s in sorted(snapshot.cgroups.items()):
-        psi = s.memory_pressure.some if s.memory_pressure is not None else None
         numa = NumaMetrics.from_sample(s, node_cpus, snapshot.host_mems)
-        rows.append(RecorderRow(
-            unit=s.unit, path=path, anon=s.anon, file=s.file, active_file=s.active_file,
-            memory_current=s.memory_current,
-            memory_some_avg10=psi.avg10 if psi else None,
-            memory_some_total=psi.total if psi else None,
-            cpu_usage_usec=s.usage_usec,
-            numa_local_percent=None if numa is None else numa.local_percent,
-            numa_outside_percent=None if numa is None else numa.outside_percent,
-        ))
+        # (each read gives its column's type, as RecorderRow annotates it)
+        values: list[Any] = [r.read(s, numa) for r in _RECORDED]
+        rows.append(RecorderRow(s.unit, path, *values))
     return rows
 
 

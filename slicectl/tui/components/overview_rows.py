@@ -6,37 +6,53 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from slicectl.core.monitor.fields import column
 from slicectl.tui.components.slice_table import SliceRow
 from slicectl.tui.model import History, cpu_scale, memory_scale
 from slicectl.tui.tree import TreeLine, limit_cells
-from slicectl.views.monitor import COLUMNS, NUMA_COLUMN, numa_cell, row, row_style
+from slicectl.views.monitor import COLUMN_FIELDS, row, row_style
 
 SPARK_WIDTH = 12
-# The shared render layer's columns with history sparklines, in groups that scroll sideways
-# together (the slice column stays): the headline (CPU, memory and memory pressure, what an
-# 80-column terminal shows first), the CPU limit and the other pressures, [NUMA locality],
-# history, events. Each group fits beside the slice column at 80 columns.
+CPU_HISTORY, MEM_HISTORY = "cpu history", "mem history"  # the overview's own columns
+# The shared render layer's columns (by field id, slicectl.core.monitor.fields) with history
+# sparklines, in groups that scroll sideways together (the slice column stays): the headline
+# (CPU, memory and memory pressure, what an 80-column terminal shows first), the CPU limit and
+# the other pressures, [NUMA locality], history, events. Each group fits beside the slice
+# column at 80 columns.
 GROUPS: tuple[tuple[str, ...], ...] = (
-    ("cpu cores/allowed", "mem current/high/max", "psi mem"),
-    ("quota", "throttled", "psi cpu", "psi io"),
-    (NUMA_COLUMN,),
-    ("cpu history", "mem history"),
+    ("cpu.cores", "memory.current", "pressure.memory"),
+    ("limits.cpu_quota_cores", "cpu.throttled_percent", "pressure.cpu", "pressure.io"),
+    ("numa",),
+    (CPU_HISTORY, MEM_HISTORY),
     ("events", "tasks"),
 )
-RIGHT = frozenset({"cpu cores/allowed", "quota", "throttled", "psi cpu", "psi mem", "psi io",
-                   "tasks", NUMA_COLUMN})
-_MEM_CELL, _QUOTA_CELL = COLUMNS.index("mem current/high/max"), COLUMNS.index("quota")
+_SPARKS = (CPU_HISTORY, MEM_HISTORY)
+
+
+def _title(name: str) -> str:
+    return name if name in _SPARKS else column(name).title
+
+
+RIGHT = frozenset(_title(name) for group in GROUPS for name in group
+                  if name not in _SPARKS and not column(name).left)
+_MEM_CELL, _QUOTA_CELL = (COLUMN_FIELDS.index("memory.current"),
+                          COLUMN_FIELDS.index("limits.cpu_quota_cores"))
+
+
+def overview_fields(numa: bool) -> tuple[str, ...]:
+    """The overview's columns by field id (or sparkline); with `numa`, the local share of
+    memory after the pressure."""
+    return ("unit", *(name for group in GROUPS for name in group if numa or name != "numa"))
 
 
 def overview_headers(numa: bool) -> tuple[str, ...]:
-    """The overview's columns; with `numa`, the local share of memory after the pressure."""
-    return ("slice", *(name for group in GROUPS for name in group
-                       if numa or name != NUMA_COLUMN))
+    """The headers of `overview_fields`."""
+    return tuple(_title(name) for name in overview_fields(numa))
 
 
 def overview_groups(numa: bool) -> tuple[str, ...]:
     """The first column of each group the overview scrolls sideways by."""
-    return tuple(group[0] for group in GROUPS if numa or group != (NUMA_COLUMN,))
+    return tuple(_title(group[0]) for group in GROUPS if numa or group != ("numa",))
 
 
 class OverviewRows:
@@ -46,6 +62,7 @@ class OverviewRows:
 
     def __init__(self, numa: bool = False) -> None:
         self.numa = numa
+        self.fields = overview_fields(numa)
         self.headers = overview_headers(numa)
         self._last: dict[str, tuple[tuple[object, ...], SliceRow]] = {}
 
@@ -75,11 +92,11 @@ class OverviewRows:
                 limits = limit_cells(m, line.effective)
                 if limits is not None:
                     cells[_MEM_CELL], cells[_QUOTA_CELL] = limits
-                by_name = dict(zip(COLUMNS, cells, strict=True))
-                by_name.update({"cpu history": cpu, "mem history": mem})
+                by_id = dict(zip(COLUMN_FIELDS, cells, strict=True))
+                by_id.update({CPU_HISTORY: cpu, MEM_HISTORY: mem})
                 if self.numa:
-                    by_name[NUMA_COLUMN] = numa_cell(m)
-                r = SliceRow(m.cgroup, tuple(by_name[c] for c in self.headers), row_style(m))
+                    by_id["numa"] = column("numa").cell(m)
+                r = SliceRow(m.cgroup, tuple(by_id[f] for f in self.fields), row_style(m))
             now[m.cgroup] = (token, r)
             out.append(r)
         self._last = now

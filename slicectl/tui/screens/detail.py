@@ -9,12 +9,13 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from slicectl.core.cpulist import format_cpulist
 from slicectl.core.human import human_limit, human_size
+from slicectl.core.monitor.fields import column
 from slicectl.core.monitor.metrics import PressureMetrics, SliceMetrics
 from slicectl.tui.messages import EditRequested, ProcessesRead
 from slicectl.tui.model import PSI_SCALE, cpu_scale, memory_scale, node_bars, read_processes
 from slicectl.tui.screens.base import DataScreen
 from slicectl.tui.tree import effective_limits, limits_from
-from slicectl.views.monitor import COLUMNS, row, row_style
+from slicectl.views.monitor import row_style
 from slicectl.views.tables import guaranteed_text
 
 SPARK_WIDTH = 40
@@ -30,7 +31,9 @@ def _psi(p: PressureMetrics | None) -> str:
 
 def limits_text(m: SliceMetrics) -> str:
     """Limits beside usage, one topic per line."""
-    cells = dict(zip(COLUMNS, row(m), strict=True))
+    def cell(field_id: str) -> str:  # as the overview shows it
+        return column(field_id).cell(m)
+
     cpus = format_cpulist(m.cpus) if m.cpus else "all"
     weight = "-" if m.cpu_weight is None else str(m.cpu_weight)
     partition = []
@@ -39,8 +42,9 @@ def limits_text(m: SliceMetrics) -> str:
         if m.partition.problem() is not None:
             partition.append(f"        hint: {m.partition.hint()}")
     return "\n".join((
-        f"CPU     {cells['cpu cores/allowed']} cores  CPUs {cpus}  weight {weight}  "
-        f"quota {cells['quota']}  throttled {cells['throttled']} of periods",
+        f"CPU     {cell('cpu.cores')} cores  CPUs {cpus}  weight {weight}  "
+        f"quota {cell('limits.cpu_quota_cores')}  "
+        f"throttled {cell('cpu.throttled_percent')} of periods",
         *partition,
         f"memory  {human_size(m.memory_current)}  anon {human_size(m.anon)}  "
         f"file {human_size(m.file)}  swap {human_size(m.swap_current)}  "
@@ -50,7 +54,7 @@ def limits_text(m: SliceMetrics) -> str:
         f"swap {human_limit(m.swap_max)}",
         f"PSI some/full  cpu {_psi(m.cpu_pressure)}  memory {_psi(m.memory_pressure)}  "
         f"io {_psi(m.io_pressure)}",
-        f"events  {cells['events']}  tasks {cells['tasks']}",
+        f"events  {cell('events')}  tasks {cell('tasks')}",
         "        (throttled: periods the quota stopped it in; events: memory.events since "
         "the last refresh, high = over memory.high, max = at memory.max)",
     ))

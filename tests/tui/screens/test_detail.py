@@ -1,16 +1,24 @@
 """One slice's screen (slicectl.tui.screens.detail): its limits and history, its processes
 counted, what it says when the slice stops, its cpuset partition and the alert on a broken
-one, and edit asked of its tenant."""
+one, edit asked of its tenant, and its pressure the same figure as the overview's."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from cgtree import NOT_EXCLUSIVE, MovingTree, build_partition_fixture
+from paths import TESTS
 from textual.widgets import Static
 from tuikit import monitor_settings, running, showing, static_text, wait_for
 
-from slicectl.tui.screens.detail import DetailScreen
+from slicectl.core.monitor.metrics import PressureMetrics, PsiMetrics, compute
+from slicectl.host.cgroup.sampler import Sampler
+from slicectl.tui.components.overview_rows import OverviewRows, overview_headers
+from slicectl.tui.model import History, worst_pressure
+from slicectl.tui.screens.detail import DetailScreen, limits_text
+from slicectl.tui.tree import TreeLine, effective_limits
+from slicectl.views.monitor import COLUMNS, row
 
 DB1 = "tenants.slice/tenants-db1.slice"
 
@@ -83,3 +91,19 @@ async def test_the_partition_and_the_kernels_reason_when_it_is_refused(tmp_path:
         assert "cpuset  isolated partition" in await limits("tenants-iso.slice")
         assert not [line for line in await limits("tenants-plain.slice")
                     if line.startswith("cpuset")]
+
+
+def test_pressure_is_one_figure_in_the_table_the_overview_and_the_detail_view() -> None:
+    """PSI is shown as the rate over the interval (the kernel's avg10 only before there is
+    one): for a slice whose rate and avg10 differ, status' table, the TUI's overview, its
+    detail view and its pressure order all give the rate."""
+    with Sampler(TESTS / "fixtures" / "cgroup") as sampler:
+        m = next(m for m in compute(None, sampler.sample()) if m.unit == "tenants-db1.slice")
+    m = dataclasses.replace(m, cpu_pressure=PressureMetrics(
+        some=PsiMetrics(avg10=40.0, rate=12.5), full=PsiMetrics(avg10=30.0, rate=2.5)))
+    assert row(m)[COLUMNS.index("psi cpu")] == "12.5%"
+    line = TreeLine(m, 0, 0, True, effective_limits([m])[m.cgroup])
+    overview = OverviewRows().rows([line], History(), 8 << 30)[0]
+    assert overview.cells[overview_headers(False).index("psi cpu")] == "12.5%"
+    assert "PSI some/full  cpu 12.5/2.5%" in limits_text(m)
+    assert worst_pressure(m) == 12.5
