@@ -91,3 +91,36 @@ def test_share_cases_are_valid_and_name_their_loops() -> None:
         tenants = {w for w in loops if w not in ("root", "parent")}
         assert tenants == {t.name for t in config.tenants}, case.name
         assert all(t.cpu_weight == 100 for t in config.tenants)  # cpu.shares 1024
+
+
+CYCLICTEST = """\
+# /dev/cpu_dma_latency set to 0us
+# Histogram
+000000 000000 000000
+000003 000010 000020
+000004 000085 000070
+000120 000004 000009
+000900 000001 000000
+# Total: 000000100 000000099
+# Min Latencies: 00003 00003
+# Avg Latencies: 00009 00008
+# Max Latencies: 25000 00900
+# Histogram Overflows: 00000 00001
+# Histogram Overflow at cycle number:
+# Thread 0:
+# Thread 1: 00077
+"""
+
+
+def test_h_reads_cyclictests_histogram_merged_over_its_threads() -> None:
+    sys.path.insert(0, str(EVIDENCE))
+    try:
+        h = _module("h_isolated_parse", EVIDENCE / "h_isolated.py")
+    finally:
+        sys.path.remove(str(EVIDENCE))
+    counts, overflows, longest = h.histogram(CYCLICTEST)
+    assert counts == {3: 30, 4: 155, 120: 13, 900: 1} and overflows == 1 and longest == 25000
+    assert h.percentile(counts, overflows, longest, 0.5) == 4
+    assert h.percentile(counts, overflows, longest, 0.99) == 120
+    assert h.percentile(counts, overflows, longest, 0.999) == 25000  # in the overflow
+    assert h.mask_cpus("00000000,000000f3") == [0, 1, 4, 5, 6, 7]

@@ -34,9 +34,9 @@ def rows(name: str) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def save(fig: Figure, name: str, title: str) -> Path:
+def save(fig: Figure, name: str, title: str, note: str = NOTE) -> Path:
     fig.suptitle(title, fontsize=12)
-    fig.text(0.99, 0.005, NOTE, ha="right", va="bottom", fontsize=7, color="grey")
+    fig.text(0.99, 0.005, note, ha="right", va="bottom", fontsize=7, color="grey")
     fig.tight_layout(rect=(0, 0.02, 1, 0.97))
     path = HERE / f"{name}.png"
     fig.savefig(path, dpi=110)
@@ -271,8 +271,43 @@ def g_balance() -> Path:
                 "split)")
 
 
+def h_isolated() -> Path:
+    data = {r["mode"]: r for r in rows("h_isolated")}
+    hist = rows("h_isolated_hist")
+    fig, (left, mid, right) = plt.subplots(1, 3, figsize=(12, 4.4),
+                                           gridspec_kw={"width_ratios": [2.2, 1, 1]})
+    colors = {"member": "tab:orange", "isolated": "tab:blue"}
+    for mode, row in data.items():
+        mine = sorted((int(r["latency_us"]), int(r["count"])) for r in hist
+                      if r["mode"] == mode)
+        total = sum(n for _, n in mine)
+        later, xs, ys = total, [], []
+        for us, n in mine:
+            xs.append(us)
+            ys.append(later / total)  # share of wake-ups at least this late
+            later -= n
+        left.step(xs, ys, where="post", color=colors[mode],
+                  label=f"{mode}: p99 {float(row['p99_us']):.0f} µs, "
+                        f"max {float(row['max_us']):.0f} µs")
+    left.set(xscale="log", yscale="log", xlabel="wake-up latency (µs)",
+             ylabel="share of wake-ups at least this late")
+    left.legend(fontsize=8)
+    modes = list(data)
+    mid.bar(modes, [float(data[m]["other_pct"]) for m in modes],
+            color=[colors[m] for m in modes])
+    mid.set(ylabel="% of the tenant's CPU time", title="time in anything but the tenant")
+    right.bar(modes, [float(data[m]["irqs_per_s"]) for m in modes],
+              color=[colors[m] for m in modes])
+    right.set(ylabel="interrupts per second", title="interrupts on the tenant's CPUs")
+    for ax in (mid, right):
+        ax.title.set_fontsize(9)
+    return save(fig, "h_isolated", "(h) a latency tenant as a member and as an isolated "
+                "partition, beside a noisy neighbour (cyclictest, one boot)",
+                note=NOTE.replace("systemd 252", "systemd 262, Linux 7.2"))
+
+
 PLOTS: dict[str, Callable[[], Path]] = {f.__name__: f for f in (
-    a_shares, b_realloc, c_rogue, d_pagecache, e_quota, f_numa, g_balance)}
+    a_shares, b_realloc, c_rogue, d_pagecache, e_quota, f_numa, g_balance, h_isolated)}
 
 
 def main(names: list[str]) -> int:

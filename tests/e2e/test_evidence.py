@@ -7,8 +7,11 @@ are longer and make the committed CSVs and plots.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 EVIDENCE = Path(__file__).resolve().parents[2] / "docs" / "evidence"
 sys.path.insert(0, str(EVIDENCE))
@@ -20,6 +23,8 @@ import d_pagecache  # noqa: E402
 import e_quota  # noqa: E402
 import f_numa  # noqa: E402
 import g_balance  # noqa: E402
+import h_isolated  # noqa: E402
+import lab  # noqa: E402
 
 
 def test_a_seed_004_cases_match_the_prediction_within_1pp() -> None:
@@ -92,3 +97,22 @@ def test_g_the_core_follows_alternating_demand() -> None:
     # rounds run minutes apart on a host whose load moves ops/s by 20-40 % (README).
     assert result.gain_2cpu >= 1.2, result
     assert result.ratio >= 1.0, result
+
+
+H_VERSIONS = h_isolated.versions() if os.environ.get("SLICECTL_TESTBED") else (0, (0, 0))
+
+
+@pytest.mark.skipif(H_VERSIONS[0] < 261 or H_VERSIONS[1] < (6, 7),
+                    reason="needs systemd 261 and Linux 6.7 (Debian forky in the release "
+                    f"matrix): this guest runs systemd {H_VERSIONS[0]} and Linux "
+                    f"{H_VERSIONS[1][0]}.{H_VERSIONS[1][1]}")
+def test_h_an_isolated_tenant_leaves_load_balancing_and_the_unbound_workqueues() -> None:
+    result = h_isolated.main(quick=True)
+    member, isolated = result.member, result.isolated
+    cpus = lab.parse_cpulist(isolated.cpus)
+    assert member.partition == "member" and isolated.partition == "isolated", result
+    # the kernel counts the tenant's CPUs as isolated, and no unbound workqueue runs there
+    assert lab.parse_cpulist(isolated.kernel_isolated) == cpus, result
+    assert not cpus & lab.parse_cpulist(isolated.workqueue_cpus), result
+    assert cpus <= lab.parse_cpulist(member.workqueue_cpus), result
+    assert member.samples > 0 and isolated.samples > 0, result
