@@ -175,7 +175,8 @@ def run_mode(mode: str, seconds: int) -> tuple[Row, list[Bucket]]:
            "--priority=90", "--interval=1000", f"--duration={seconds}", f"--histogram={HIST_US}"]
     usage0 = lab.keyed(group / "cpu.stat")["usage_usec"]
     stat0, irq0, t0 = lab.cpu_times(cpus), interrupts(cpus), time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds * 4 + 120)
+    proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=seconds * 4 + 120)
     stat1, irq1, wall = lab.cpu_times(cpus), interrupts(cpus), time.monotonic() - t0
     usage1 = lab.keyed(group / "cpu.stat")["usage_usec"]
     lab.stop_units()
