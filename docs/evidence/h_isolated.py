@@ -215,6 +215,8 @@ def main(quick: bool = False) -> Result:
                 buckets += hist
         finally:
             Path("/var/tmp/ev-h-writer").unlink(missing_ok=True)
+            # a member again: apply puts the IRQs and the workqueue mask back as it found them
+            lab.apply(lab.tenants_file("h_member", TENANTS % ""))
     lab.write_csv("h_isolated", list(rows.values()))
     lab.write_csv("h_isolated_hist", buckets)
     result = Result(rows["member"], rows["isolated"])
