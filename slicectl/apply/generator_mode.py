@@ -30,6 +30,7 @@ from slicectl.core.errors import ApplyError, SlicectlError, shown
 from slicectl.core.frozen import frozen
 from slicectl.host.files import placement_record
 from slicectl.host.files.atomic import write_atomically
+from slicectl.host.files.tenantsfile import read_tenants_text
 from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest, UnitDir
 
 if TYPE_CHECKING:
@@ -155,8 +156,12 @@ def _record(paths: GeneratorPaths, config: Config, topology: Topology, sysfs: st
 
 
 def _install_tenants(paths: GeneratorPaths, source: str, undo: _Undo) -> None:
-    """Write tenants.yaml to /etc/slicectl atomically, the one it replaces kept."""
-    new = Path(source).read_bytes()
+    """Write tenants.yaml to /etc/slicectl atomically, the one it replaces kept: generator
+    mode's own copy of `source`, replaced whole (not edited, so not through tenantsfile's
+    compare-and-swap) under the unit directory's lock. Taking the tenants file's lock here
+    too would take the two locks in the order opposite to the TUI's (it holds the file's
+    across its apply)."""
+    new = read_tenants_text(source).encode()
     old = _read(paths.tenants)
     paths.etc.mkdir(parents=True, exist_ok=True)
     if old is not None and old != new:
@@ -287,7 +292,7 @@ async def apply_generated(config: Config, topology: Topology, sysfs: str,
     with units.locked(options.lock_timeout):
         if confirm is not None:
             diff = await compute_diff(config, topology, _generated(options, paths))
-            same = _read(paths.tenants) == Path(config.path).read_bytes()
+            same = _read(paths.tenants) == read_tenants_text(config.path).encode()
             if (diff.changed or not same) and not confirm(diff):
                 raise ApplyError("cancelled; nothing was changed", "")
         try:

@@ -121,20 +121,19 @@ def _parameters(args: Namespace) -> int:
 
 
 def _write_tenants(path: str, recs: Sequence[Recommendation]) -> list[str]:
-    """Set memory_max/high/low of the tenants whose slice has a recommendation; returns them."""
-    from pathlib import Path
-
+    """Set memory_max/high/low of the tenants whose slice has a recommendation; returns them.
+    Refused, the file unchanged, when another edit changes it meanwhile."""
     from slicectl.core.advice.recommend import tenant_sizes
     from slicectl.core.config.yamledit import edit_tenants
-    from slicectl.host.files.atomic import write_atomically
+    from slicectl.host.files.tenantsfile import read_tenants_text, replace_tenants
     from slicectl.host.planning import load_tenants
 
+    text = read_tenants_text(path)  # the text edited: the file must still hold it to be written
     sizes = tenant_sizes(load_tenants(path), recs)
     if not sizes:
         return []
-    with open(path, encoding="utf-8") as f:
-        text, _ = edit_tenants(f.read(), path, sizes)
-    write_atomically(Path(path), text)
+    new, _ = edit_tenants(text, path, sizes)
+    replace_tenants(path, new, text)
     return list(sizes)
 
 

@@ -1,9 +1,10 @@
-"""The one way to read tenants.yaml and the one way to plan for a host: every front end (CLI,
+"""The one way to load tenants.yaml and the one way to plan for a host: every front end (CLI,
 TUI, exporter, apply, the generator) calls these two, so each gets the same checks and the
 same placement.
 
-`load_tenants` reads the file and runs every check: the schema (slicectl.core.config.config) and the
-schedule's calendar events, by systemd's own parser. `plan_for_host` places the tenants where
+`load_tenants` reads the file (slicectl.host.files.tenantsfile's one reader) and runs every
+check: the schema (slicectl.core.config.config) and the schedule's calendar events, by
+systemd's own parser. `plan_for_host` places the tenants where
 the unit directory's manifest says the last apply or generate left them, so that what `plan`
 shows is what `apply` does and a tenant keeps its CPUs from one run to the next.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from slicectl.core.config.config import Config, load_yaml, parse_config
-from slicectl.core.errors import ConfigError, Problem, shown
+from slicectl.core.errors import ConfigError, shown
 
 if TYPE_CHECKING:
     from slicectl.core.placement.topology import Topology
@@ -27,30 +28,11 @@ __all__ = ["generator_command", "generator_files", "load_tenants", "plan_for_hos
 
 
 def read_text(path: str) -> str:
-    """tenants.yaml's text; a byte that is not UTF-8, or a NUL, is refused with its line.
+    """tenants.yaml's text, with every check (slicectl.host.files.tenantsfile's
+    read_tenants_text, the one reader of the file)."""
+    from slicectl.host.files.tenantsfile import read_tenants_text
 
-    Only a regular file is read (a FIFO or a device is refused without blocking), at most
-    yamldoc.MAX_TEXT of it, and, run as root, only one no other user could have written
-    (slicectl.host.files.trust)."""
-    from slicectl.core.config.yamldoc import MAX_TEXT
-    from slicectl.host.files.trust import read_bounded
-
-    name = shown(path)  # bytes that are not UTF-8 as \xNN, on one line
-    raw = read_bounded(path, "tenants.yaml", MAX_TEXT)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        column = e.start - raw.rfind(b"\n", 0, e.start)
-        raise ConfigError([Problem(name, line, "", f"is not UTF-8 text (byte "
-                                   f"{raw[e.start]:#04x} in column {column})",
-                                   "save the file as UTF-8")]) from None
-    if "\0" in text:
-        at = text.index("\0")
-        raise ConfigError([Problem(name, text.count("\n", 0, at) + 1, "",
-                                   "contains a NUL character", "remove it; tenants.yaml is "
-                                   "text")])
-    return text
+    return read_tenants_text(path)
 
 
 def load_tenants(path: str, profile: str | None = None, *, check_schedule: bool = True,

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from slicectl.apply.host_diff import Diff
     from slicectl.core.config.config import Config
     from slicectl.core.shares.contention import CpuShares
+    from slicectl.host.files.tenantsfile import LockedTenants
     from slicectl.tui.screens.edit import EditResult
     from slicectl.tui.state import TuiState
 
@@ -321,14 +322,16 @@ class SlicectlApp(App[int]):
 
     @work(thread=True, exclusive=True, group="edit")
     def _load_edit(self, tenant: str | None, config: Config, profile: str | None) -> None:
+        from slicectl.host.files.tenantsfile import read_tenants_text
         from slicectl.tui.plans import plan_for
 
         path = self.settings.tenants
         assert path is not None
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            self.post_message(EditLoaded(tenant, "", None, f"cannot read {path}: {e.strerror}"))
+            text = read_tenants_text(path)
+        except SlicectlError as e:
+            hint = f"\nhint: {e.hint}" if e.hint else ""
+            self.post_message(EditLoaded(tenant, "", None, e.message + hint))
             return
         before, _ = plan_for(self.settings, config, profile, shares=False)  # once per dialog
         self.post_message(EditLoaded(tenant, text, before))
@@ -454,18 +457,15 @@ class SlicectlApp(App[int]):
             return
         self._apply()
 
-    def _refusal(self, p: PendingChange, diff: Diff) -> ApplyRefused | None:
+    def _refusal(self, p: PendingChange, diff: Diff, tenants: LockedTenants | None
+                 ) -> ApplyRefused | None:
         """Why `diff` (the host's, under apply's lock) may not be applied for `p`, or None:
-        the operator confirmed a different diff, or tenants.yaml no longer holds the text the
-        edit was made from (rewriting it would lose what changed it)."""
-        if p.original is not None and self.settings.tenants is not None:
-            try:
-                now = Path(self.settings.tenants).read_text(encoding="utf-8")
-            except OSError as e:
-                now = f"unreadable: {e}"
-            if now != p.original:
-                return ApplyRefused(f"{self.settings.tenants} changed since you confirmed; "
-                                    "nothing was changed", "edit it again")
+        the operator confirmed a different diff, or tenants.yaml (`tenants`, held locked) no
+        longer holds the text the edit was made from (rewriting it would lose what changed
+        it)."""
+        if tenants is not None and not tenants.holds(p.original):
+            return ApplyRefused(f"{self.settings.tenants} changed since you confirmed; "
+                                "nothing was changed", "edit it again")
         if diff != p.diff:
             options = self.settings.options
             assert options is not None
@@ -474,18 +474,36 @@ class SlicectlApp(App[int]):
 
     @work(thread=True, exclusive=True, group="apply")
     def _apply(self) -> None:
-        """Apply the pending change in a thread with its own event loop (as `_plan`)."""
-        from slicectl.apply.applier import apply_plan
-        from slicectl.host.files.atomic import write_atomically
+        """Apply the pending change in a thread with its own event loop (as `_plan`); an edit
+        holds tenants.yaml's lock from its check to its write, so no other edit lands between
+        them."""
+        from contextlib import nullcontext
 
-        p, options, topo = self._pending, self.settings.options, self.settings.topology
-        assert p is not None and options is not None and topo is not None
+        from slicectl.host.files.tenantsfile import locked_tenants
+
+        p = self._pending
+        assert p is not None
+        path = self.settings.tenants if p.text is not None else None
+        try:
+            with nullcontext() if path is None else locked_tenants(path) as tenants:
+                message = self._apply_locked(p, tenants)
+        except SlicectlError as e:  # the lock could not be taken
+            message = Applied("", f"{e.message}; nothing was changed", e.hint)
+        self.post_message(message)
+
+    def _apply_locked(self, p: PendingChange, tenants: LockedTenants | None
+                      ) -> Applied | ApplyRefused:
+        """Apply `p`, then write its text into `tenants` (when it has one); what to show."""
+        from slicectl.apply.applier import apply_plan
+
+        options, topo = self.settings.options, self.settings.topology
+        assert options is not None and topo is not None
         refused: list[ApplyRefused] = []
 
         def confirm(diff: Diff) -> bool:
             # Called under apply's lock with the diff it is about to carry out: only the one
             # the operator saw goes ahead (a saved plan, as `terraform apply PLAN` has it).
-            refusal = self._refusal(p, diff)
+            refusal = self._refusal(p, diff, tenants)
             if refusal is not None:
                 refused.append(refusal)
                 raise ApplyError(refusal.error, refusal.hint)
@@ -496,28 +514,29 @@ class SlicectlApp(App[int]):
                                             confirm=confirm))
             if not refused and not report.diff.changed:
                 # Nothing to change on the host, so `confirm` was not asked: check here.
-                refusal = self._refusal(p, report.diff)
+                refusal = self._refusal(p, report.diff, tenants)
                 if refusal is not None:
                     refused.append(refusal)
             if refused:
-                self.post_message(refused[0])
-                return
-            # Written only after a successful apply: a rolled-back apply leaves the file as is.
-            if p.text is not None and self.settings.tenants is not None:
-                write_atomically(Path(self.settings.tenants), p.text)
+                return refused[0]
         except SlicectlError as e:
-            self.post_message(refused[0] if refused else Applied("", e.message, e.hint))
-            return
+            return refused[0] if refused else Applied("", e.message, e.hint)
         except OSError as e:
-            self.post_message(Applied("", f"cannot write {self.settings.tenants}: {e}"))
-            return
+            return Applied("", f"cannot apply: {e}")
+        # Written only after a successful apply: a rolled-back apply leaves the file as is.
+        if p.text is not None and tenants is not None:
+            try:
+                tenants.replace(p.text, p.original)
+            except SlicectlError as e:  # an editor that takes no lock changed it meanwhile
+                return Applied("", f"applied to the host, but {self.settings.tenants} was not "
+                               f"written: {e.message}", e.hint)
         files = report.diff.files
         n_files = len(files.created) + len(files.updated) + len(files.removed)
-        self.post_message(Applied(
+        return Applied(
             f"applied: {len(report.set_live)} live change(s), {n_files} file(s), "
             f"{len(report.started)} slice(s) started, verified {len(report.verified)} unit(s)"
             + (f" ({', '.join(report.not_running)} not running)" if report.not_running else "")
-            + ("; tenants.yaml written" if p.text is not None else "")))
+            + ("; tenants.yaml written" if p.text is not None else ""))
 
     def on_apply_refused(self, message: ApplyRefused) -> None:
         """Nothing was changed: say why and, when the host moved, show its diff now."""

@@ -22,6 +22,11 @@ every apply and every balancer move off; so the lock is a file no other user can
 
 DIR and any missing parents are made once the lock is held, and removed again (if still
 empty) before it is released, so a failed run leaves no folder behind.
+
+A file slicectl rewrites in place (tenants.yaml: slicectl.host.files.tenantsfile) has a lock
+of its own the same way, named after the file's real path (/etc/slicectl/tenants.yaml →
+`etc-slicectl-tenants.yaml.lock`): apart from its folder's, so that holding it never holds off
+a writer of the folder.
 """
 
 from __future__ import annotations
@@ -59,9 +64,9 @@ def lock_folder() -> Path:
     return Path(tempfile.gettempdir(), f"slicectl-{os.geteuid()}-locks")
 
 
-def lock_file(unit_dir: Path) -> Path:
-    """The lock file of `unit_dir` (by its real path: two spellings, one lock)."""
-    return lock_folder() / f"{escaped_path(os.path.realpath(unit_dir))}.lock"
+def lock_file(path: Path) -> Path:
+    """The lock file of folder or file `path` (by its real path: two spellings, one lock)."""
+    return lock_folder() / f"{escaped_path(os.path.realpath(path))}.lock"
 
 
 def escaped_path(path: str) -> str:
@@ -261,7 +266,27 @@ def locked_dir(path: Path, timeout: float = LOCK_TIMEOUT,
     private to this user; OSError when `path` cannot be made. `on_wait(holder)` is called
     once if the lock is busy.
     """
-    where = lock_file(path)
+    with _held(lock_file(path), timeout, on_wait):
+        made = make_dirs(path)
+        try:
+            yield
+        finally:
+            remove_empty(made)  # while still holding the lock
+
+
+@contextmanager
+def locked_file(path: Path, timeout: float = LOCK_TIMEOUT,
+                on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the exclusive lock of file `path` (by its real path; the file need not exist)
+    for the `with` block. Raises as locked_dir does; makes nothing but the lock file."""
+    with _held(lock_file(path), timeout, on_wait):
+        yield
+
+
+@contextmanager
+def _held(where: Path, timeout: float, on_wait: Callable[[str], None] | None
+          ) -> Iterator[None]:
+    """Hold the lock file `where` (see the module's docstring), signed by this process."""
     try:
         fd = _open_lock(where)
     except OSError as e:
@@ -272,11 +297,7 @@ def locked_dir(path: Path, timeout: float = LOCK_TIMEOUT,
         _acquire(fd, timeout, on_wait)
         _sign(fd)
         try:
-            made = make_dirs(path)
-            try:
-                yield
-            finally:
-                remove_empty(made)  # while still holding the lock
+            yield
         finally:
             os.ftruncate(fd, 0)  # no holder any more
     finally:

@@ -5,8 +5,10 @@ cgroup files, tenants.yaml on disk."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from badtenants import UNREADABLE
 from cgtree import MovingTree
 from dbus_fast import Variant
 from textual.pilot import Pilot
@@ -15,8 +17,10 @@ from tuikit import YAML, make_topology, running, showing, static_rendered, stati
 
 from slicectl.apply.applier import ApplyOptions, apply_plan
 from slicectl.core.cpulist import parse_cpulist
+from slicectl.core.errors import OutputError
 from slicectl.demo.cgtree import make_root
 from slicectl.demo.fakesystemd import FakeSystemd
+from slicectl.host.files.tenantsfile import replace_tenants
 from slicectl.host.planning import load_tenants
 from slicectl.tui import tui_settings
 from slicectl.tui.app import STALE, SlicectlApp, TuiSettings
@@ -215,6 +219,55 @@ async def test_apply_refuses_when_tenants_yaml_changed_since_the_edit(
                    for n in app._notifications)  # noqa: SLF001
         assert cgroup_file(host, "db1", "cpu.weight") == "300"
         assert (tmp_path / "tenants.yaml").read_text() == changed
+
+
+@pytest.mark.parametrize("case", UNREADABLE)
+async def test_edit_refuses_an_unreadable_file_as_the_cli_does(
+        tmp_path: Path, host: ApplyOptions, case: str) -> None:
+    """The edit dialog reads tenants.yaml with the CLI's reader: a file that became unreadable
+    since the TUI started (not UTF-8, a NUL, too large, not a regular file) is refused with
+    the message and hint `slicectl write` and `validate` give, and no dialog opens."""
+    settings = await edit_settings(tmp_path, host)
+    path = tmp_path / "tenants.yaml"
+    make, message, hint = UNREADABLE[case]
+    make(path)
+    async with running(settings) as (app, pilot):
+        await pilot.press("e")
+        expected = f"{path}{message}\nhint: {hint}"
+        await wait_for(pilot, lambda: any(n.message == expected
+                                          for n in app._notifications))  # noqa: SLF001
+        assert not isinstance(app.screen, EditScreen)
+
+
+async def test_no_other_edit_writes_tenants_yaml_while_the_tui_applies(
+        tmp_path: Path, host: ApplyOptions, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TUI holds tenants.yaml's lock from its check to its write: an edit that tries to
+    land during the apply (here `slicectl write`'s writer, not waiting) is held off, so the
+    TUI's own check and write see one file and neither edit is lost silently."""
+    from slicectl.apply import applier
+
+    settings = await edit_settings(tmp_path, host)
+    path = tmp_path / "tenants.yaml"
+    theirs = YAML.replace("memory_max: 512M", "memory_max: 768M")
+    other: list[str] = []
+    real_apply = applier.apply_plan
+
+    async def apply_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        try:
+            replace_tenants(str(path), theirs, YAML, timeout=0)
+            other.append("written")
+        except OutputError as e:
+            other.append(e.message)
+        return await real_apply(*args, **kwargs)
+
+    monkeypatch.setattr(applier, "apply_plan", apply_meanwhile)
+    async with running(settings) as (app, pilot):
+        await confirmable_edit(app, pilot, "500")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app._pending is None)  # noqa: SLF001
+    assert len(other) == 1 and other[0].startswith(f"{path} is being written by pid "), other
+    assert cgroup_file(host, "db1", "cpu.weight") == "500"
+    assert path.read_text() == YAML.replace("cpu_weight: 300", "cpu_weight: 500")
 
 
 async def test_invalid_edit_stays_in_the_dialog(tmp_path: Path, host: ApplyOptions) -> None:
