@@ -44,7 +44,7 @@ version: 1
 housekeeping: {cpus: 2}
 tenants:
   lat: {cpus: 2%s}
-  noisy: {cpus: 4}
+  noisy: {cpus: 4, numa: any}   # 4 CPUs: more than a node of the testbed holds
 """
 MODES = ("member", "isolated")
 WINDOW, QUICK_WINDOW = 30, 10  # seconds cyclictest runs in each mode
