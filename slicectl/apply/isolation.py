@@ -56,8 +56,9 @@ if TYPE_CHECKING:
     from slicectl.apply.transaction import Transaction
 
 # Per-CPU IRQs (timers, IPIs) and managed ones (a device's per-queue IRQs) refuse a new
-# affinity: EIO (irq_can_set_affinity fails, IRQD_AFFINITY_MANAGED) or EINVAL.
-_REFUSALS = (errno.EIO, errno.EINVAL)
+# affinity: EIO or, on newer kernels, EPERM (irq_can_set_affinity_usr fails: Linux 7.2 in the
+# testbed answered EPERM), or EINVAL.
+_REFUSALS = (errno.EIO, errno.EPERM, errno.EINVAL)
 
 
 @frozen
@@ -140,7 +141,9 @@ async def _steer(tx: Transaction, isolated: frozenset[int], where: IsolationPath
             continue  # the IRQ went away meanwhile
         except OSError as e:
             if e.errno not in _REFUSALS:
-                raise
+                raise ApplyError(f"the kernel refused CPUs {text.strip()} in "
+                                 f"{affinity_path(where.proc, irq)}: {e.strerror or e}",
+                                 "see the kernel log (dmesg) for why") from e
             notes.append(f"IRQ {irq}: left on CPUs {affinities[irq].strip()}, the kernel "
                          f"refuses to move it ({e.strerror}: a per-CPU or managed IRQ)")
     if steering.workqueue is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -239,3 +240,30 @@ async def test_an_apply_on_another_cgroup_tree_never_steers_the_hosts_irqs(
     assert "isolation" not in report.phases
     # given paths of its own (the tests' trees), another tree's apply does steer them
     assert options.isolation_paths() is not None
+
+
+@pytest.mark.parametrize("refusal", [errno.EPERM, errno.ENOSPC])
+async def test_an_irq_the_kernel_will_not_move_is_left_and_any_other_error_is_named(
+        host: ApplyOptions, fake_systemd: FakeSystemd, monkeypatch: pytest.MonkeyPatch,
+        refusal: int) -> None:
+    # Linux 7.2 answers EPERM for an IRQ whose affinity userspace may not set (the testbed's
+    # per-CPU and managed IRQs): left where it is, and said. Any other error fails the apply
+    # naming the file, rolled back.
+    def kernel(path: Path, data: bytes) -> None:
+        if path.parent.name == str(REFUSING) and data != IRQS[REFUSING].encode():
+            raise OSError(refusal, os.strerror(refusal))
+        write_kernel_file(path, data)
+
+    monkeypatch.setattr("slicectl.apply.transaction.write_kernel_file", kernel)
+    before = trees(host)
+    if refusal == errno.EPERM:
+        report = await apply_plan(config(), make_topology(), host)
+        assert affinity(host, REFUSING) == "0-7\n" and affinity(host, 27) == "4\n"
+        assert ("IRQ 26: left on CPUs 0-7, the kernel refuses to move it (Operation not "
+                "permitted: a per-CPU or managed IRQ)") in report.notes
+        return
+    with pytest.raises(ApplyError) as failed:
+        await apply_plan(config(), make_topology(), host)
+    assert f"{host.proc_root}/irq/26/smp_affinity_list" in failed.value.message
+    assert "No space left on device" in failed.value.message
+    assert trees(host) == before and not host.isolation_record.exists()
