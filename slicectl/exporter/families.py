@@ -159,10 +159,11 @@ class SeriesMemo:
         order) made again: the same cgroups and tenants as last time, a few samples new."""
         out = last.out.copy()
         errors = last.errors.copy()
+        host = self._host(snap)  # one for the scrape, not one per cgroup
         for k in moved:
             s, before = samples[k], last.samples[k]
             tenant = last.tenants.get(s.unit, "")
-            rows = _slice_rows(s, (s.unit, tenant), self._host(snap))
+            rows = _slice_rows(s, (s.unit, tenant), host)
             self._rows[s.path] = (s, tenant, rows)
             out[last.positions[k]] = (s.path, rows)
             errors.subtract(FILE_OF[field] for field in before.unreadable)
