@@ -393,6 +393,10 @@ def test_role_in_generator_mode_hands_the_host_to_the_generator(fleet: Fleet,
     changes nothing; `slicectl generator disable` hands the host back to files mode."""
     slicectl = str(VENV / "bin" / "slicectl")
     link = Path("/etc/systemd/system-generators/slicectl-generator")
+    # The host as the role left it in files mode: the base file applied, whatever profile an
+    # earlier test switched to (the role in generator mode applies the base file too).
+    base = fleet.module("base", tenants=fleet.tenants)
+    assert base.returncode == 0, output(base)
     placed = {u: guest.cgroup_file(u, "cpuset.cpus") for u in TENANT_UNITS[1:]}
     files_mode = {str(p) for p in ETC.rglob("*") if p.is_file()}
     guest.run(["systemd-run", "--unit=probe-fleet", "--slice=tenants-db.slice",
