@@ -73,9 +73,7 @@ class BalanceState:
     def from_json(cls, data: Any, where: str) -> BalanceState:
         """Read back a state file's document; StateError names the file and the JSON path."""
         r = JsonReader(where, _HINT, StateError)
-        doc = r.mapping(data, "(document)")
-        if doc.get("format") != FORMAT:
-            raise r.fail("format", f"is {doc.get('format')!r}, not {FORMAT!r}")
+        doc = r.document(data, FORMAT)
         tenants = {}
         for name, raw in r.mapping(r.field(doc, "tenants", ""), "tenants").items():
             path = f"tenants.{name}"

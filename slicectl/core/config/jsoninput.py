@@ -38,6 +38,13 @@ class JsonReader:
             raise self.fail(key, f"must be a list, not {kind(value)}")
         return value
 
+    def document(self, data: Any, fmt: str) -> dict[str, Any]:
+        """A whole file's object, whose `format` must be `fmt` (slicectl's state files)."""
+        doc = self.mapping(data, "(document)")
+        if doc.get("format") != fmt:
+            raise self.fail("format", f"is {doc.get('format')!r}, not {fmt!r}")
+        return doc
+
     def mapping(self, value: Any, path: str) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(path, f"must be an object, not {kind(value)}")

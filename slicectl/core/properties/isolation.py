@@ -179,9 +179,7 @@ class IsolationRecord:
     def from_json(cls, data: Any, where: str) -> IsolationRecord:
         """Read back a record; StateError names the file and the JSON path."""
         r = JsonReader(where, _HINT, StateError)
-        doc = r.mapping(data, "(document)")
-        if doc.get("format") != FORMAT:
-            raise r.fail("format", f"is {doc.get('format')!r}, not {FORMAT!r}")
+        doc = r.document(data, FORMAT)
         irqs = {}
         for key, text in r.mapping(r.field(doc, "irqs", ""), "irqs").items():
             if not (key.isascii() and key.isdigit() and len(key) <= 7):
