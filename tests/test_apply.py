@@ -135,19 +135,19 @@ async def test_write_failure_midway_restores_files_and_touches_nothing_live(
         monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    import slicectl.host.files.unitdir as unitdir
+    import slicectl.host.files.owned as owned
 
     await apply_plan(config(), make_topology(), options)  # type: ignore[arg-type]
     files = snapshot(options.unit_dir)
     cgroups = snapshot(options.cgroup_root)
     calls = len(fake_systemd.calls)
-    real = unitdir._write_atomic
+    real = owned.write_atomically
 
     def read_only_after_one(writes: list[tuple[Path, bytes]], new: object = ()) -> None:
         real(*writes[0])  # the unit directory turns read-only mid-way
         raise OSError(errno.EROFS, "Read-only file system", str(writes[1][0]))
 
-    monkeypatch.setattr(unitdir, "_write_all", read_only_after_one)
+    monkeypatch.setattr(owned, "write_many", read_only_after_one)
     with pytest.raises(Exception) as e:
         await apply_plan(config(profile="night"), make_topology(),  # type: ignore[arg-type]
                          options)

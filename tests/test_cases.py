@@ -49,7 +49,8 @@ import pytest
 from unitcheck import parse_unit, systemd_verify
 
 from slicectl.cli import main
-from slicectl.host.files.unitdir import MANIFEST_NAME, sha256
+from slicectl.host.files.owned import sha256
+from slicectl.host.files.unitdir import MANIFEST_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = sorted(ROOT.glob("examples/*.yaml")) + sorted(ROOT.glob("tests/cases/*.yaml"))

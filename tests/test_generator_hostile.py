@@ -16,6 +16,7 @@ from test_generator import SYSFS, files_of, record, run_generator, tenants_file
 
 from slicectl import generator
 from slicectl.host.files import placement_record
+from slicectl.host.files.owned import write_tree
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the trust checks apply to root")
 FALLBACK = "wrote the last good placement instead"
@@ -210,7 +211,7 @@ def test_links_in_the_output_folder_are_replaced_not_followed(tmp_path: Path) ->
     (out / "a.slice").symlink_to(target / "a.slice")  # a link where a file goes
     (out / "b.service.d").symlink_to(target)  # a link where a folder goes
     (out / f"c.slice.tmp{os.getpid()}").symlink_to(target / "c")  # a temporary's name, taken
-    placement_record.write_files(str(out), {"a.slice": b"[Slice]\n", "c.slice": b"[Slice]\n",
+    write_tree(str(out), {"a.slice": b"[Slice]\n", "c.slice": b"[Slice]\n",
                                             "b.service.d/50-slicectl.conf": b"[Service]\n"},
                                  sync=False)
     assert list(target.iterdir()) == []
@@ -222,7 +223,7 @@ def test_links_in_the_output_folder_are_replaced_not_followed(tmp_path: Path) ->
 def test_files_and_folders_have_their_modes_whatever_the_umask(tmp_path: Path) -> None:
     old = os.umask(0o077)
     try:
-        placement_record.write_files(str(tmp_path / "out"),
+        write_tree(str(tmp_path / "out"),
                                      {"x.service.d/50-slicectl.conf": b"[Service]\n"})
     finally:
         os.umask(old)

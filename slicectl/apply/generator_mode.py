@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING
 from slicectl.core.errors import ApplyError, SlicectlError, shown
 from slicectl.core.frozen import frozen
 from slicectl.host.files import placement_record
-from slicectl.host.files.atomic import write_atomically
+from slicectl.host.files.owned import Undo, replace_link, write_atomically, write_folder, write_tree
 from slicectl.host.files.tenantsfile import read_tenants_text
 from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest, UnitDir
 
@@ -91,35 +90,6 @@ def generator_error(paths: GeneratorPaths) -> str | None:
         return None
 
 
-class _Undo:
-    """Steps that undo what was done, run in reverse on failure."""
-
-    def __init__(self) -> None:
-        self.steps: list[tuple[str, Callable[[], None]]] = []
-
-    def add(self, what: str, step: Callable[[], None]) -> None:
-        self.steps.append((what, step))
-
-    def run(self) -> list[str]:
-        failed = []
-        for what, step in reversed(self.steps):
-            try:
-                step()
-            except (OSError, SlicectlError) as e:
-                failed.append(f"{what}: {e}")
-        self.steps.clear()
-        return failed
-
-
-def _restore(path: Path, old: bytes | None) -> Callable[[], None]:
-    def step() -> None:
-        if old is None:
-            path.unlink(missing_ok=True)
-        else:
-            write_atomically(path, old)
-    return step
-
-
 def _read(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
@@ -128,7 +98,7 @@ def _read(path: Path) -> bytes | None:
 
 
 def _record(paths: GeneratorPaths, config: Config, topology: Topology, sysfs: str,
-            options: ApplyOptions, generator: str, undo: _Undo) -> None:
+            options: ApplyOptions, generator: str, undo: Undo) -> None:
     """Place `config` (read from paths.tenants) as the generator (`generator`, the
     executable the link names) will, with its own builder, keeping the recorded placement,
     and record it as the last good one."""
@@ -155,7 +125,7 @@ def _record(paths: GeneratorPaths, config: Config, topology: Topology, sysfs: st
     undo.add("the recorded placement", restore)
 
 
-def _install_tenants(paths: GeneratorPaths, source: str, undo: _Undo) -> None:
+def _install_tenants(paths: GeneratorPaths, source: str, undo: Undo) -> None:
     """Write tenants.yaml to /etc/slicectl atomically, the one it replaces kept: generator
     mode's own copy of `source`, replaced whole (not edited, so not through tenantsfile's
     compare-and-swap) under the unit directory's lock. Taking the tenants file's lock here
@@ -165,14 +135,13 @@ def _install_tenants(paths: GeneratorPaths, source: str, undo: _Undo) -> None:
     old = _read(paths.tenants)
     paths.etc.mkdir(parents=True, exist_ok=True)
     if old is not None and old != new:
-        kept = _read(paths.previous)
+        undo.record_contents(paths.previous, _read(paths.previous))
         write_atomically(paths.previous, old)
-        undo.add(shown(paths.previous), _restore(paths.previous, kept))
+    undo.record_contents(paths.tenants, old)
     write_atomically(paths.tenants, new)
-    undo.add(shown(paths.tenants), _restore(paths.tenants, old))
 
 
-def _keep_what_was_there(paths: GeneratorPaths, undo: _Undo) -> None:
+def _keep_what_was_there(paths: GeneratorPaths, undo: Undo) -> None:
     """The operator's own tenants.yaml (and its previous copy) as enable found them, kept for
     disable: the balancer and the exporter read /etc/slicectl/tenants.yaml by default. Kept
     once: enabling again keeps what the first enable found."""
@@ -181,11 +150,8 @@ def _keep_what_was_there(paths: GeneratorPaths, undo: _Undo) -> None:
     kept = {path.name: data for path in (paths.tenants, paths.previous)
             if (data := _read(path)) is not None}
     paths.etc.mkdir(parents=True, exist_ok=True)
-    staging = paths.found.with_name(f".{paths.found.name}.{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(mode=0o755)
-    placement_record.write_files(str(staging), kept)
-    os.replace(staging, paths.found)
+    write_folder(str(paths.found), kept,
+                 staging=str(paths.found.with_name(f".{paths.found.name}.{os.getpid()}")))
     undo.add(shown(paths.found), lambda: shutil.rmtree(paths.found))
 
 
@@ -206,7 +172,7 @@ def _put_back_what_was_there(paths: GeneratorPaths) -> list[str]:
     return done
 
 
-def _take_over(paths: GeneratorPaths, units: UnitDir, undo: _Undo) -> None:
+def _take_over(paths: GeneratorPaths, units: UnitDir, undo: Undo) -> None:
     """The files a files-mode apply wrote, moved under files-mode/ (disable restores them):
     a unit in /etc/systemd/system would win over the generator's."""
     listed = units.manifest().paths
@@ -216,23 +182,20 @@ def _take_over(paths: GeneratorPaths, units: UnitDir, undo: _Undo) -> None:
             if (units.root / rel).is_file()}
     keep[MANIFEST_NAME] = units.manifest_path.read_bytes()
     shutil.rmtree(paths.files_mode, ignore_errors=True)
-    placement_record.write_files(str(paths.files_mode), keep)
+    write_tree(str(paths.files_mode), keep)
     undo.add(shown(paths.files_mode), lambda: shutil.rmtree(paths.files_mode))
     _, journal = units.write({}, Manifest())
     undo.add(f"the files in {shown(units.root)}", lambda: _raise_failed(journal.rollback()))
 
 
-def _raise_failed(failed: list[tuple[Path, str]]) -> None:
+def _raise_failed(failed: list[tuple[str | os.PathLike[str], str]]) -> None:
     if failed:
         raise ApplyError("; ".join(f"{shown(p)}: {why}" for p, why in failed), "")
 
 
-def _link(paths: GeneratorPaths, executable: str, undo: _Undo) -> None:
+def _link(paths: GeneratorPaths, executable: str, undo: Undo) -> None:
     paths.link.parent.mkdir(parents=True, exist_ok=True)
-    tmp = paths.link.with_name(f".{GENERATOR}.{os.getpid()}")
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(executable)
-    os.replace(tmp, paths.link)
+    replace_link(paths.link, executable)
     undo.add(shown(paths.link), lambda: paths.link.unlink(missing_ok=True))
 
 
@@ -252,7 +215,7 @@ async def enable(source: str, topology: Topology, sysfs: str, options: ApplyOpti
     say = progress or (lambda _line: None)
     load_tenants(source)  # every check, before anything changes
     units = UnitDir(options.unit_dir)
-    undo = _Undo()
+    undo = Undo()
     with units.locked(options.lock_timeout):
         try:
             say(f"writing {shown(paths.tenants)}")
@@ -288,7 +251,7 @@ async def apply_generated(config: Config, topology: Topology, sysfs: str,
                                                                                 paths)))
     say = progress or (lambda _line: None)
     units = UnitDir(options.unit_dir)
-    undo = _Undo()
+    undo = Undo()
     with units.locked(options.lock_timeout):
         if confirm is not None:
             diff = await compute_diff(config, topology, _generated(options, paths))
@@ -324,9 +287,9 @@ async def _apply_live(config: Config, topology: Topology, options: ApplyOptions,
     return await apply_plan(config, topology, _generated(options, paths), progress=progress)
 
 
-async def _rolled_back(undo: _Undo, options: ApplyOptions, error: BaseException
+async def _rolled_back(undo: Undo, options: ApplyOptions, error: BaseException
                        ) -> ApplyError:
-    failed = undo.run()
+    failed = [f"{shown(what)}: {why}" for what, why in undo.rollback()]
     try:
         await _reload(options)
     except SlicectlError as e:

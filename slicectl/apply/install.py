@@ -21,16 +21,15 @@ this module places it under a root (`/`, or an image being built) and keeps the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from slicectl.core.errors import InstallError, OutputError, shown
 from slicectl.core.frozen import frozen
-from slicectl.host.files.atomic import write_atomically
+from slicectl.host.files.owned import Undo, read_tagged, replace_link, sha256, write_atomically
 from slicectl.host.files.rootpath import is_folder, under_root
 
 FORMAT = "slicectl-install/1"
@@ -76,14 +75,14 @@ class InstallManifest:
     def load(cls, path: Path) -> InstallManifest | None:
         """The manifest at `path`, None when there is none; a damaged one is an error."""
         try:
-            raw = json.loads(path.read_bytes())
+            raw = read_tagged(path.read_bytes(), FORMAT)
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as e:
             raise InstallError(f"{shown(path)}: cannot read the install manifest: {e}",
                                "restore it from a backup, or remove it and the files it "
                                "listed by hand") from e
-        if not (isinstance(raw, dict) and raw.get("format") == FORMAT
+        if not (raw is not None
                 and isinstance(raw.get("files"), dict) and isinstance(raw.get("dirs"), list)
                 and all(isinstance(v, dict) and set(v) <= {"sha256", "link"} and len(v) == 1
                         for v in raw["files"].values())):
@@ -129,7 +128,7 @@ def _state(real: Path) -> dict[str, str] | None:
     if real.is_symlink():
         return {"link": os.readlink(real)}
     if real.is_file():
-        return {"sha256": hashlib.sha256(real.read_bytes()).hexdigest()}
+        return {"sha256": sha256(real.read_bytes())}
     if real.exists():
         return {"other": "a folder" if real.is_dir() else "not a regular file"}
     return None
@@ -138,7 +137,7 @@ def _state(real: Path) -> dict[str, str] | None:
 def _wanted(entry: Entry) -> dict[str, str]:
     if entry.link is not None:
         return {"link": entry.link}
-    return {"sha256": hashlib.sha256(entry.data or b"").hexdigest()}
+    return {"sha256": sha256(entry.data or b"")}
 
 
 def _plan(root: Path, entries: Iterable[Entry], old: InstallManifest
@@ -179,53 +178,7 @@ def _plan(root: Path, entries: Iterable[Entry], old: InstallManifest
     return steps, foreign
 
 
-class _FileUndo:
-    """What this run changed, put back in reverse on failure."""
-
-    def __init__(self) -> None:
-        self.steps: list[Callable[[], None]] = []
-
-    def saved(self, real: Path) -> None:
-        if real.is_symlink():
-            target = os.readlink(real)
-            self.steps.append(lambda: _link(real, target))
-        elif real.exists():
-            data, mode = real.read_bytes(), real.stat().st_mode & 0o7777
-            self.steps.append(lambda: write_atomically(real, data, mode))
-        else:
-            self.steps.append(lambda: _absent(real))
-
-    def run(self) -> list[str]:
-        failed = []
-        for step in reversed(self.steps):
-            try:
-                step()
-            except OSError as e:
-                failed.append(str(e))
-        return failed
-
-
-def _absent(real: Path) -> None:
-    """`real` removed, if it is there at all (its folder may be a file: nothing to do)."""
-    try:
-        real.unlink()
-    except (FileNotFoundError, NotADirectoryError):
-        pass
-
-
-def _link(real: Path, target: str) -> None:
-    """Point the symbolic link `real` at `target` atomically (a new link renamed over)."""
-    tmp = real.with_name(f".{real.name}.{os.getpid()}.slicectl-tmp")
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(target)
-    try:
-        os.replace(tmp, real)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def _make_dirs(root: Path, path: str, made: list[str], undo: _FileUndo) -> None:
+def _make_dirs(root: Path, path: str, made: list[str], undo: Undo) -> None:
     """The folders above `path` that are missing, made 0755 (whatever the umask: the units
     and pages in them are for every user) and recorded (target paths)."""
     missing = []
@@ -236,7 +189,7 @@ def _make_dirs(root: Path, path: str, made: list[str], undo: _FileUndo) -> None:
     for folder in reversed(missing):
         real = under_root(root, str(folder), follow=True)
         real.mkdir(mode=0o755)
-        undo.steps.append(real.rmdir)
+        undo.record_folders([real])
         made.append(str(folder))
         os.chmod(real, 0o755)
 
@@ -270,18 +223,18 @@ def install(root: Path, entries: list[Entry], manifest: str, *, prefix: str,
         under_root(root, folder, follow=True)  # refused here, before any write, if it leads out
     if dry_run:
         return [step for step, _ in steps]
-    undo = _FileUndo()
+    undo = Undo()
     try:
         new = _carry_out(root, steps, old, undo)
         _make_dirs(root, manifest, new.dirs, undo)
-        undo.saved(manifest_real)
+        undo.record(manifest_real)
         write_atomically(manifest_real, new.text(), 0o644)
     except (InstallError, OutputError) as e:  # a link changed since the paths were resolved
-        failed = undo.run()
+        failed = _rolled_back(undo)
         raise InstallError(e.message + ("; could not put back: " + "; ".join(failed) if failed
                                         else "; nothing was changed"), e.hint) from e
     except OSError as e:
-        failed = undo.run()
+        failed = _rolled_back(undo)
         why = f"{shown(e.filename or '')}: {e.strerror}" if e.filename else str(e)
         if failed:
             raise InstallError(f"install failed ({why}); could not put back: "
@@ -293,8 +246,13 @@ def install(root: Path, entries: list[Entry], manifest: str, *, prefix: str,
     return [step for step, _ in steps]
 
 
+def _rolled_back(undo: Undo) -> list[str]:
+    """Everything this run changed put back; what could not be, each with why."""
+    return [f"{shown(what)}: {why}" for what, why in undo.rollback()]
+
+
 def _carry_out(root: Path, steps: list[tuple[Step, Entry | None]], old: InstallManifest,
-               undo: _FileUndo) -> InstallManifest:
+               undo: Undo) -> InstallManifest:
     """Write, link and remove as the steps say, each change recorded in `undo`; returns the
     new manifest (the manifest file itself is the caller's)."""
     new = InstallManifest(dirs=[d for d in old.dirs if is_folder(under_root(root, d, follow=True))])
@@ -305,7 +263,7 @@ def _carry_out(root: Path, steps: list[tuple[Step, Entry | None]], old: InstallM
                 new.files[step.path] = old.files[step.path]
             continue
         if step.action == "remove":
-            undo.saved(real)
+            undo.record(real)
             real.unlink()
             continue
         assert entry is not None
@@ -313,9 +271,9 @@ def _carry_out(root: Path, steps: list[tuple[Step, Entry | None]], old: InstallM
         if step.action == "unchanged":
             continue
         _make_dirs(root, entry.path, new.dirs, undo)
-        undo.saved(real)
+        undo.record(real)
         if entry.link is not None:
-            _link(real, entry.link)
+            replace_link(real, entry.link)
         else:
             write_atomically(real, entry.data or b"", 0o644)
     return new

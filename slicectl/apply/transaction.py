@@ -37,8 +37,8 @@ from slicectl.core.frozen import frozen
 from slicectl.core.properties.kinds import LiveValue
 from slicectl.core.properties.partition import PartitionState
 from slicectl.host.cgroup.cgroupfs import read_cgroup_bytes, write_cgroup_file
-from slicectl.host.files.atomic import write_atomically
-from slicectl.host.files.unitdir import FileChanges, Journal, Manifest, UnitDir
+from slicectl.host.files.owned import Undo, write_atomically
+from slicectl.host.files.unitdir import FileChanges, Manifest, UnitDir
 from slicectl.host.isolation.kernelfiles import read_kernel_file, write_kernel_file
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class Transaction:
     sd: Systemd
     unit_dir: UnitDir
     control_root: Path
-    journal: Journal | None = None
+    journal: Undo | None = None  # the unit directory's write
     before: dict[str, UnitState] = field(default_factory=dict)  # live state before changes
     started: list[str] = field(default_factory=list)
     reloaded: bool = False

@@ -70,6 +70,7 @@ def generate_into(out: str, tenants: str, sysfs: str) -> str:
     "nothing"."""
     from slicectl.core.errors import SlicectlError
     from slicectl.host.files import placement_record as record
+    from slicectl.host.files.owned import write_tree
 
     last = _last_record(tenants)
     try:
@@ -82,7 +83,7 @@ def generate_into(out: str, tenants: str, sysfs: str) -> str:
         return _fallback(out, last, _describe(e))
     if last is not None and text is not None and \
             record.fingerprint(tenants, sysfs, text) == last[2]:
-        record.write_files(out, last[1], sync=False)
+        write_tree(out, last[1], sync=False)
         return "recorded"
     if text is None and last is None:
         return "nothing"  # not in generator mode: no tenants file, nothing recorded
@@ -91,7 +92,7 @@ def generate_into(out: str, tenants: str, sysfs: str) -> str:
     except _Failed as e:  # any failure, a crash included: the whole fallback, logged
         return _fallback(out, last, str(e))
     try:
-        record.write_files(out, files, sync=False)
+        write_tree(out, files, sync=False)
     except OSError as e:
         _remove(out, files)
         return _fallback(out, last, f"cannot write {out}: {e.strerror}")
@@ -229,17 +230,17 @@ def _placed(tenants: str, sysfs: str, last: dict[str, bytes] | None) -> dict[str
 
 def _fallback(out: str, last: tuple[str, dict[str, bytes], bytes] | None, why: str) -> str:
     """The recorded placement, whole, or nothing without one; the reason logged and kept."""
-    from slicectl.host.files import placement_record as record
+    from slicectl.host.files.owned import write_tree
 
     if last is not None:
-        record.write_files(out, last[1], sync=False)
+        write_tree(out, last[1], sync=False)
         what = "wrote the last good placement instead"
     else:
         what = "no placement recorded: no tenant units written"
     message = f"{why}; {what}"
     log(message)
     try:
-        record.write_files(out, {ERROR_FILE: f"{message}\n".encode()}, sync=False)
+        write_tree(out, {ERROR_FILE: f"{message}\n".encode()}, sync=False)
     except OSError:
         pass
     return "fallback" if last is not None else "nothing"

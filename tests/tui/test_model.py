@@ -15,7 +15,7 @@ from slicectl.core.errors import ConfigError
 from slicectl.core.monitor.metrics import MIN_RATE_WINDOW, SliceMetrics, compute
 from slicectl.demo.cgtree import make_root
 from slicectl.host.cgroup.sampler import Sampler
-from slicectl.host.files.atomic import write_atomically
+from slicectl.host.files.owned import write_atomically
 from slicectl.tui.model import (
     History,
     SortKey,

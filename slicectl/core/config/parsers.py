@@ -40,7 +40,7 @@ UNIT_TYPES = ("service", "socket", "mount", "swap", "slice", "scope", "timer", "
 SLICE_MEMBER_TYPES = ("service", "socket", "mount", "swap")
 CONFINE_TYPES = ("slice", "service", "scope", "socket", "mount", "swap")
 # A file name is at most 255 bytes (NAME_MAX). slicectl writes UNIT and UNIT.d/ and, beside
-# each file, a temporary ".UNIT.XXXXXXXX.slicectl-tmp" (slicectl.host.files.atomic): 23 bytes more.
+# each file, a temporary ".UNIT.XXXXXXXX.slicectl-tmp" (slicectl.host.files.owned): 23 bytes more.
 NAME_MAX: Final = 255
 TEMP_NAME_EXTRA: Final = 23
 MAX_UNIT_FILE_NAME: Final = NAME_MAX - TEMP_NAME_EXTRA

@@ -13,7 +13,7 @@ from pathlib import Path
 from slicectl.core.balance.balance import ElasticRange
 from slicectl.core.balance.balance_state import BalanceState
 from slicectl.core.errors import StateError, shown
-from slicectl.host.files.atomic import write_atomically
+from slicectl.host.files.owned import write_atomically
 
 
 def read_state(path: Path) -> BalanceState | None:

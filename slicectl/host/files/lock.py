@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import stat
 import tempfile
@@ -43,6 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from slicectl.core.errors import LockTimeout, OutputError, shown
+from slicectl.host.files.owned import sha256
 
 LOCK_TIMEOUT = 60.0  # seconds a run waits for another one writing the same directory
 LOCK_DIR_ENV = "SLICECTL_LOCK_DIR"
@@ -86,7 +86,7 @@ def escaped_path(path: str) -> str:
             out.append(f"\\x{byte:02x}")
     name = "".join(out)
     if len(name) > _NAME_MAX:
-        name = f"{name[:_NAME_MAX - 17]}-{hashlib.sha256(raw).hexdigest()[:16]}"
+        name = f"{name[:_NAME_MAX - 17]}-{sha256(raw)[:16]}"
     return name
 
 

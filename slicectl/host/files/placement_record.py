@@ -13,8 +13,9 @@ and `current`, a symbolic link to it, is replaced atomically (rename), so a read
 record or the new one whole, never a mix, even after a power cut.
 
 This module is on the generator's fast path: it imports only the standard library's cheapest
-modules (os, re, stat), nothing of the planner; the fingerprint is the material itself,
-compared whole, and the record's digests are checked without hashlib (see _sha256).
+modules (os, re, stat) and slicectl.host.files.owned (which writes the record, and digests it
+without hashlib), nothing of the planner; the fingerprint is the material itself, compared
+whole.
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ import errno
 import os
 import re
 import stat
+
+from slicectl.host.files.owned import (
+    read_regular_file,
+    replace_link,
+    sha256,
+    sync_folder,
+    write_folder,
+)
 
 RECORD = "placement"
 CURRENT = "current"
@@ -134,7 +143,7 @@ def recorded(tenants: str) -> tuple[str, bytes] | None:
     if os.path.dirname(folder) != os.path.realpath(base):
         return None  # `current` names a folder elsewhere: no record slicectl made
     try:
-        return folder, _read_regular(os.path.join(folder, FINGERPRINT))
+        return folder, read_regular_file(os.path.join(folder, FINGERPRINT))
     except OSError:
         return None
 
@@ -146,7 +155,7 @@ def recorded_files(folder: str) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for rel, _ in _entries(folder):
         if rel != FINGERPRINT:
-            files[rel] = _read_regular(os.path.join(folder, rel))
+            files[rel] = read_regular_file(os.path.join(folder, rel))
     return files
 
 
@@ -170,19 +179,6 @@ def _entries(folder: str) -> list[tuple[str, os.stat_result]]:
                 raise OSError(errno.ELOOP if link else errno.EINVAL,
                               "a symbolic link" if link else "not a regular file", entry.path)
     return sorted(found)
-
-
-def _read_regular(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", path)
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 # A recorded file's path: a unit or a drop-in folder and its file, in systemd's alphabet.
@@ -209,7 +205,7 @@ def verified_files(folder: str, manifest: str) -> dict[str, bytes]:
         if why is not None:
             raise OSError(errno.EPERM, f"not used: {rel} {why}")
         if rel != FINGERPRINT:
-            files[rel] = _read_regular(os.path.join(folder, rel))
+            files[rel] = read_regular_file(os.path.join(folder, rel))
     _check_manifest(files, manifest)
     return files
 
@@ -232,81 +228,13 @@ def _check_manifest(files: dict[str, bytes], manifest: str) -> None:
         if len(parts) > 2 or not all(_PART.fullmatch(p) and p not in (".", "..")
                                      for p in parts):
             raise OSError(errno.EINVAL, f"not used: {rel!r} is no unit file slicectl writes")
-        if listed.get(rel) != _sha256(data):
+        if listed.get(rel) != sha256(data):
             raise OSError(errno.EINVAL, f"not used: {rel} is not what its manifest lists "
                           "(changed since it was recorded, or never recorded)")
     missing = sorted(set(listed) - set(files))
     if missing:
         raise OSError(errno.EINVAL, f"not used: {missing[0]}, listed in its manifest, is "
                       "missing")
-
-
-def _sha256(data: bytes) -> str:
-    """SHA-256 of `data`, in hex, as the manifest lists it. CPython's own implementation of
-    the one hash, where it has it: hashlib would load OpenSSL first (about 4 ms at every
-    daemon-reload, a fifth of the generator's run when nothing changed; BENCHMARKS.md)."""
-    for module in ("_sha2", "_sha256", "hashlib"):  # Python >= 3.12, 3.11, any other
-        try:
-            return str(__import__(module).sha256(data).hexdigest())
-        except ImportError:
-            continue
-    raise ImportError("no SHA-256")
-
-
-def write_files(root: str, files: dict[str, bytes], *, sync: bool = True) -> None:
-    """Write `files` under `root` (made if missing), each whole: a temporary file created
-    anew (never through a link, never one someone left there) and renamed over the file, so a
-    link in its place is replaced, not followed; a link or file where a folder belongs is
-    replaced by a folder. Flushed to disk first with `sync` (the generator's output lives on
-    a tmpfs made anew at every run: no need there). Files are 0644, folders 0755, whatever
-    the umask."""
-    made: set[str] = set()
-    for rel, data in sorted(files.items()):
-        path = os.path.join(root, rel)
-        _folders(root, os.path.dirname(rel), made)
-        tmp = f"{path}.tmp{os.getpid()}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            fd = os.open(tmp, flags, 0o644)
-        except FileExistsError:  # left by a process of the same PID, or put there
-            os.unlink(tmp)
-            fd = os.open(tmp, flags, 0o644)
-        try:
-            os.fchmod(fd, 0o644)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if sync:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            os.unlink(tmp)
-            raise
-        os.close(fd)
-        os.replace(tmp, path)
-
-
-def _folders(root: str, rel: str, made: set[str]) -> None:
-    """The folders `rel` under `root`, each a real folder: a link or a file in the way is
-    removed (never followed), a missing one made 0755."""
-    if not os.path.isdir(root):
-        os.makedirs(root, mode=0o755, exist_ok=True)
-    folder = root
-    for part in rel.split(os.sep) if rel else ():
-        folder = os.path.join(folder, part)
-        if folder in made:
-            continue
-        try:
-            st = os.lstat(folder)
-        except FileNotFoundError:
-            st = None
-        if st is not None and not stat.S_ISDIR(st.st_mode):
-            os.unlink(folder)
-            st = None
-        if st is None:
-            os.mkdir(folder, 0o755)
-            os.chmod(folder, 0o755)
-        made.add(folder)
 
 
 def save(tenants: str, files: dict[str, bytes], print_: bytes) -> str:
@@ -319,25 +247,12 @@ def save(tenants: str, files: dict[str, bytes], print_: bytes) -> str:
     base = record_dir(tenants)
     os.makedirs(base, exist_ok=True)
     folder = os.path.join(base, f"units-{time.time_ns()}")
-    staging = f"{folder}.new"
-    write_files(staging, {**files, FINGERPRINT: print_})
-    os.replace(staging, folder)
-    link = os.path.join(base, f".{CURRENT}.tmp{os.getpid()}")
-    if os.path.lexists(link):
-        os.unlink(link)
-    os.symlink(os.path.basename(folder), link)
-    os.replace(link, os.path.join(base, CURRENT))
-    _sync(base)
+    write_folder(folder, {**files, FINGERPRINT: print_}, staging=f"{folder}.new")
+    replace_link(os.path.join(base, CURRENT), os.path.basename(folder))
+    sync_folder(base)
     for entry in os.listdir(base):
         path = os.path.join(base, entry)
         if entry.startswith("units-") and os.path.realpath(path) != os.path.realpath(folder):
             shutil.rmtree(path, ignore_errors=True)
     return folder
 
-
-def _sync(folder: str) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

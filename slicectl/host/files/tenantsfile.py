@@ -97,7 +97,7 @@ class LockedTenants:
                               "nothing was written", "read it again and redo the change")
         if now == new_text:
             return False
-        from slicectl.host.files.atomic import write_atomically
+        from slicectl.host.files.owned import write_atomically
 
         # The file a link names is rewritten, the link kept (as the lock, by the real path).
         real = Path(os.path.realpath(self.path))

@@ -11,20 +11,20 @@ is ever left behind. One run at a time per directory: `UnitDir.locked()` (slicec
 
 Why this module runs past 400 lines: the manifest, the hash checks and the transaction (write,
 keep the previous contents, undo) act on the same records and must agree on them; the lock
-stands alone and is in `lock`, the atomic writes in `atomic`.
+stands alone and is in `lock`; the digest, the atomic writes and the undo journal are
+`owned`'s, the one owner of how slicectl writes and puts back its files.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from slicectl import __version__
 from slicectl.core.config.parsers import UNIT_NAME_RE
@@ -33,21 +33,15 @@ from slicectl.core.defaults import MANIFEST_NAME as MANIFEST_NAME  # re-exported
 from slicectl.core.errors import LockTimeout, OutputError, shown
 from slicectl.core.frozen import frozen
 from slicectl.core.plan import DROPIN_NAME
-from slicectl.host.files.atomic import write_atomically, write_many
+from slicectl.host.files import owned
 from slicectl.host.files.lock import LOCK_TIMEOUT, locked_dir, make_dirs
-
-if TYPE_CHECKING:
-    pass
+from slicectl.host.files.owned import Undo, read_tagged, sha256
 
 MANIFEST_FORMAT = "slicectl-manifest/1"
 # Every unit type systemd knows (systemd.unit(5)): slicectl writes slices, drop-ins for
 # services and scopes, the schedule's timers and service, and a drop-in for timers.target.
 SYSTEMD_UNIT_TYPES = frozenset({"service", "socket", "device", "mount", "automount", "swap",
                                 "target", "path", "timer", "slice", "scope"})
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def generated_path(rel: str) -> bool:
@@ -159,12 +153,12 @@ class Manifest:
     def parse(cls, raw: bytes, path: Path) -> Manifest:
         """The manifest in `raw`, the bytes of file `path` (named in errors)."""
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = read_tagged(raw, MANIFEST_FORMAT)
         except ValueError as e:  # UnicodeDecodeError and JSONDecodeError
             raise OutputError(f"{shown(path)}: cannot read slicectl's manifest: {e}",
                               "restore it from version control, or remove it and the files "
                               "slicectl generated, then run again") from e
-        if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        if data is None:
             raise OutputError(f"{shown(path)}: not a slicectl manifest",
                               "remove or rename the file; slicectl writes it itself")
         try:
@@ -200,49 +194,6 @@ class FileChanges:
     @property
     def changed(self) -> bool:
         return bool(self.created or self.updated or self.removed or self.forgotten)
-
-
-@dataclass
-class Journal:
-    """Undo information for one transaction: previous contents of every path touched."""
-
-    root: Path
-    previous: list[tuple[Path, bytes | None]] = field(default_factory=list)
-    made_dirs: list[Path] = field(default_factory=list)
-
-    def rollback(self) -> list[tuple[Path, str]]:
-        """Restore every touched path to what it was (a file that did not exist is removed);
-        returns the paths that could not be restored, with why (the others are restored)."""
-        failed: list[tuple[Path, str]] = []
-        for path, old in reversed(self.previous):
-            try:
-                if old is None:
-                    path.unlink(missing_ok=True)
-                else:
-                    path.parent.mkdir(parents=True, exist_ok=True)  # a removed .d folder
-                    _write_atomic(path, old)
-            except OSError as e:
-                failed.append((path, e.strerror or str(e)))
-        for d in reversed(self.made_dirs):
-            try:
-                d.rmdir()
-            except OSError:
-                pass  # not empty (someone else's file) or gone: leave it
-        self.previous.clear()
-        self.made_dirs.clear()
-        return failed
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Atomic replace (slicectl.host.files.atomic); a separate name so tests can make writes
-    fail."""
-    write_atomically(path, data)
-
-
-def _write_all(writes: list[tuple[Path, bytes]], new: Collection[Path] = ()) -> None:
-    """Write the files atomically, flushed to disk together (slicectl.host.files.atomic.write_many);
-    a separate name so tests can make writes fail."""
-    write_many(writes, new)
 
 
 class UnitDir:
@@ -375,18 +326,18 @@ class UnitDir:
 
     def write(self, files: Mapping[str, str], manifest: Manifest,
               changes: FileChanges | None = None, *,
-              force: bool = False) -> tuple[FileChanges, Journal]:
+              force: bool = False) -> tuple[FileChanges, Undo]:
         """Make the directory hold exactly `files` (of slicectl's); all or nothing.
 
         `changes` is the caller's diff of these files, just taken (else diffed here, with
-        `force`). Returns the changes and a journal the caller may use to roll back later
-        (apply does, when systemd refuses the new configuration).
+        `force`). Returns the changes and the journal of the write (owned.Undo), which the
+        caller may roll back later (apply does, when systemd refuses the new configuration).
         """
         if changes is None:
             changes = self.diff(files, force=force)
-        journal = Journal(self.root)
+        journal = Undo()
         try:
-            journal.made_dirs.extend(make_dirs(self.root))
+            journal.record_folders(make_dirs(self.root))
             self._remove_stale_temporaries(files, changes)
             if changes.created or changes.updated:
                 self._write_intent(files, changes, journal)
@@ -406,7 +357,7 @@ class UnitDir:
         return changes, journal
 
     def _write_files(self, files: Mapping[str, str], changes: FileChanges,
-                     journal: Journal) -> None:
+                     journal: Undo) -> None:
         writes: list[tuple[Path, bytes]] = []
         new: set[Path] = set()
         folders = {self.root}
@@ -414,26 +365,26 @@ class UnitDir:
         for rel in changes.created + changes.updated:
             path = self._target(rel)
             if path.parent not in folders:
-                journal.made_dirs.extend(make_dirs(path.parent))
+                journal.record_folders(make_dirs(path.parent))
                 folders.add(path.parent)
             if rel in updated:
-                journal.previous.append((path, read_regular(path)))
+                journal.record_contents(path, read_regular(path))
             else:  # the diff just found no file there
-                journal.previous.append((path, None))
+                journal.record_contents(path, None)
                 new.add(path)
             writes.append((path, files[rel].encode()))
-        _write_all(writes, new)
+        owned.write_many(writes, new)
 
-    def _remove_files(self, changes: FileChanges, journal: Journal) -> None:
+    def _remove_files(self, changes: FileChanges, journal: Undo) -> None:
         for rel in changes.removed:
             path = self._target(rel)
-            journal.previous.append((path, read_regular(path)))
+            journal.record_contents(path, read_regular(path))
             path.unlink()
             if path.parent != self.root and not any(path.parent.iterdir()):
                 path.parent.rmdir()
 
     def _write_intent(self, files: Mapping[str, str], changes: FileChanges,
-                      journal: Journal) -> None:
+                      journal: Undo) -> None:
         """Before any file changes, record in the manifest the digests the created and updated
         files will have (`pending`): whatever moment the write stops at, every file is one the
         manifest names as slicectl's, and the next run replaces or removes it."""
@@ -448,29 +399,29 @@ class UnitDir:
     def _remove_stale_temporaries(self, files: Mapping[str, str],
                                   changes: FileChanges) -> None:
         """Remove the temporary files a write cut short by a power cut left
-        (slicectl.host.files.atomic names them `.NAME.RANDOM.slicectl-tmp`, beside the file they
+        (slicectl.host.files.owned names them `.NAME.RANDOM.slicectl-tmp`, beside the file they
         were to replace)."""
         needed = {self._target(rel).parent for rel in files}
         folders = needed | {self._target(rel).parent
                             for rel in (*self.manifest().paths, *changes.removed)
                             if generated_path(rel)}
         for folder in folders:
-            stale = list(folder.glob(".*.slicectl-tmp"))
+            stale = list(folder.glob(f".*{owned.TEMP_SUFFIX}"))
             for path in stale:
                 path.unlink(missing_ok=True)
             if stale and folder not in needed and folder != self.root:
                 with suppress(OSError):  # not empty: someone else's file is there
                     folder.rmdir()
 
-    def _replace_manifest(self, text: bytes, journal: Journal) -> None:
-        journal.made_dirs.extend(make_dirs(self.manifest_path.parent))
+    def _replace_manifest(self, text: bytes, journal: Undo) -> None:
+        journal.record_folders(make_dirs(self.manifest_path.parent))
         old = read_regular(self.manifest_path)
         if old != text:
-            journal.previous.append((self.manifest_path, old))
-            _write_atomic(self.manifest_path, text)
+            journal.record_contents(self.manifest_path, old)
+            owned.write_atomically(self.manifest_path, text)
 
     def _write_manifest(self, files: Mapping[str, str], manifest: Manifest,
-                        journal: Journal) -> None:
+                        journal: Undo) -> None:
         """Write the manifest if it would change (a stale entry for a file someone removed
         is dropped too)."""
         self._manifest = None  # read again after a write (or its rollback)

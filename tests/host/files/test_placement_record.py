@@ -90,10 +90,3 @@ def test_a_new_record_replaces_the_old_one(host: tuple[Path, Path]) -> None:
     base = Path(record.record_dir(str(tenants)))
     assert sorted(p.name for p in base.iterdir()) == ["current", os.path.basename(new)]
     assert (base / "current").is_symlink()
-
-
-def test_write_files_makes_folders_and_leaves_no_temporary(tmp_path: Path) -> None:
-    record.write_files(str(tmp_path / "out"), FILES, sync=False)
-    written = {str(p.relative_to(tmp_path / "out")): p.read_bytes()
-               for p in (tmp_path / "out").rglob("*") if p.is_file()}
-    assert written == FILES

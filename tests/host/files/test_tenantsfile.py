@@ -4,7 +4,6 @@ tenants.yaml, comments kept; `plan --contents`."""
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import io
 import json
@@ -373,28 +372,3 @@ def test_the_mode_and_a_link_are_kept_and_the_lock_is_private(tmp_path: Path) ->
         f"{escaped_path(str(real.resolve()))}.lock"
     assert stat.S_IMODE(lock.stat().st_mode) == 0o600
 
-
-# Every module that writes files atomically, and what it writes: tenants.yaml only through
-# tenantsfile, whose compare-and-swap keeps one edit from losing another's.
-ATOMIC_WRITERS = {
-    "slicectl/host/files/tenantsfile.py": "tenants.yaml, for every edit (replace_tenants)",
-    "slicectl/apply/generator_mode.py": "generator mode's own copy in /etc/slicectl (replaced "
-                                        "whole from apply's source, under the unit "
-                                        "directory's lock)",
-    "slicectl/host/files/unitdir.py": "the units and the manifest of a unit directory",
-    "slicectl/apply/transaction.py": "files an apply puts back on rollback",
-    "slicectl/apply/install.py": "the files `slicectl install` places",
-    "slicectl/host/files/balance_state_file.py": "the balancer's state",
-}
-
-
-def test_only_the_declared_modules_write_files_atomically() -> None:
-    """A new writer of tenants.yaml would need write_atomically (or its own temp + rename,
-    which review sees): it has to be declared here, with what it writes."""
-    found = set()
-    for module in sorted((ROOT / "slicectl").rglob("*.py")):
-        tree = ast.parse(module.read_text(), str(module))
-        if any(isinstance(node, ast.ImportFrom) and node.module == "slicectl.host.files.atomic"
-               for node in ast.walk(tree)):
-            found.add(str(module.relative_to(ROOT)))
-    assert found == set(ATOMIC_WRITERS)

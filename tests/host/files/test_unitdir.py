@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from paths import TESTS
 
 from slicectl.core.errors import OutputError
-from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest, UnitDir, generated_path, sha256
+from slicectl.host.files.owned import sha256
+from slicectl.host.files.unitdir import MANIFEST_NAME, Manifest, UnitDir, generated_path
 
 FILES = {
     "tenants.slice": "[Unit]\nDescription=t\n",
@@ -298,14 +299,14 @@ def test_failed_write_into_new_parents_removes_them_all(
 
 def test_failure_that_is_not_an_os_error_is_rolled_back_too(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import slicectl.host.files.unitdir as unitdir
+    import slicectl.host.files.owned as owned
 
     root = tmp_path / "out"
 
     def broken(writes: object, new: object = ()) -> None:
         raise UnicodeEncodeError("utf-8", "x", 0, 1, "surrogates not allowed")
 
-    monkeypatch.setattr(unitdir, "_write_all", broken)
+    monkeypatch.setattr(owned, "write_many", broken)
     with pytest.raises(UnicodeEncodeError):
         UnitDir(root).write(FILES, Manifest())
     assert list(tmp_path.iterdir()) == []  # no empty UNIT.d folder, no root
