@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING
 
 from slicectl.core import defaults
 from slicectl.core.errors import SlicectlError
-from slicectl.core.frozen import frozen
 from slicectl.core.properties.kinds import LiveValue
 from slicectl.core.properties.partition import PartitionState
 from slicectl.host.cgroup.cgroupfs import read_cgroup_bytes, write_cgroup_file
@@ -78,15 +77,6 @@ async def set_live(sd: Systemd, unit: str, props: Mapping[str, LiveValue],
         snapshot.restore()
 
 
-@frozen
-class FileBefore:
-    """A file's bytes before an apply's first change to it (None: it did not exist), and
-    whether the kernel's (written in place) or slicectl's own (replaced atomically)."""
-
-    data: bytes | None
-    kernel: bool
-
-
 def _read_own(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
@@ -108,6 +98,15 @@ def _replace(path: Path, data: bytes | None) -> None:
         pass  # not empty, or not ours to remove
 
 
+def _missing_folders(folder: Path) -> list[Path]:
+    """The folders of `folder`'s path (itself included) that do not exist, outermost first."""
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
+
+
 @dataclass
 class Transaction:
     """The changes of one apply so far, and how to undo them."""
@@ -124,9 +123,12 @@ class Transaction:
     cgroup_before: dict[tuple[str, str], bytes] = field(default_factory=dict)
     # ControlGroup -> cpuset.cpus.partition before any change (slicectl's slices)
     partitions_before: dict[str, str] = field(default_factory=dict)
-    # procfs/sysfs files and slicectl's own files outside the unit directory -> their bytes
-    # before this apply's first change, in change order
-    files_before: dict[Path, FileBefore] = field(default_factory=dict)
+    # procfs/sysfs files -> their bytes before this apply's first write, in write order
+    kernel_before: dict[Path, bytes] = field(default_factory=dict)
+    # slicectl's own files outside the unit directory: how to put them back (the one undo
+    # journal of slicectl's files), and their bytes before (None: absent) to read them again
+    own_files: Undo = field(default_factory=Undo)
+    own_before: dict[Path, bytes | None] = field(default_factory=dict)
     restart: list[str] = field(default_factory=list)  # restarted after their files are back
 
     def touch(self, unit: str, state: UnitState) -> None:
@@ -146,18 +148,22 @@ class Transaction:
     def write_kernel(self, path: Path, data: bytes) -> None:
         """Write a procfs or sysfs file (an IRQ's affinity, the workqueue mask), its bytes
         recorded first (a missing file raises)."""
-        if path not in self.files_before:
+        if path not in self.kernel_before:
             before = read_kernel_file(path)
             if before is None:
                 raise FileNotFoundError(f"{path}: no such file")
-            self.files_before[path] = FileBefore(before, kernel=True)
+            self.kernel_before[path] = before
         write_kernel_file(path, data)
 
     def replace_file(self, path: Path, data: bytes | None) -> None:
         """Replace one of slicectl's own files outside the unit directory atomically (None:
         remove it), its bytes (or its absence) recorded first."""
-        if path not in self.files_before:
-            self.files_before[path] = FileBefore(_read_own(path), kernel=False)
+        if path not in self.own_before:
+            before = _read_own(path)
+            self.own_before[path] = before
+            # Folders first: rollback, last first, puts the file back before it removes them.
+            self.own_files.record_folders(_missing_folders(path.parent))
+            self.own_files.record_contents(path, before, 0o644)
         _replace(path, data)
 
     async def write_files(self, files: Mapping[str, str], manifest: Manifest,
@@ -226,27 +232,29 @@ class Transaction:
         return failures
 
     def _restore_host_files(self) -> list[str]:
-        """Put back the procfs/sysfs files and slicectl's own files this apply changed (last
-        first; only where they differ: a kernel file the kernel refused to change is left),
-        then read all again."""
+        """Put back the procfs/sysfs files this apply changed (last first; only where they
+        differ: a kernel file the kernel refused to change is left), then slicectl's own
+        files (their Undo); then read all again."""
         failures: list[str] = []
-        for path, before in reversed(self.files_before.items()):
-            now = read_kernel_file(path) if before.kernel else _read_own(path)
-            if now == before.data:
+        for path, data in reversed(self.kernel_before.items()):
+            if read_kernel_file(path) == data:
                 continue
             try:
-                if before.kernel and before.data is not None:
-                    write_kernel_file(path, before.data)
-                else:
-                    _replace(path, before.data)
+                write_kernel_file(path, data)
             except FileNotFoundError:
                 pass  # the IRQ is gone (its device went away): nothing to put back
             except OSError as e:
-                failures.append(f"{path}: writing {before.data!r} back: {e.strerror or e}")
-        for path, before in self.files_before.items():
-            now = read_kernel_file(path) if before.kernel else _read_own(path)
-            if now != before.data and not (before.kernel and now is None):
-                failures.append(f"{path}: reads {now!r}, was {before.data!r}")
+                failures.append(f"{path}: writing {data!r} back: {e.strerror or e}")
+        failures += [f"{path}: putting it back: {why}"
+                     for path, why in self.own_files.rollback()]
+        for path, data in self.kernel_before.items():
+            now = read_kernel_file(path)
+            if now is not None and now != data:
+                failures.append(f"{path}: reads {now!r}, was {data!r}")
+        for own, before in self.own_before.items():
+            now = _read_own(own)
+            if now != before:
+                failures.append(f"{own}: reads {now!r}, was {before!r}")
         return failures
 
     async def _restart(self) -> list[str]:

@@ -131,6 +131,36 @@ async def test_kernel_and_own_files_are_put_back_byte_for_byte(sd: Systemd,
     assert not record.exists() and not record.parent.exists()
 
 
+async def test_own_files_are_put_back_by_the_one_undo_and_only_folders_made_go(
+        sd: Systemd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder that was there before the apply stays, even empty; a file that cannot be
+    put back is named, and read again, while the other files are still put back."""
+    kept = tmp_path / "run/slicectl"
+    kept.mkdir(parents=True)  # there before, empty (made by another of slicectl's runs)
+    record = kept / "isolation.json"
+    dropin = tmp_path / "run/systemd/system/irqbalance.service.d/50-slicectl-isolated.conf"
+    tx = transaction(sd, tmp_path)
+    tx.replace_file(record, b"{}\n")
+    tx.replace_file(dropin, b"[Service]\n")
+    assert await tx.rollback() == []
+    assert kept.is_dir() and not record.exists()
+    assert not (tmp_path / "run/systemd").exists()  # made by the apply: gone again
+
+    record.write_bytes(b"old\n")
+    tx = transaction(sd, tmp_path)
+    tx.replace_file(record, b"new\n")
+    tx.replace_file(dropin, b"[Service]\n")
+
+    def refused(path: object, data: bytes | str, mode: int | None = None) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr("slicectl.host.files.owned.write_atomically", refused)
+    assert await tx.rollback() == [
+        f"{record}: putting it back: Read-only file system",
+        f"{record}: reads b'new\\n', was b'old\\n'"]
+    assert not dropin.exists()  # put back (removed) all the same
+
+
 async def test_kernel_files_that_cannot_be_put_back_are_reported(
         sd: Systemd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     irq = tmp_path / "proc/irq/24/smp_affinity_list"
