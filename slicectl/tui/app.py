@@ -268,9 +268,7 @@ class SlicectlApp(App[int]):
         """The tenant whose slice is `cgroup`, if any."""
         if self.config is None or cgroup is None:
             return None
-        unit = cgroup.rpartition("/")[2]
-        return next((t.name for t in self.config.tenants
-                     if self.config.slice_unit(t.name) == unit), None)
+        return self.config.tenant_of(cgroup)
 
     def cpu_shares(self) -> CpuShares | None:
         """Each tenant's guaranteed CPU when everything is busy, against this host's
