@@ -22,7 +22,6 @@ def cmd_exporter(args: Namespace) -> int:
     from functools import partial
     from pathlib import Path
 
-    from slicectl.core.monitor.metrics import cpus_by_node
     from slicectl.exporter.server import (
         Exposition,
         SliceCollector,
@@ -47,7 +46,7 @@ def cmd_exporter(args: Namespace) -> int:
         web = load_web_config(Path(args.web_config))
     require_unified(args)
     topo = _topology(args)
-    node_cpus: NodeCpus | None = None if topo is None else cpus_by_node(topo)
+    node_cpus: NodeCpus | None = None if topo is None else topo.cpus_by_node
     options = apply_options(args)
     drift = None
     if args.tenants:

@@ -236,11 +236,10 @@ def host_node_cpus(sysfs: str | None = None, proc_root: str | None = None
     it cannot be read: status and top then show no local share)."""
     from slicectl.core.defaults import SYSFS
     from slicectl.core.errors import TopologyError
-    from slicectl.core.monitor.metrics import cpus_by_node
     from slicectl.host.topology.sysfs import read_topology
 
     try:
-        return cpus_by_node(read_topology(sysfs or SYSFS, proc_root))
+        return read_topology(sysfs or SYSFS, proc_root).cpus_by_node
     except TopologyError:
         if sysfs is not None:
             raise

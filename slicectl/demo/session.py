@@ -170,7 +170,7 @@ class _Mover:
                  on_tick: Callable[[], None]) -> None:
         from slicectl.demo.scenario import DemoTree
 
-        self.tree = DemoTree(paths.cgroup, {n.id: n.cpus for n in topology.nodes})
+        self.tree = DemoTree(paths.cgroup, topology.cpus_by_node)
         self.start = time.monotonic()
         self.moved = threading.Event()  # set once the counters have moved (rates exist)
         self._stop = threading.Event()

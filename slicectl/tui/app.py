@@ -118,7 +118,7 @@ class SlicectlApp(App[int]):
         self._prev: Snapshot | None = None
         self._older: Snapshot | None = None  # the sample before _prev
         topo = settings.topology
-        self._memo = MetricsMemo(None if topo is None else {n.id: n.cpus for n in topo.nodes})
+        self._memo = MetricsMemo(None if topo is None else topo.cpus_by_node)
         self._timer: Timer | None = None
         self._polling = False
         self._pending: PendingChange | None = None

@@ -17,17 +17,8 @@ from operator import attrgetter
 from slicectl.core.monitor.cpuset_partition import PartitionMetrics
 from slicectl.core.monitor.samples import CgroupSample, NodeMemory, Pressure, Snapshot
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up)
-if TYPE_CHECKING:
-    from slicectl.core.placement.topology import Topology
-
 # The host's NUMA nodes and the CPUs of each (topology.Node.id -> Node.cpus).
 NodeCpus = Mapping[int, frozenset[int]]
-
-
-def cpus_by_node(topology: Topology) -> dict[int, frozenset[int]]:
-    """Each NUMA node of `topology` and its CPUs: what memory locality is measured against."""
-    return {node.id: node.cpus for node in topology.nodes}
 
 
 # Togashi et al. (Ritsumeikan University / Mitsubishi Electric, docs/background.md): the cpu

@@ -55,7 +55,7 @@ class Claims:
         self.owner: dict[int, str] = {}
         self.protected: dict[int, int] = {n.id: 0 for n in topo.nodes}
         self.memory: dict[int, int] = {n.id: n.memory_bytes for n in topo.nodes}
-        self.node_cpus: dict[int, frozenset[int]] = {n.id: n.cpus for n in topo.nodes}
+        self.node_cpus: dict[int, frozenset[int]] = topo.cpus_by_node
         self.node_of: dict[int, int] = {c: n.id for n in topo.nodes for c in n.cpus}
         cores = topo.cores()
         self.core_of: dict[int, Core] = {c: core for core in cores for c in core}

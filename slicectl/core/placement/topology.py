@@ -132,6 +132,11 @@ class Topology:
     def total_memory(self) -> int:
         return sum(n.memory_bytes for n in self.nodes)
 
+    @property
+    def cpus_by_node(self) -> dict[int, frozenset[int]]:
+        """Each NUMA node's id and its CPUs."""
+        return {n.id: n.cpus for n in self.nodes}
+
     def node(self, node_id: int) -> Node:
         """The node with this id; a kernel node merged into another resolves to that one."""
         for n in self.nodes:

@@ -307,14 +307,3 @@ def test_locality_on_numa_fixture_trees(tmp_path: Path, nodes: int) -> None:
         assert (local, outside, bound) == pytest.approx((90.0, 10.0, True))
         assert by_unit["tenants-spread.slice"].trouble == frozenset()
     assert sum(Trouble.REMOTE_MEMORY in m.trouble for m in by_unit.values()) == 1
-
-
-def test_cpus_by_node() -> None:
-    """The node -> CPUs map memory locality is measured against, from the topology."""
-    from tuikit import make_topology
-
-    from slicectl.core.monitor.metrics import cpus_by_node
-
-    assert cpus_by_node(make_topology()) == {0: frozenset({0, 4}), 1: frozenset({1, 5}),
-                                             2: frozenset({2, 6}), 3: frozenset({3, 7})}
-

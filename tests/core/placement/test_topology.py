@@ -288,3 +288,11 @@ def test_cache_lists_round_trip() -> None:
     assert [n["cache_sharing"] for n in topo.to_json()["nodes"]] == ["per-core", "groups"]
     assert Topology.from_json(topo.to_json(), "topo.json") == topo
     assert groups_of(data) == ({0: "per-core", 1: "2,3"}, [])
+
+
+def test_cpus_by_node_is_each_nodes_cpus() -> None:
+    """The node -> CPUs map memory locality and placement are measured against."""
+    from tuikit import make_topology
+
+    assert make_topology().cpus_by_node == {0: frozenset({0, 4}), 1: frozenset({1, 5}),
+                                            2: frozenset({2, 6}), 3: frozenset({3, 7})}
