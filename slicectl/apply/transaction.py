@@ -36,6 +36,7 @@ from slicectl.core.errors import SlicectlError
 from slicectl.core.properties.kinds import LiveValue
 from slicectl.core.properties.partition import PartitionState
 from slicectl.host.cgroup.cgroupfs import read_cgroup_bytes, write_cgroup_file
+from slicectl.host.files.lock import make_dirs
 from slicectl.host.files.owned import Undo, write_atomically
 from slicectl.host.files.unitdir import FileChanges, Manifest, UnitDir
 from slicectl.host.isolation.kernelfiles import read_kernel_file, write_kernel_file
@@ -98,15 +99,6 @@ def _replace(path: Path, data: bytes | None) -> None:
         pass  # not empty, or not ours to remove
 
 
-def _missing_folders(folder: Path) -> list[Path]:
-    """The folders of `folder`'s path (itself included) that do not exist, outermost first."""
-    missing: list[Path] = []
-    while not folder.exists() and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
-    return missing[::-1]
-
-
 @dataclass
 class Transaction:
     """The changes of one apply so far, and how to undo them."""
@@ -161,8 +153,10 @@ class Transaction:
         if path not in self.own_before:
             before = _read_own(path)
             self.own_before[path] = before
-            # Folders first: rollback, last first, puts the file back before it removes them.
-            self.own_files.record_folders(_missing_folders(path.parent))
+            if data is not None:
+                # Folders first: rollback, last first, puts the file back before it removes
+                # the folders made for it.
+                self.own_files.record_folders(make_dirs(path.parent))
             self.own_files.record_contents(path, before, 0o644)
         _replace(path, data)
 
