@@ -145,10 +145,13 @@ def _remove_folder(folder: StrPath) -> None:
 
 def read_regular_file(path: StrPath) -> bytes:
     """The bytes of the regular file `path`, never through a link nor blocking on a FIFO:
-    anything else there is refused (OSError)."""
+    anything else there is refused (OSError; IsADirectoryError for a folder)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "a folder", os.fspath(path))
+        if not stat.S_ISREG(mode):
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
         chunks = []
         while chunk := os.read(fd, 1 << 16):

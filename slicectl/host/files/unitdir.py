@@ -17,6 +17,7 @@ stands alone and is in `lock`; the digest, the atomic writes and the undo journa
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -35,7 +36,7 @@ from slicectl.core.frozen import frozen
 from slicectl.core.plan import DROPIN_NAME
 from slicectl.host.files import owned
 from slicectl.host.files.lock import LOCK_TIMEOUT, locked_dir, make_dirs
-from slicectl.host.files.owned import Undo, read_tagged, sha256
+from slicectl.host.files.owned import Undo, read_regular_file, read_tagged, sha256
 
 MANIFEST_FORMAT = "slicectl-manifest/1"
 # Every unit type systemd knows (systemd.unit(5)): slicectl writes slices, drop-ins for
@@ -62,30 +63,24 @@ def read_regular(path: Path) -> bytes | None:
     kind of file there is refused, naming the path.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        return read_regular_file(path)
     except FileNotFoundError:
         return None
+    except IsADirectoryError as e:
+        raise _not_a_file(path, "a folder") from e
     except OSError as e:
         if os.path.islink(path):
             raise _symlink_error(path) from e
+        if e.errno == errno.EINVAL:  # opened, but not a regular file
+            raise _not_a_file(path, "not a regular file") from e
         raise OutputError(f"{shown(path)}: cannot read: {e.strerror}",
                           "check permissions of the output directory") from e
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise OutputError(f"{shown(path)} is {kind}, where slicectl writes a unit file",
-                              "slicectl never replaces what it did not write: move it away, "
-                              "then run again")
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError as e:
-        raise OutputError(f"{shown(path)}: cannot read: {e.strerror}",
-                          "check permissions of the output directory") from e
-    finally:
-        os.close(fd)
+
+
+def _not_a_file(path: Path, kind: str) -> OutputError:
+    return OutputError(f"{shown(path)} is {kind}, where slicectl writes a unit file",
+                       "slicectl never replaces what it did not write: move it away, then "
+                       "run again")
 
 
 def _symlink_error(path: Path) -> OutputError:
