@@ -72,7 +72,7 @@ def test_every_verb_runs_its_own_function() -> None:
 
 def test_one_shot_verbs_pause_cyclic_collection(monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """A verb that runs once (validate, generate, ...) runs without the cyclic garbage
+    """A verb that runs once (validate, generate, apply, ...) runs without the cyclic garbage
     collector (start-up: BENCHMARKS.md); main() gives it back as it found it, also after an
     error. A verb that keeps running (status, top, the exporter) keeps it."""
     import gc
@@ -86,18 +86,24 @@ def test_one_shot_verbs_pause_cyclic_collection(monkeypatch: pytest.MonkeyPatch,
         seen["validate"] = gc.isenabled()
         raise RuntimeError("boom")
 
+    def apply(args: Any) -> int:
+        seen["apply"] = gc.isenabled()
+        return 0
+
     def status(args: Any) -> int:
         seen["status"] = gc.isenabled()
         return 0
 
     monkeypatch.setattr(pipeline, "cmd_validate", validate)
+    monkeypatch.setattr(pipeline, "cmd_apply", apply)
     monkeypatch.setattr(watch, "cmd_status", status)
     assert gc.isenabled()
     assert main(["validate", "x.yaml"]) == 1
     assert "internal error: RuntimeError: boom" in capsys.readouterr().err
     assert gc.isenabled()
+    assert main(["apply", "x.yaml", "--yes"]) == 0
     assert main(["status"]) == 0
-    assert seen == {"validate": False, "status": True} and gc.isenabled()
+    assert seen == {"validate": False, "apply": False, "status": True} and gc.isenabled()
 
 
 def test_version() -> None:

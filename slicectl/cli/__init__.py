@@ -54,8 +54,10 @@ class _Commands(Mapping[str, "Callable[[Namespace], int]"]):
 
 COMMANDS: Mapping[str, Callable[[Namespace], int]] = _Commands()
 # Verbs that compute, print or write once and exit: no refresh loop, no server (see main()).
-_ONE_SHOT = frozenset({"topology", "validate", "plan", "generate", "write", "lint", "recommend",
-                       "completion"})
+# `apply` too: an apply of 100 tenants leaves about 800 objects in cycles, all of it freed at
+# exit, and the collection at exit alone cost it 0.3-0.7 s in the testbed (BENCHMARKS.md).
+_ONE_SHOT = frozenset({"topology", "validate", "plan", "generate", "write", "apply", "lint",
+                       "recommend", "completion"})
 
 
 def _readable(text: object) -> str:
