@@ -1,5 +1,5 @@
 """`one_shot`: run a command that computes, writes and exits without the cyclic garbage
-collector (the `generate`-like verbs, the systemd generator).
+collector (the `generate`-like verbs and `apply`, the systemd generator).
 
 Such a run allocates a bounded amount, all of it gone at exit, yet the collector's passes over
 the objects its imports create (jinja2, ruamel.yaml, the property table) are a measurable part
