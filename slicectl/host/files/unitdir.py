@@ -230,7 +230,7 @@ class UnitDir:
             yield
 
     def _target(self, rel: str) -> Path:
-        if rel.startswith("/") or ".." in Path(rel).parts:
+        if rel.startswith("/") or ".." in rel.split("/"):
             raise OutputError(f"refusing to write outside {shown(self.root)}: {shown(rel)}",
                               "this is a bug in slicectl; please report it")
         return self.root / rel
@@ -238,7 +238,9 @@ class UnitDir:
     def _check_folders(self, rel: str) -> None:
         """The folders between the root and `rel` must be real folders (or not exist yet)."""
         folder = self.root
-        for part in Path(rel).parts[:-1]:
+        for part in rel.rstrip("/").split("/")[:-1]:
+            if not part or part == ".":
+                continue  # as Path(rel).parts reads "a//b" and "./a"
             folder = folder / part
             try:
                 st = os.lstat(folder)

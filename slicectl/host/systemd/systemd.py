@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -135,6 +136,19 @@ def _unset_raw(name: str) -> Any:
     return _STATE_UNSET[STATE[name].kind]
 
 
+@functools.cache
+def _unset_values() -> dict[str, Any]:
+    """Every property's decoded unset value (all immutable), worked out once: the diff of an
+    apply of 100 new slices builds 100 absent states."""
+    return {name: decode(name, _unset_raw(name))
+            for name in [*STATE, *(p.dbus for p in PROPERTIES)]}
+
+
+@functools.cache
+def _absent() -> UnitState:
+    return replace(UnitState.from_raw("", {}), active_state="inactive")
+
+
 @frozen
 class UnitState:
     """The live state of one unit, as systemd reports it; `props` holds every settable
@@ -155,17 +169,18 @@ class UnitState:
     @classmethod
     def from_raw(cls, unit: str, raw: Mapping[str, Any]) -> UnitState:
         """From D-Bus values by property name (missing ones read as unset)."""
+        unset = _unset_values()
         fields: dict[str, Any] = {
-            spec.attr: decode(name, raw.get(name, _unset_raw(name)))
+            spec.attr: decode(name, raw[name]) if name in raw else unset[name]
             for name, spec in STATE.items()}
-        props = {p.dbus: decode(p.dbus, raw.get(p.dbus, _unset_raw(p.dbus)))
+        props = {p.dbus: decode(p.dbus, raw[p.dbus]) if p.dbus in raw else unset[p.dbus]
                  for p in PROPERTIES}
         return cls(unit=unit, props=props, **fields)
 
     @classmethod
     def absent(cls, unit: str) -> UnitState:
         """A unit systemd has not loaded: no state, no cgroup, nothing set."""
-        return replace(cls.from_raw(unit, {}), active_state="inactive")
+        return replace(_absent(), unit=unit)
 
     @property
     def loaded(self) -> bool:
